@@ -1,0 +1,37 @@
+// Cutting a stream of input files into mini-batches. Pure: no I/O, so it is tested as a property
+// (every item in exactly one mini-batch, none over its bound).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fanout/protocol/messages.hpp"
+
+namespace fanout::part {
+
+// Groups items into mini-batches of at most `per_batch` items, numbered from 0 in input order.
+// Not thread-safe.
+class FileBatcher final {
+ public:
+  // Precondition: per_batch >= 1.
+  explicit FileBatcher(std::uint64_t per_batch);
+
+  // Adds one item. Returns a full mini-batch when this item completes one.
+  std::optional<proto::MiniBatch> push(std::string item);
+  // Returns the last, partial mini-batch, if any items are left.
+  std::optional<proto::MiniBatch> finish();
+
+  [[nodiscard]] std::uint64_t batches_emitted() const noexcept { return next_index_; }
+  [[nodiscard]] std::uint64_t items_seen() const noexcept { return items_; }
+
+ private:
+  proto::MiniBatch take();
+  std::uint64_t per_batch_;
+  std::uint64_t next_index_ = 0;
+  std::uint64_t items_ = 0;
+  std::vector<std::string> pending_{};
+};
+
+}  // namespace fanout::part

@@ -1,0 +1,92 @@
+// Frame encoding and decoding. See docs/protocol.md.
+#include "fanout/protocol/codec.hpp"
+
+#include <fmt/format.h>
+
+namespace fanout::proto {
+
+const char* to_string(AttemptStatus s) noexcept {
+  switch (s) {
+    case AttemptStatus::RunDone: return "RUN_DONE";
+    case AttemptStatus::RunException: return "RUN_EXCEPTION";
+    case AttemptStatus::RunTimeout: return "RUN_TIMEOUT";
+    case AttemptStatus::LoadException: return "LOAD_EXCEPTION";
+    case AttemptStatus::LoadTimeout: return "LOAD_TIMEOUT";
+    case AttemptStatus::WorkerLost: return "WORKER_LOST";
+    case AttemptStatus::PoolLost: return "POOL_LOST";
+    case AttemptStatus::Cancelled: return "CANCELLED";
+  }
+  return "UNKNOWN";
+}
+
+std::string type_name(std::uint8_t type) {
+  static constexpr const char* kNames[] = {
+      nullptr,      "Register",  "Registered", "Reject",      "Heartbeat",   "TaskBatch",
+      "ResultBatch", "Drain",    "Shutdown",   "JobInfo",     "SubmitJob",   "JobAccepted",
+      "SubmitTasks", "SubmitEnd", "JobProgress", "JobEnded",  "Attach",      "CancelJob",
+  };
+  constexpr std::size_t n = sizeof(kNames) / sizeof(kNames[0]);
+  if (type > 0 && type < n) return kNames[type];
+  return fmt::format("unknown({})", type);
+}
+
+Expected<Header> read_header(std::string_view frame) {
+  if (frame.size() < kHeaderBytes) {
+    return make_error(ErrorCode::Protocol,
+                      fmt::format("frame: expected at least {} header bytes, found {}",
+                                  kHeaderBytes, frame.size()));
+  }
+  if (frame.size() > kMaxFrameBytes) {
+    return make_error(ErrorCode::Protocol, fmt::format("frame: {} bytes exceeds the limit of {}",
+                                                       frame.size(), kMaxFrameBytes));
+  }
+  auto version = static_cast<std::uint8_t>(frame[0]);
+  auto type = static_cast<std::uint8_t>(frame[1]);
+  if (version != kProtocolVersion) {
+    return make_error(ErrorCode::Version,
+                      fmt::format("frame: expected protocol version {}, found {}",
+                                  kProtocolVersion, version));
+  }
+  if (type < static_cast<std::uint8_t>(MsgType::Register) ||
+      type > static_cast<std::uint8_t>(MsgType::CancelJob)) {
+    return make_error(ErrorCode::Protocol, "frame: unknown message type " + std::to_string(type));
+  }
+  return Header{version, static_cast<MsgType>(type)};
+}
+
+namespace detail {
+
+Expected<void> unpack_into(std::string_view body, const char* what,
+                           const std::function<void(const msgpack::object&)>& conv) {
+  // Every msgpack element takes at least one byte, so no container in a body of n bytes can
+  // legitimately hold more than n elements: limit allocations to that.
+  const std::size_t n = body.size();
+  msgpack::unpack_limit limit(n, n, n, n, n, 64);
+  try {
+    std::size_t off = 0;
+    msgpack::object_handle oh =
+        msgpack::unpack(body.data(), body.size(), off, nullptr, nullptr, limit);
+    if (off != body.size()) {
+      return make_error(ErrorCode::Protocol,
+                        fmt::format("{}: body: {} trailing bytes after the message", what,
+                                    body.size() - off));
+    }
+    conv(oh.get());
+  } catch (const msgpack::type_error&) {
+    return make_error(ErrorCode::Protocol,
+                      fmt::format("{}: body: a field has the wrong type or the array is too short",
+                                  what));
+  } catch (const msgpack::insufficient_bytes&) {
+    return make_error(ErrorCode::Protocol,
+                      fmt::format("{}: body: truncated ({} bytes)", what, body.size()));
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::Protocol, fmt::format("{}: body: too large to decode", what));
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::Protocol,
+                      fmt::format("{}: body: not valid msgpack ({})", what, e.what()));
+  }
+  return {};
+}
+
+}  // namespace detail
+}  // namespace fanout::proto

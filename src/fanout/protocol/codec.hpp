@@ -1,0 +1,77 @@
+// Frame encoding: [u8 version][u8 type][msgpack body] in one ZeroMQ message part.
+// decode() never throws: every failure is an Error naming the message type and what was wrong.
+// See docs/protocol.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "fanout/protocol/messages.hpp"
+#include "fanout/util/expected.hpp"
+
+namespace fanout::proto {
+
+struct Header {
+  std::uint8_t version = 0;
+  MsgType type{};
+};
+
+inline constexpr std::size_t kHeaderBytes = 2;
+
+// The name of a message type ("TaskBatch"), or "unknown(N)".
+std::string type_name(std::uint8_t type);
+
+// Reads and checks the header. Errors: Protocol (too short, too large, unknown type),
+// Version (another protocol version; the type is not checked then).
+[[nodiscard]] Expected<Header> read_header(std::string_view frame);
+
+namespace detail {
+// Appends msgpack bytes of `obj` after a header. Implemented with msgpack's packer.
+class FrameWriter {
+ public:
+  explicit FrameWriter(MsgType type, std::size_t reserve = 64) {
+    buf_.reserve(reserve);
+    buf_.push_back(static_cast<char>(kProtocolVersion));
+    buf_.push_back(static_cast<char>(type));
+  }
+  void write(const char* data, std::size_t n) { buf_.append(data, n); }
+  std::string take() { return std::move(buf_); }
+
+ private:
+  std::string buf_;
+};
+// Unpacks `body` (the frame after its header) into `obj`, with limits sized to the body so that
+// a short frame cannot claim a huge array. Returns a message naming `what` on failure.
+[[nodiscard]] Expected<void> unpack_into(std::string_view body, const char* what,
+                                         const std::function<void(const msgpack::object&)>& conv);
+}  // namespace detail
+
+// Encodes `m` into one frame.
+template <typename M>
+std::string encode(const M& m, std::size_t reserve = 64) {
+  detail::FrameWriter w(M::kType, reserve);
+  msgpack::pack(w, m);
+  return w.take();
+}
+
+// Decodes a frame that must hold an M. Checks header (version, type) before the body.
+template <typename M>
+[[nodiscard]] Expected<M> decode(std::string_view frame) {
+  auto h = read_header(frame);
+  if (!h) return Unexpected{h.error()};
+  if (h->type != M::kType) {
+    return make_error(ErrorCode::Protocol,
+                      "frame: expected " + type_name(static_cast<std::uint8_t>(M::kType)) +
+                          ", found " + type_name(static_cast<std::uint8_t>(h->type)));
+  }
+  M m{};
+  auto r = detail::unpack_into(frame.substr(kHeaderBytes),
+                               type_name(static_cast<std::uint8_t>(M::kType)).c_str(),
+                               [&](const msgpack::object& o) { o.convert(m); });
+  if (!r) return Unexpected{r.error()};
+  return m;
+}
+
+}  // namespace fanout::proto

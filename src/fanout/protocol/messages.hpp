@@ -1,0 +1,255 @@
+// The message catalogue: the only place where a message type, a field or the protocol version is
+// defined. docs/protocol.md is the normative description of the frames.
+//
+// Rules (STYLE.md section 5): wire values of MsgType are append-only; new fields go at the end of
+// a struct only; removing, reordering or retyping a field bumps kProtocolVersion.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <msgpack.hpp>
+
+namespace fanout::proto {
+
+inline constexpr std::uint8_t kProtocolVersion = 1;
+// Frames larger than this are refused before decoding (a result batch carries output rows).
+inline constexpr std::size_t kMaxFrameBytes = 256u * 1024u * 1024u;
+
+enum class MsgType : std::uint8_t {  // wire values: append only, never renumber or reuse
+  Register = 1,  // pool -> interchange
+  Registered,    // interchange -> pool
+  Reject,        // interchange -> pool or client
+  Heartbeat,     // both ways
+  TaskBatch,     // interchange -> pool
+  ResultBatch,   // pool -> interchange
+  Drain,         // interchange -> pool: finish what you hold, take nothing new
+  Shutdown,      // interchange -> pool, client -> interchange (embedded mode)
+  JobInfo,       // interchange -> pool: what a job's tasks need, sent before its first task
+  SubmitJob,     // client -> interchange
+  JobAccepted,   // interchange -> client
+  SubmitTasks,   // client -> interchange
+  SubmitEnd,     // client -> interchange: no more mini-batches for this job
+  JobProgress,   // interchange -> client
+  JobEnded,      // interchange -> client
+  Attach,        // client -> interchange: follow an existing job
+  CancelJob,     // client -> interchange
+};
+
+// Outcome of one attempt, as recorded in attempts.status (see to_string below).
+enum class AttemptStatus : std::uint8_t {
+  RunDone = 1,
+  RunException,
+  RunTimeout,
+  LoadException,
+  LoadTimeout,
+  WorkerLost,
+  PoolLost,
+  Cancelled,
+};
+const char* to_string(AttemptStatus s) noexcept;
+
+// Everything a pool needs to run a job's tasks and the interchange needs to decide retries.
+struct JobSpec {
+  std::string name{};
+  std::string spec_path{};          // the job file, for messages
+  std::string runtime{};            // "python" | "command" | "native"
+  std::string code_dir{};           // absolute; the worker's working directory
+  std::string entry_script{};       // relative to code_dir (python), command line, or library
+  std::string python{};             // interpreter for the python runtime
+  std::vector<std::string> args{};  // passed to the entry script's sys.argv
+  std::vector<std::string> env{};   // "KEY=VALUE" set for workers
+  std::string output_path{};        // append_row file; empty means summary_only
+  std::string log_dir{};            // the job's logs/ folder
+  std::uint32_t max_tries = 4;      // tries per mini-batch (retries + 1)
+  double run_timeout_s = 0;         // bound on one run(); 0: none
+  std::int64_t error_threshold = -1;           // failed items that abort the job; -1 ignores
+  std::int64_t mini_batch_error_threshold = -1;  // failed mini-batches; -1 ignores
+  double allowed_failed_percent = 100;         // failed share once all are scheduled
+  std::string settings_json{};      // all settings, recorded with the job
+  std::string input_name{};         // the input's name (mini_batch_context.dataset)
+  MSGPACK_DEFINE_ARRAY(name, spec_path, runtime, code_dir, entry_script, python, args, env,
+                       output_path, log_dir, max_tries, run_timeout_s, error_threshold,
+                       mini_batch_error_threshold, allowed_failed_percent, settings_json,
+                       input_name)
+};
+
+// One mini-batch as described by the client: never the data, only where to find it.
+struct MiniBatch {
+  std::uint64_t index = 0;           // stable id: position in the input
+  std::vector<std::string> items{};  // file paths (or descriptors for tabular input)
+  std::string detail{};              // JSON "Mini-batch Detail"; may be empty
+  MSGPACK_DEFINE_ARRAY(index, items, detail)
+};
+
+// One try of one mini-batch, as sent to a pool.
+struct Task {
+  std::uint64_t task_id = 0;  // unique per attempt within the interchange
+  std::uint64_t job_id = 0;
+  std::uint64_t index = 0;    // mini-batch id
+  std::uint32_t attempt = 1;  // 1-based try number
+  std::vector<std::string> items{};
+  std::string detail{};
+  MSGPACK_DEFINE_ARRAY(task_id, job_id, index, attempt, items, detail)
+};
+
+struct TaskResult {
+  std::uint64_t task_id = 0;
+  std::uint64_t job_id = 0;
+  std::uint64_t index = 0;
+  std::uint32_t attempt = 1;
+  std::uint8_t status = 0;         // AttemptStatus
+  std::uint64_t items = 0;         // items in the mini-batch
+  std::uint64_t succeeded = 0;     // min(len(result), items)
+  std::uint64_t failed = 0;        // items - succeeded
+  std::uint64_t rows = 0;          // rows in `output`
+  std::string output{};            // the append_row bytes of this mini-batch, newline-terminated
+  std::string error_category{};
+  std::string error_message{};
+  std::string node{};
+  std::string process{};           // worker name, e.g. "process003"
+  std::int64_t worker_pid = 0;
+  double start = 0;                // Unix seconds
+  double elapsed_s = 0;
+  double cpu_s = 0;
+  double run_s = 0;
+  MSGPACK_DEFINE_ARRAY(task_id, job_id, index, attempt, status, items, succeeded, failed, rows,
+                       output, error_category, error_message, node, process, worker_pid, start,
+                       elapsed_s, cpu_s, run_s)
+};
+
+// ---- pool <-> interchange ----
+
+struct Register {
+  static constexpr MsgType kType = MsgType::Register;
+  std::string pool_name{};  // chosen by the pool; unique per connection
+  std::string node{};       // host name
+  std::uint32_t workers = 0;
+  std::uint32_t prefetch = 0;
+  std::string build{};      // software version, for logs only
+  std::int64_t pid = 0;
+  MSGPACK_DEFINE_ARRAY(pool_name, node, workers, prefetch, build, pid)
+};
+
+struct Registered {
+  static constexpr MsgType kType = MsgType::Registered;
+  std::uint64_t pool_id = 0;
+  std::uint32_t heartbeat_period_ms = 0;
+  std::uint32_t heartbeat_threshold_ms = 0;
+  MSGPACK_DEFINE_ARRAY(pool_id, heartbeat_period_ms, heartbeat_threshold_ms)
+};
+
+struct Reject {
+  static constexpr MsgType kType = MsgType::Reject;
+  std::string reason{};
+  MSGPACK_DEFINE_ARRAY(reason)
+};
+
+struct Heartbeat {
+  static constexpr MsgType kType = MsgType::Heartbeat;
+  std::uint32_t capacity = 0;  // pool -> interchange: tasks it can hold now (workers + prefetch)
+  MSGPACK_DEFINE_ARRAY(capacity)
+};
+
+struct JobInfo {
+  static constexpr MsgType kType = MsgType::JobInfo;
+  std::uint64_t job_id = 0;
+  JobSpec spec{};
+  MSGPACK_DEFINE_ARRAY(job_id, spec)
+};
+
+struct TaskBatch {
+  static constexpr MsgType kType = MsgType::TaskBatch;
+  std::vector<Task> tasks{};
+  MSGPACK_DEFINE_ARRAY(tasks)
+};
+
+struct ResultBatch {
+  static constexpr MsgType kType = MsgType::ResultBatch;
+  std::vector<TaskResult> results{};
+  std::uint32_t capacity = 0;  // as in Heartbeat
+  MSGPACK_DEFINE_ARRAY(results, capacity)
+};
+
+struct Drain {
+  static constexpr MsgType kType = MsgType::Drain;
+  std::string reason{};
+  MSGPACK_DEFINE_ARRAY(reason)
+};
+
+struct Shutdown {
+  static constexpr MsgType kType = MsgType::Shutdown;
+  std::string reason{};
+  MSGPACK_DEFINE_ARRAY(reason)
+};
+
+// ---- client <-> interchange ----
+
+struct SubmitJob {
+  static constexpr MsgType kType = MsgType::SubmitJob;
+  JobSpec spec{};
+  MSGPACK_DEFINE_ARRAY(spec)
+};
+
+struct JobAccepted {
+  static constexpr MsgType kType = MsgType::JobAccepted;
+  std::uint64_t job_id = 0;
+  std::uint32_t window = 0;  // mini-batches the client may have submitted beyond those finished
+  MSGPACK_DEFINE_ARRAY(job_id, window)
+};
+
+struct SubmitTasks {
+  static constexpr MsgType kType = MsgType::SubmitTasks;
+  std::uint64_t job_id = 0;
+  std::vector<MiniBatch> batches{};
+  MSGPACK_DEFINE_ARRAY(job_id, batches)
+};
+
+struct SubmitEnd {
+  static constexpr MsgType kType = MsgType::SubmitEnd;
+  std::uint64_t job_id = 0;
+  std::uint64_t total = 0;  // mini-batches submitted in all
+  MSGPACK_DEFINE_ARRAY(job_id, total)
+};
+
+struct JobProgress {
+  static constexpr MsgType kType = MsgType::JobProgress;
+  std::uint64_t job_id = 0;
+  std::uint64_t total = 0;      // 0 while the client is still submitting
+  std::uint64_t submitted = 0;  // mini-batches known to the interchange
+  std::uint64_t succeeded = 0;  // mini-batches
+  std::uint64_t failed = 0;     // mini-batches out of tries
+  std::uint64_t items_succeeded = 0;
+  std::uint64_t items_failed = 0;
+  std::uint64_t attempts_failed = 0;
+  std::uint32_t pools = 0;
+  std::uint32_t workers = 0;
+  MSGPACK_DEFINE_ARRAY(job_id, total, submitted, succeeded, failed, items_succeeded,
+                       items_failed, attempts_failed, pools, workers)
+};
+
+struct JobEnded {
+  static constexpr MsgType kType = MsgType::JobEnded;
+  std::uint64_t job_id = 0;
+  std::string state{};   // "succeeded" | "failed" | "cancelled"
+  std::string reason{};
+  JobProgress progress{};
+  MSGPACK_DEFINE_ARRAY(job_id, state, reason, progress)
+};
+
+struct Attach {
+  static constexpr MsgType kType = MsgType::Attach;
+  std::uint64_t job_id = 0;
+  MSGPACK_DEFINE_ARRAY(job_id)
+};
+
+struct CancelJob {
+  static constexpr MsgType kType = MsgType::CancelJob;
+  std::uint64_t job_id = 0;
+  std::string reason{};
+  MSGPACK_DEFINE_ARRAY(job_id, reason)
+};
+
+}  // namespace fanout::proto

@@ -1,0 +1,76 @@
+// ChildProcess: a started program that is always reaped. Move-only; the destructor sends SIGTERM,
+// waits a grace period, then SIGKILLs and reaps, so a ChildProcess never leaves a zombie.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fanout/util/expected.hpp"
+
+namespace fanout {
+
+struct SpawnOptions {
+  std::vector<std::string> argv{};                               // argv[0] is searched in PATH
+  std::vector<std::pair<std::string, std::string>> env_set{};    // added to the parent's env
+  std::string cwd{};                                             // empty: inherit
+  std::string stdin_file{};                                      // empty: inherit (/dev/null if "null")
+  std::string stdout_file{};                                     // empty: inherit; else appended
+  std::string stderr_file{};                                     // empty: inherit; else appended
+  std::vector<std::pair<int, int>> fd_map{};                     // {parent fd, child fd}
+  bool new_process_group = false;
+};
+
+// How a child ended: exit code, or the terminating signal.
+struct ExitStatus {
+  int code = -1;    // >= 0 when exited normally
+  int signal = 0;   // > 0 when killed by a signal
+  [[nodiscard]] bool success() const noexcept { return code == 0 && signal == 0; }
+  [[nodiscard]] std::string describe() const;
+};
+
+class ChildProcess final {
+ public:
+  ChildProcess() = default;
+  ChildProcess(ChildProcess&& o) noexcept
+      : pid_(std::exchange(o.pid_, -1)), status_(std::move(o.status_)), grace_(o.grace_) {}
+  ChildProcess& operator=(ChildProcess&& o) noexcept;
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  ~ChildProcess() { stop(); }
+
+  // Starts a program. Error{Io} when fork fails; an exec failure shows as exit code 127.
+  [[nodiscard]] static Expected<ChildProcess> spawn(const SpawnOptions& opts);
+
+  [[nodiscard]] bool valid() const noexcept { return pid_ > 0; }
+  [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+
+  // Non-blocking: the exit status if the child has ended (reaping it), else nullopt.
+  std::optional<ExitStatus> poll();
+  // Waits up to `timeout` for the child to end.
+  std::optional<ExitStatus> wait_for(std::chrono::milliseconds timeout);
+  // Blocks until the child ends.
+  ExitStatus wait();
+  // Sends `sig` if the child still runs.
+  void signal(int sig) noexcept;
+  // SIGTERM, wait up to the grace period, SIGKILL, reap. Returns how it ended. Idempotent.
+  ExitStatus stop();
+  void set_grace(std::chrono::milliseconds grace) noexcept { grace_ = grace; }
+  // Gives up ownership: the child is no longer stopped or reaped by this object.
+  [[nodiscard]] pid_t release() noexcept { return std::exchange(pid_, -1); }
+
+ private:
+  explicit ChildProcess(pid_t pid) noexcept : pid_(pid) {}
+  pid_t pid_ = -1;
+  std::optional<ExitStatus> status_{};
+  std::chrono::milliseconds grace_{2000};
+};
+
+// Decodes a waitpid() status word.
+ExitStatus decode_wait_status(int status) noexcept;
+
+}  // namespace fanout

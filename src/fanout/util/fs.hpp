@@ -1,0 +1,25 @@
+// Small file-system helpers shared by the client, pool and interchange.
+#pragma once
+
+#include <string>
+
+#include "fanout/util/expected.hpp"
+
+namespace fanout {
+
+// Reads a whole file. Error{NotFound} when missing, Error{Io} otherwise; the message names it.
+[[nodiscard]] Expected<std::string> read_file(const std::string& path);
+
+// Creates `dir` and its parents. Error{Io} naming the folder on failure.
+[[nodiscard]] Expected<void> make_dirs(const std::string& dir);
+
+// `path` made absolute against `base` (when relative) and lexically normalised.
+std::string resolve_path(const std::string& base, const std::string& path);
+
+// This machine's host name ("localhost" if it cannot be read).
+std::string host_name();
+
+// The folder holding the running executable ("" if unknown).
+std::string self_dir();
+
+}  // namespace fanout

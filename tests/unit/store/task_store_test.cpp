@@ -1,0 +1,2 @@
+// Placeholder until the module lands.
+#include <doctest/doctest.h>

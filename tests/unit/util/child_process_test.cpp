@@ -1,0 +1,2 @@
+// Placeholder until written.
+#include <doctest/doctest.h>
