@@ -75,6 +75,10 @@ void Socket::disconnect(const std::string& endpoint) {
   }
 }
 
+void Socket::set_linger(std::chrono::milliseconds linger) {
+  impl_->sock.set(zmq::sockopt::linger, static_cast<int>(linger.count()));
+}
+
 SendResult Socket::send(std::string_view frame, bool dont_wait) {
   try {
     auto r = impl_->sock.send(zmq::const_buffer(frame.data(), frame.size()),

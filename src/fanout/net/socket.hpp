@@ -59,6 +59,8 @@ class Socket final {
   [[nodiscard]] std::string bind(const std::string& endpoint);
   void connect(const std::string& endpoint);
   void disconnect(const std::string& endpoint);
+  // Lets queued messages go out for up to `linger` after close (default 0: dropped).
+  void set_linger(std::chrono::milliseconds linger);
 
   // DEALER: sends one frame. ROUTER: sends `frame` to `peer`.
   SendResult send(std::string_view frame, bool dont_wait = true);

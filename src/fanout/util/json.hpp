@@ -1,0 +1,14 @@
+// Minimal JSON text helpers for the few places that write JSON (settings, details, --json).
+// Writing only: fanout never parses JSON in C++.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace fanout {
+
+// Appends `s` as a quoted JSON string (UTF-8 passed through, control characters escaped).
+void json_quote(std::string& out, std::string_view s);
+std::string json_quote(std::string_view s);
+
+}  // namespace fanout
