@@ -1,0 +1,65 @@
+// fanout-interchange: parses the CLI, sets up logging, runs the Interchange.
+#include <csignal>
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "fanout/util/log.hpp"
+#include "interchange/interchange.hpp"
+
+namespace {
+fanout::ix::Interchange* g_ix = nullptr;
+void on_signal(int) {
+  if (g_ix != nullptr) g_ix->stop();
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fanout-interchange: brokers mini-batches between clients and worker pools"};
+  fanout::ix::Options opts;
+  std::string log_level = "info", log_file;
+  unsigned hb_ms = 2000, hb_threshold_ms = 10000, stats_ms = 30000;
+  app.add_option("--client-endpoint", opts.client_endpoint, "ZeroMQ endpoint for clients")
+      ->capture_default_str();
+  app.add_option("--pool-endpoint", opts.pool_endpoint, "ZeroMQ endpoint for pools")
+      ->capture_default_str();
+  app.add_option("--db", opts.db_path, "SQLite store")->required();
+  app.add_option("--ready-file", opts.ready_file, "write bound endpoints here once ready");
+  app.add_option("--heartbeat-period-ms", hb_ms)->capture_default_str();
+  app.add_option("--heartbeat-threshold-ms", hb_threshold_ms)->capture_default_str();
+  app.add_option("--stats-interval-ms", stats_ms)->capture_default_str();
+  app.add_option("--window", opts.window, "mini-batches a client may queue per job")
+      ->capture_default_str();
+  app.add_option("--log-level", log_level)->capture_default_str();
+  app.add_option("--log-file", log_file, "append logs here instead of stderr");
+  app.add_flag("--exit-when-idle", opts.exit_when_idle,
+               "embedded mode: exit once the last job ended");
+  CLI11_PARSE(app, argc, argv);
+
+  auto level = fanout::parse_log_level(log_level);
+  if (!level) {
+    std::fprintf(stderr, "error: --log-level: %s\n", level.error().message.c_str());
+    return 2;
+  }
+  if (hb_ms == 0 || hb_threshold_ms <= hb_ms) {
+    std::fprintf(stderr, "error: --heartbeat-threshold-ms must exceed --heartbeat-period-ms > 0\n");
+    return 2;
+  }
+  opts.heartbeat_period = std::chrono::milliseconds(hb_ms);
+  opts.heartbeat_threshold = std::chrono::milliseconds(hb_threshold_ms);
+  opts.stats_interval = std::chrono::milliseconds(stats_ms);
+  auto log = fanout::make_logger("interchange", *level, log_file, /*threaded=*/true);
+  try {
+    fanout::ix::Interchange ix(opts, log);
+    g_ix = &ix;
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGPIPE, SIG_IGN);
+    int rc = ix.run();
+    g_ix = nullptr;
+    return rc;
+  } catch (const std::exception& e) {
+    log->critical("{}", e.what());
+    return 1;
+  }
+}
