@@ -1,0 +1,77 @@
+// fanout-pool: parses the CLI, sets up logging, runs the Pool.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+
+#include <CLI/CLI.hpp>
+
+#include "fanout/util/fs.hpp"
+#include "fanout/util/log.hpp"
+#include "pool/pool.hpp"
+
+namespace {
+fanout::pool::Pool* g_pool = nullptr;
+void on_signal(int) {
+  if (g_pool != nullptr) g_pool->stop();
+}
+
+// The Python shim: $FANOUT_SHIM_DIR, then beside the installed binary, then the source tree.
+std::string find_shim_dir() {
+  namespace fs = std::filesystem;
+  if (const char* env = std::getenv("FANOUT_SHIM_DIR"); env != nullptr && *env != '\0') return env;
+  std::string self = fanout::self_dir();
+  for (const std::string& cand : {self + "/../share/fanout/python", self + "/python"}) {
+    if (fs::exists(cand + "/fanout_worker.py")) return fs::path(cand).lexically_normal().string();
+  }
+  return FANOUT_SHIM_DIR;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fanout-pool: runs mini-batches from an interchange in worker processes"};
+  fanout::pool::Options opts;
+  std::string log_level = "info", log_file;
+  unsigned poll_ms = 10, hb_ms = 2000, hb_threshold_ms = 10000, grace_ms = 2000;
+  app.add_option("--interchange", opts.interchange, "the interchange's pool endpoint")->required();
+  app.add_option("--name", opts.name, "pool name (default: host-pid)");
+  app.add_option("--node", opts.node, "node name (default: host name)");
+  app.add_option("--workers", opts.workers, "worker processes (default: cores)");
+  app.add_option("--prefetch", opts.prefetch, "tasks held beyond free workers")
+      ->capture_default_str();
+  app.add_option("--poll-ms", poll_ms)->capture_default_str();
+  app.add_option("--heartbeat-period-ms", hb_ms)->capture_default_str();
+  app.add_option("--heartbeat-threshold-ms", hb_threshold_ms)->capture_default_str();
+  app.add_option("--kill-grace-ms", grace_ms, "SIGTERM to SIGKILL for a timed-out worker")
+      ->capture_default_str();
+  app.add_option("--python", opts.python, "interpreter for python workers (overrides the job)");
+  app.add_option("--shim-dir", opts.shim_dir, "folder of fanout_worker.py");
+  app.add_option("--log-level", log_level)->capture_default_str();
+  app.add_option("--log-file", log_file, "append logs here instead of stderr");
+  app.add_flag("--exit-on-lost", opts.exit_on_lost, "exit when the interchange goes silent");
+  CLI11_PARSE(app, argc, argv);
+
+  auto level = fanout::parse_log_level(log_level);
+  if (!level) {
+    std::fprintf(stderr, "error: --log-level: %s\n", level.error().message.c_str());
+    return 2;
+  }
+  opts.poll = std::chrono::milliseconds(poll_ms);
+  opts.heartbeat_period = std::chrono::milliseconds(hb_ms);
+  opts.heartbeat_threshold = std::chrono::milliseconds(hb_threshold_ms);
+  opts.kill_grace = std::chrono::milliseconds(grace_ms);
+  if (opts.shim_dir.empty()) opts.shim_dir = find_shim_dir();
+  auto log = fanout::make_logger("pool", *level, log_file);
+  try {
+    fanout::pool::Pool pool(opts, log);
+    g_pool = &pool;
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGPIPE, SIG_IGN);
+    int rc = pool.run();
+    g_pool = nullptr;
+    return rc;
+  } catch (const std::exception& e) {
+    log->critical("{}", e.what());
+    return 1;
+  }
+}

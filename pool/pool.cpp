@@ -1,0 +1,532 @@
+// The pool manager loop. See pool.hpp.
+#include "pool/pool.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "fanout/protocol/codec.hpp"
+#include "fanout/util/fs.hpp"
+
+namespace fanout::pool {
+
+namespace {
+
+using proto::AttemptStatus;
+
+// "ValueError: bad input\nTraceback..." -> "ValueError".
+std::string category_of(const std::string& text, const char* fallback) {
+  auto nl = text.find('\n');
+  std::string first = text.substr(0, nl);
+  auto colon = first.find(':');
+  if (colon == std::string::npos || colon == 0 || colon > 80) return fallback;
+  return first.substr(0, colon);
+}
+
+std::string dir_of(const std::string& path) {
+  return std::filesystem::path(path).parent_path().string();
+}
+
+}  // namespace
+
+Pool::Pool(Options opts, Logger log)
+    : opts_(std::move(opts)),
+      log_(std::move(log)),
+      sock_(ctx_, net::Socket::Kind::Dealer,
+            opts_.name.empty() ? fmt::format("{}-{}", host_name(), ::getpid()) : opts_.name),
+      hb_period_(opts_.heartbeat_period),
+      hb_threshold_(opts_.heartbeat_threshold) {
+  if (opts_.name.empty()) opts_.name = fmt::format("{}-{}", host_name(), ::getpid());
+  if (opts_.node.empty()) opts_.node = host_name();
+  if (opts_.workers == 0) opts_.workers = std::max(1u, std::thread::hardware_concurrency());
+  slots_.resize(opts_.workers);
+  sock_.connect(opts_.interchange);
+}
+
+Pool::~Pool() {
+  // Workers get SIGTERM from ChildProcess and are reaped.
+  for (auto& w : slots_) {
+    if (w) w->process().set_grace(std::chrono::milliseconds(500));
+  }
+}
+
+std::uint32_t Pool::capacity() const { return opts_.workers + opts_.prefetch; }
+
+void Pool::send(const std::string& frame) {
+  // The DEALER queues for a reconnecting interchange up to its high-water mark; beyond that the
+  // frame would be lost, which the interchange's liveness check turns into a requeue.
+  if (sock_.send(frame) != net::SendResult::Sent) {
+    ++stats_.bad_frames;
+    log_->warn("interchange is not reading: a frame could not be queued");
+  }
+  last_sent_ = Clock::now();
+}
+
+void Pool::send_register() {
+  proto::Register reg{opts_.name, opts_.node, opts_.workers, opts_.prefetch, FANOUT_VERSION,
+                      static_cast<std::int64_t>(::getpid())};
+  send(proto::encode(reg));
+  last_register_ = Clock::now();
+}
+
+int Pool::run() {
+  net::Poller poller;
+  poller.add(sock_);
+  last_heard_ = Clock::now();
+  last_stats_ = last_heard_;
+  send_register();
+  net::Message msg;
+  std::vector<WorkerEvent> events;
+  std::vector<int> fds;
+  std::vector<std::size_t> fd_slots;
+  int rc = 0;
+
+  while (!stop_.load(std::memory_order_relaxed)) {
+    fds.clear();
+    fd_slots.clear();
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i]) {
+        fds.push_back(slots_[i]->read_fd());
+        fd_slots.push_back(i);
+      }
+    }
+    poller.set_fds(fds);
+    // Wake for the nearest deadline: heartbeat, a worker's timeout, or the poll period while
+    // workers are being stopped.
+    auto now = Clock::now();
+    auto wake = last_sent_ + hb_period_;
+    for (auto& w : slots_) {
+      if (!w) continue;
+      if (w->kill_at) wake = std::min(wake, *w->kill_at);
+      if (w->state() == Worker::State::Busy && w->task) {
+        auto it = jobs_.find(w->job_id());
+        if (it != jobs_.end() && it->second.run_timeout_s > 0) {
+          wake = std::min(wake, w->task_start + std::chrono::duration_cast<Clock::duration>(
+                                                    std::chrono::duration<double>(
+                                                        it->second.run_timeout_s)));
+        }
+      }
+    }
+    auto timeout = std::chrono::duration_cast<Millis>(wake - now) + Millis(1);
+    poller.wait(std::clamp(timeout, Millis(0), hb_period_));
+
+    for (int i = 0; i < 4096 && sock_.recv(msg); ++i) {
+      last_heard_ = Clock::now();
+      on_message(msg.frame);
+      if (stop_.load(std::memory_order_relaxed)) break;
+    }
+    for (std::size_t k = 0; k < fd_slots.size(); ++k) {
+      if (!poller.readable(poller.socket_count() + k)) continue;
+      const std::size_t slot = fd_slots[k];
+      if (!slots_[slot]) continue;
+      events.clear();
+      bool alive = slots_[slot]->read_events(events);
+      on_worker_events(slot, events);
+      if (!alive) on_worker_gone(slot);
+    }
+    now = Clock::now();
+    check_deadlines(now);
+    assign();
+    flush_results();
+    if (now - last_sent_ >= hb_period_) send(proto::encode(proto::Heartbeat{capacity()}));
+    if (!registered_ && now - last_register_ > std::max(hb_period_, Millis(1000))) {
+      send_register();
+    }
+    if (now - last_heard_ > hb_threshold_) {
+      if (opts_.exit_on_lost) {
+        log_->warn("interchange silent for {} ms; exiting", hb_threshold_.count());
+        rc = 1;
+        break;
+      }
+      // Reconnect with a fresh registration; the interchange has requeued what we held.
+      log_->warn("interchange silent for {} ms; registering again", hb_threshold_.count());
+      registered_ = false;
+      last_heard_ = now;
+      send_register();
+    }
+    log_stats(false);
+  }
+  flush_results();
+  for (auto& w : slots_) {
+    if (w && w->state() != Worker::State::Dead) w->send_quit();
+  }
+  // Give workers a moment to run shutdown(); ChildProcess reaps the rest.
+  auto until = Clock::now() + std::chrono::seconds(2);
+  for (auto& w : slots_) {
+    if (!w) continue;
+    auto left = std::chrono::duration_cast<Millis>(until - Clock::now());
+    if (left.count() > 0) (void)w->process().wait_for(left);
+  }
+  log_stats(true);
+  log_->info("pool {} stopped", opts_.name);
+  return rc;
+}
+
+void Pool::on_message(const std::string& frame) {
+  auto h = proto::read_header(frame);
+  if (!h) {
+    ++stats_.bad_frames;
+    log_->warn("dropped a bad frame from the interchange: {}", h.error().message);
+    return;
+  }
+  switch (h->type) {
+    case proto::MsgType::Registered: {
+      auto m = proto::decode<proto::Registered>(frame);
+      if (!m) break;
+      registered_ = true;
+      if (m->heartbeat_period_ms > 0) hb_period_ = Millis(m->heartbeat_period_ms);
+      if (m->heartbeat_threshold_ms > 0) hb_threshold_ = Millis(m->heartbeat_threshold_ms);
+      log_->info("pool {} registered as {} ({} workers, prefetch {})", opts_.name, m->pool_id,
+                 opts_.workers, opts_.prefetch);
+      return;
+    }
+    case proto::MsgType::Reject: {
+      auto m = proto::decode<proto::Reject>(frame);
+      log_->warn("interchange rejected us: {}", m ? m->reason : std::string("?"));
+      if (registered_) {
+        // The interchange restarted or declared us lost: what we hold was requeued there.
+        registered_ = false;
+        queue_.clear();
+        for (auto& w : slots_) {
+          if (w && w->task) w->task.reset();  // its result would be discarded anyway
+        }
+        send_register();
+      } else {
+        stop();
+      }
+      return;
+    }
+    case proto::MsgType::Heartbeat:
+      return;
+    case proto::MsgType::JobInfo: {
+      auto m = proto::decode<proto::JobInfo>(frame);
+      if (!m) break;
+      jobs_[m->job_id] = std::move(m->spec);
+      return;
+    }
+    case proto::MsgType::TaskBatch: {
+      auto m = proto::decode<proto::TaskBatch>(frame);
+      if (!m) break;
+      stats_.tasks += m->tasks.size();
+      SPDLOG_LOGGER_DEBUG(log_, "received {} tasks", m->tasks.size());
+      for (auto& t : m->tasks) queue_.push_back(std::move(t));
+      return;
+    }
+    case proto::MsgType::Shutdown:
+    case proto::MsgType::Drain:
+      log_->info("interchange asked us to stop");
+      stop();
+      return;
+    default:
+      break;
+  }
+  ++stats_.bad_frames;
+  log_->warn("dropped an unexpected {} frame from the interchange",
+             proto::type_name(static_cast<std::uint8_t>(h->type)));
+}
+
+bool Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
+  const auto& spec = jobs_.at(job_id);
+  const std::string process = fmt::format("process{:03}", slot + 1);
+  WorkerLaunch l;
+  const std::string python = opts_.python.empty() ? spec.python : opts_.python;
+  l.argv = {python.empty() ? std::string("python3") : python, "-u",
+            opts_.shim_dir + "/fanout_worker.py"};
+  l.argv.insert(l.argv.end(), spec.args.begin(), spec.args.end());
+  l.cwd = spec.code_dir;
+  const std::string output_dir = spec.output_path.empty()
+                                     ? dir_of(spec.log_dir) + "/outputs"
+                                     : dir_of(spec.output_path);
+  std::string pythonpath = opts_.shim_dir;
+  if (const char* pp = std::getenv("PYTHONPATH"); pp != nullptr && *pp != '\0') {
+    pythonpath += std::string(":") + pp;
+  }
+  l.env = {{"FANOUT_ENTRY_SCRIPT", resolve_path(spec.code_dir, spec.entry_script)},
+           {"FANOUT_NODE", opts_.node},
+           {"FANOUT_PROCESS", process},
+           {"FANOUT_LOG_DIR", spec.log_dir},
+           {"FANOUT_OUTPUT_DIR", output_dir},
+           {"FANOUT_INPUT_NAME", spec.input_name},
+           {"FANOUT_APPEND_ROW", spec.output_path.empty() ? "0" : "1"},
+           {"FANOUT_JOB_ID", std::to_string(job_id)},
+           {"PYTHONPATH", pythonpath}};
+  for (const auto& kv : spec.env) {
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) l.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  if (!spec.log_dir.empty()) {
+    const std::string out_dir = spec.log_dir + "/user/stdout/" + opts_.node;
+    const std::string err_dir = spec.log_dir + "/user/stderr/" + opts_.node;
+    (void)make_dirs(out_dir);
+    (void)make_dirs(err_dir);
+    l.stdout_file = out_dir + "/" + process + ".stdout.txt";
+    l.stderr_file = err_dir + "/" + process + ".stderr.txt";
+  }
+  auto w = Worker::start(l, job_id, process);
+  if (!w) {
+    log_->error("cannot start a worker for job {}: {}", job_id, w.error().message);
+    return false;
+  }
+  ++stats_.workers_started;
+  SPDLOG_LOGGER_DEBUG(log_, "started {} (pid {}) for job {}", process, w->pid(), job_id);
+  slots_[slot] = std::move(*w);
+  return true;
+}
+
+void Pool::assign() {
+  if (queue_.empty()) return;
+  // Hand queued tasks to idle workers of their job, in queue order.
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    auto job_it = jobs_.find(it->job_id);
+    if (job_it == jobs_.end()) {
+      // Tasks arrive after their JobInfo; without one we cannot run it.
+      fail_task(*it, AttemptStatus::LoadException, "ProtocolError",
+                "pool received a task for an unknown job", "", 0, unix_now());
+      it = queue_.erase(it);
+      continue;
+    }
+    std::optional<std::size_t> idle;
+    bool starting = false;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      auto& w = slots_[i];
+      if (!w || w->job_id() != it->job_id) continue;
+      if (w->state() == Worker::State::Idle) {
+        idle = i;
+        break;
+      }
+      if (w->state() == Worker::State::Starting) starting = true;
+    }
+    if (idle) {
+      Worker& w = *slots_[*idle];
+      auto sent = w.send_task(*it);
+      if (!sent) {
+        // The worker died between its last frame and now; its EOF handler replaces it.
+        ++it;
+        continue;
+      }
+      w.task = std::move(*it);
+      w.task_start = Clock::now();
+      w.task_start_unix = unix_now();
+      w.set_state(Worker::State::Busy);
+      SPDLOG_LOGGER_TRACE(log_, "task {} -> {}", w.task->task_id, w.name());
+      it = queue_.erase(it);
+      continue;
+    }
+    // No idle worker for this job: start one in a free slot, or retire an idle worker of a job
+    // with nothing queued (its slot is reused once it has exited).
+    std::optional<std::size_t> free_slot;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      if (!slots_[i]) {
+        free_slot = i;
+        break;
+      }
+    }
+    if (free_slot) {
+      if (!start_worker(*free_slot, it->job_id)) {
+        fail_task(*it, AttemptStatus::LoadException, "WorkerStartError",
+                  "the worker process could not be started", "", 0, unix_now());
+        it = queue_.erase(it);
+      }
+      continue;  // re-examine this task: the new worker is Starting
+    }
+    if (!starting) {
+      for (auto& w : slots_) {
+        if (!w || w->state() != Worker::State::Idle) continue;
+        const auto other = w->job_id();
+        bool wanted = std::any_of(queue_.begin(), queue_.end(),
+                                  [&](const proto::Task& t) { return t.job_id == other; });
+        if (!wanted) {
+          w->send_quit();
+          w->set_state(Worker::State::Stopping);
+          w->kill_at = Clock::now() + opts_.kill_grace;
+          break;
+        }
+      }
+    }
+    ++it;
+  }
+}
+
+void Pool::on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events) {
+  Worker& w = *slots_[slot];
+  for (auto& ev : events) {
+    switch (ev.kind) {
+      case WorkerEvent::Kind::Ready:
+        if (w.state() == Worker::State::Starting) w.set_state(Worker::State::Idle);
+        init_failures_[w.job_id()] = 0;
+        SPDLOG_LOGGER_DEBUG(log_, "{} ready: {}", w.name(), ev.text);
+        break;
+      case WorkerEvent::Kind::LoadError:
+        w.fail_status = ev.text.empty() ? std::string("LoadError: init failed") : ev.text;
+        break;
+      case WorkerEvent::Kind::Done: {
+        if (!w.task || w.task->task_id != ev.task_id) {
+          // A task dropped after a re-registration, or a confused worker: nothing to report.
+          w.task.reset();
+          if (w.state() == Worker::State::Busy) w.set_state(Worker::State::Idle);
+          break;
+        }
+        const proto::Task& t = *w.task;
+        proto::TaskResult r;
+        r.task_id = t.task_id;
+        r.job_id = t.job_id;
+        r.index = t.index;
+        r.attempt = t.attempt;
+        r.items = t.items.size();
+        r.node = opts_.node;
+        r.process = w.name();
+        r.worker_pid = w.pid();
+        r.start = w.task_start_unix;
+        r.elapsed_s = std::chrono::duration<double>(Clock::now() - w.task_start).count();
+        r.run_s = ev.run_s;
+        r.cpu_s = ev.cpu_s;
+        if (ev.status == 0) {
+          r.status = static_cast<std::uint8_t>(AttemptStatus::RunDone);
+          r.succeeded = std::min<std::uint64_t>(ev.n_result, r.items);
+          r.failed = r.items - r.succeeded;
+          r.rows = ev.n_result;
+          r.output = std::move(ev.output);
+        } else {
+          r.status = static_cast<std::uint8_t>(AttemptStatus::RunException);
+          r.failed = r.items;
+          r.error_category = category_of(ev.error, ev.status == 2 ? "BadReturn" : "RunException");
+          r.error_message = std::move(ev.error);
+        }
+        results_.push_back(std::move(r));
+        ++stats_.results;
+        w.task.reset();
+        if (w.state() == Worker::State::Busy) w.set_state(Worker::State::Idle);
+        break;
+      }
+    }
+  }
+}
+
+void Pool::on_worker_gone(std::size_t slot) {
+  Worker& w = *slots_[slot];
+  // The pipe closed: the process exited or is about to. Reap it (briefly wait, then force).
+  auto st = w.process().wait_for(std::chrono::milliseconds(1000));
+  if (!st) {
+    w.kill_hard();
+    st = w.process().wait();
+  }
+  const std::string how = st->describe();
+  const auto job_id = w.job_id();
+  if (w.state() == Worker::State::Starting) {
+    ++stats_.init_failures;
+    auto& n = init_failures_[job_id];
+    ++n;
+    std::string text = w.fail_status.empty()
+                           ? fmt::format("LoadError: worker exited during init ({})", how)
+                           : w.fail_status;
+    log_->warn("{} failed to start for job {} ({}): {}", w.name(), job_id, how,
+               text.substr(0, text.find('\n')));
+    // Each failed start costs the first queued task of that job one try, so a script whose
+    // init() always fails ends its mini-batches instead of restarting forever. After
+    // 3 x workers consecutive failures (ParallelRunStep's rule) every queued task of the job fails.
+    const bool give_up = n >= 3 * opts_.workers;
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (it->job_id != job_id) {
+        ++it;
+        continue;
+      }
+      fail_task(*it, AttemptStatus::LoadException, category_of(text, "LoadError"), text,
+                w.name(), w.pid(), unix_now());
+      it = queue_.erase(it);
+      if (!give_up) break;
+    }
+  } else if (w.task) {
+    const bool timed_out = w.fail_status == "RUN_TIMEOUT";
+    if (!timed_out) ++stats_.workers_lost;
+    const auto status = timed_out ? AttemptStatus::RunTimeout : AttemptStatus::WorkerLost;
+    const std::string msg =
+        timed_out ? fmt::format("run() exceeded its timeout of {} s; worker stopped ({})",
+                                jobs_.count(job_id) ? jobs_.at(job_id).run_timeout_s : 0.0, how)
+                  : fmt::format("worker process {} (pid {}) died: {}", w.name(), w.pid(), how);
+    log_->warn("job {} mini-batch {}: {}", job_id, w.task->index, msg);
+    fail_task(*w.task, status, timed_out ? "RunTimeout" : "WorkerLost", msg, w.name(), w.pid(),
+              w.task_start_unix);
+  }
+  slots_[slot].reset();
+}
+
+void Pool::check_deadlines(Clock::time_point now) {
+  for (auto& w : slots_) {
+    if (!w) continue;
+    if (w->kill_at) {
+      if (now >= *w->kill_at) {
+        w->kill_hard();
+        w->kill_at.reset();
+      }
+      continue;
+    }
+    if (w->state() == Worker::State::Busy && w->task) {
+      auto it = jobs_.find(w->job_id());
+      if (it == jobs_.end() || it->second.run_timeout_s <= 0) continue;
+      if (now - w->task_start > std::chrono::duration<double>(it->second.run_timeout_s)) {
+        ++stats_.timeouts;
+        w->fail_status = "RUN_TIMEOUT";
+        w->terminate();
+        w->set_state(Worker::State::Stopping);
+        w->kill_at = now + opts_.kill_grace;
+      }
+    } else if (w->state() == Worker::State::Starting && now - w->started > opts_.load_timeout) {
+      w->fail_status = fmt::format("LoadTimeout: init() did not finish within {} s",
+                                   opts_.load_timeout.count() / 1000);
+      w->kill_hard();
+    }
+  }
+}
+
+void Pool::fail_task(const proto::Task& t, AttemptStatus status, const std::string& category,
+                     const std::string& message, const std::string& process, std::int64_t pid,
+                     double start) {
+  proto::TaskResult r;
+  r.task_id = t.task_id;
+  r.job_id = t.job_id;
+  r.index = t.index;
+  r.attempt = t.attempt;
+  r.status = static_cast<std::uint8_t>(status);
+  r.items = t.items.size();
+  r.failed = r.items;
+  r.error_category = category;
+  r.error_message = message;
+  r.node = opts_.node;
+  r.process = process;
+  r.worker_pid = pid;
+  r.start = start;
+  r.elapsed_s = unix_now() - start;
+  results_.push_back(std::move(r));
+  ++stats_.results;
+}
+
+void Pool::flush_results() {
+  if (results_.empty()) return;
+  std::size_t bytes = 64;
+  for (const auto& r : results_) bytes += 96 + r.output.size() + r.error_message.size();
+  proto::ResultBatch batch;
+  batch.results = std::move(results_);
+  batch.capacity = capacity();
+  SPDLOG_LOGGER_DEBUG(log_, "returning {} results", batch.results.size());
+  send(proto::encode(batch, bytes));
+  results_.clear();
+}
+
+void Pool::log_stats(bool force) {
+  auto now = Clock::now();
+  if (!force && now - last_stats_ < std::chrono::seconds(30)) return;
+  last_stats_ = now;
+  if (stats_ == logged_stats_) return;
+  logged_stats_ = stats_;
+  log_->info("stats: tasks {}, results {}, workers started {}, lost {}, timeouts {}, "
+             "init failures {}, bad frames {}",
+             stats_.tasks, stats_.results, stats_.workers_started, stats_.workers_lost,
+             stats_.timeouts, stats_.init_failures, stats_.bad_frames);
+}
+
+}  // namespace fanout::pool

@@ -1,0 +1,94 @@
+// fanout-pool's manager loop: registers with the interchange, holds up to workers + prefetch
+// tasks, runs them in worker processes, restarts workers that crash or overrun their timeout, and
+// returns results in batches. See docs/architecture.md#pool. Not thread-safe; stop() is
+// async-signal-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fanout/net/socket.hpp"
+#include "fanout/protocol/messages.hpp"
+#include "fanout/util/clock.hpp"
+#include "fanout/util/log.hpp"
+#include "pool/worker.hpp"
+
+namespace fanout::pool {
+
+struct Options {
+  std::string interchange{};  // the interchange's pool endpoint
+  std::string name{};         // default: <host>-<pid>
+  std::string node{};         // default: host name
+  std::uint32_t workers = 0;  // default: the machine's cores
+  std::uint32_t prefetch = 0;
+  std::chrono::milliseconds poll{10};
+  std::chrono::milliseconds heartbeat_period{2000};
+  std::chrono::milliseconds heartbeat_threshold{10000};
+  std::chrono::milliseconds kill_grace{2000};     // SIGTERM -> SIGKILL for a timed-out worker
+  std::chrono::milliseconds load_timeout{600000};  // bound on a worker's start + init()
+  std::string shim_dir{};     // folder of fanout_worker.py
+  std::string python{};       // overrides the job's interpreter when set
+  bool exit_on_lost = false;  // embedded mode: exit when the interchange goes silent
+};
+
+struct PoolStats {
+  std::uint64_t tasks = 0, results = 0, workers_started = 0, workers_lost = 0, timeouts = 0;
+  std::uint64_t init_failures = 0, bad_frames = 0;
+  bool operator==(const PoolStats&) const = default;
+};
+
+class Pool final {
+ public:
+  Pool(Options opts, Logger log);
+  ~Pool();
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  // Serves until Shutdown, stop(), or (exit_on_lost) the interchange goes silent.
+  int run();
+  void stop() noexcept { stop_.store(true, std::memory_order_relaxed); }
+
+ private:
+  void send_register();
+  void on_message(const std::string& frame);
+  void on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events);
+  void on_worker_gone(std::size_t slot);
+  void assign();
+  bool start_worker(std::size_t slot, std::uint64_t job_id);
+  void check_deadlines(Clock::time_point now);
+  void fail_task(const proto::Task& t, proto::AttemptStatus status, const std::string& category,
+                 const std::string& message, const std::string& process, std::int64_t pid,
+                 double start);
+  void flush_results();
+  void send(const std::string& frame);
+  std::uint32_t capacity() const;
+  void log_stats(bool force);
+
+  Options opts_;
+  Logger log_;
+  net::Context ctx_;
+  net::Socket sock_;
+  std::atomic<bool> stop_{false};
+  bool registered_ = false;
+  Clock::time_point last_register_{};
+  Clock::time_point last_heard_{};
+  Clock::time_point last_sent_{};
+  std::chrono::milliseconds hb_period_;
+  std::chrono::milliseconds hb_threshold_;
+
+  std::map<std::uint64_t, proto::JobSpec> jobs_{};
+  std::map<std::uint64_t, std::uint32_t> init_failures_{};  // consecutive, per job
+  std::deque<proto::Task> queue_{};
+  std::vector<std::optional<Worker>> slots_{};
+  std::vector<proto::TaskResult> results_{};
+  PoolStats stats_{}, logged_stats_{};
+  Clock::time_point last_stats_{};
+};
+
+}  // namespace fanout::pool

@@ -1,0 +1,94 @@
+// One worker process hosting a runtime, and the pipe protocol that drives it (docs/worker-pipe.md).
+// Owned by the Pool; not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fanout/protocol/messages.hpp"
+#include "fanout/util/child_process.hpp"
+#include "fanout/util/clock.hpp"
+#include "fanout/util/fd.hpp"
+
+namespace fanout::pool {
+
+// What a worker said, decoded from its pipe.
+struct WorkerEvent {
+  enum class Kind : std::uint8_t { Ready, LoadError, Done };
+  Kind kind = Kind::Ready;
+  std::string text{};  // Ready: "<pid> <version>"; LoadError: category line + traceback
+  // Done:
+  std::uint64_t task_id = 0;
+  std::uint8_t status = 0;  // 0 ok, 1 run() raised, 2 bad return value
+  std::uint64_t n_result = 0;
+  std::string output{};
+  std::string error{};
+  double run_s = 0;
+  double cpu_s = 0;
+};
+
+// How to start a worker for one job.
+struct WorkerLaunch {
+  std::vector<std::string> argv{};
+  std::vector<std::pair<std::string, std::string>> env{};
+  std::string cwd{};
+  std::string stdout_file{};
+  std::string stderr_file{};
+};
+
+class Worker final {
+ public:
+  enum class State : std::uint8_t { Starting, Idle, Busy, Stopping, Dead };
+
+  // Starts the process. Error{Io} when it cannot be started.
+  [[nodiscard]] static Expected<Worker> start(const WorkerLaunch& launch, std::uint64_t job_id,
+                                              std::string name);
+  Worker(Worker&&) noexcept = default;
+  Worker& operator=(Worker&&) noexcept = default;
+  ~Worker() = default;
+
+  // Sends one task. Precondition: state() == Idle.
+  [[nodiscard]] Expected<void> send_task(const proto::Task& task);
+  // Asks the worker to call shutdown() and exit.
+  void send_quit();
+  // Reads what is available (non-blocking) and appends decoded events. Returns false on EOF or
+  // a framing error (the worker is then gone or broken; see `broken_reason()`).
+  bool read_events(std::vector<WorkerEvent>& out);
+  // SIGTERM now; the caller SIGKILLs via kill_hard() once the grace period is over.
+  void terminate();
+  void kill_hard();
+
+  [[nodiscard]] int read_fd() const noexcept { return from_.get(); }
+  [[nodiscard]] State state() const noexcept { return state_; }
+  void set_state(State s) noexcept { state_ = s; }
+  [[nodiscard]] std::uint64_t job_id() const noexcept { return job_id_; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] std::int64_t pid() const noexcept { return pid_; }
+  [[nodiscard]] const std::string& broken_reason() const noexcept { return broken_; }
+  ChildProcess& process() noexcept { return proc_; }
+
+  // The task in progress (Busy), and its timing.
+  std::optional<proto::Task> task{};
+  double task_start_unix = 0;
+  Clock::time_point task_start{};
+  Clock::time_point started{};
+  std::optional<Clock::time_point> kill_at{};  // SIGKILL deadline after a SIGTERM
+  std::string fail_status{};                   // why we stopped it (timeout), if we did
+
+ private:
+  Worker() = default;
+  ChildProcess proc_{};
+  UniqueFd to_{};
+  UniqueFd from_{};
+  std::string buf_{};
+  std::uint64_t job_id_ = 0;
+  std::string name_{};
+  std::int64_t pid_ = 0;
+  State state_ = State::Starting;
+  std::string broken_{};
+};
+
+}  // namespace fanout::pool
