@@ -1,0 +1,528 @@
+"""fanout worker shim: hosts one user entry script in one worker process.
+
+Started by fanout-pool as
+
+    <python> -u <shim_dir>/fanout_worker.py [user args...]
+
+with fd 3 = the pipe it reads requests from and fd 4 = the pipe it writes
+replies to. stdin/stdout/stderr belong to the user's script. The frames are
+described normatively in docs/worker-pipe.md; keep the two in step.
+
+Only the Python standard library is needed (pandas only for tabular input),
+and any python3 >= 3.8 works. The per-task path is kept short on purpose:
+one buffered read per frame, struct packing, one os.write per reply, no json
+for plain file mini-batches, no per-task logging.
+"""
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import struct
+import sys
+import time
+import traceback
+import types
+
+REQUEST_FD = 3
+REPLY_FD = 4
+
+# Exit codes (see docs/worker-pipe.md).
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_LOAD_ERROR = 3
+EXIT_RUN_FATAL = 4
+EXIT_PROTOCOL = 5
+
+# Task status in a D frame.
+STATUS_OK = 0
+STATUS_EXCEPTION = 1
+STATUS_BAD_RETURN = 2
+
+# Pool -> worker: u32 length, then u8 kind.
+KIND_TASK = ord("T")
+KIND_QUIT = ord("Q")
+# T payload header after the kind byte.
+_TASK = struct.Struct("<QQII")  # task_id, minibatch_index, detail_len, n_items
+_TASK_BODY_OFFSET = 1 + _TASK.size  # 25
+# Worker -> pool: length, kind 'D', task_id, status, n_result, out_len, run_s, cpu_s.
+_DONE = struct.Struct("<IcQBQQdd")
+_DONE_FIXED = _DONE.size - 4  # bytes counted by the length field before output: 42
+_LEN = struct.Struct("<I")
+_MAX_FRAME = 0xFFFFFFFF
+
+_EXPECTED = "expected a list, tuple or pandas DataFrame"
+
+# Frames whose code lives in this file (or in importlib's frozen bootstrap)
+# are left out of the tracebacks shown to users.
+_SHIM_FILE = (lambda: None).__code__.co_filename
+
+
+class MiniBatchContext(object):
+    """The second argument of run(mini_batch, mini_batch_context)."""
+
+    __slots__ = ("partition_key_value", "minibatch_index", "dataset", "global_row_offset")
+
+    def __init__(self, partition_key_value, minibatch_index, dataset, global_row_offset=None):
+        self.partition_key_value = partition_key_value
+        self.minibatch_index = minibatch_index
+        self.dataset = dataset
+        self.global_row_offset = global_row_offset
+
+    def __repr__(self):
+        return "MiniBatchContext(partition_key_value=%r, minibatch_index=%r, dataset=%r, global_row_offset=%r)" % (
+            self.partition_key_value, self.minibatch_index, self.dataset, self.global_row_offset)
+
+
+class ProtocolError(Exception):
+    pass
+
+
+def load_tabular(detail, items):
+    """Hook: turns a tabular mini-batch descriptor into a pandas DataFrame.
+
+    `detail` is the mini-batch's decoded JSON detail (it has "kind": "tabular"),
+    `items` the item strings of the T frame. Returns the DataFrame passed to
+    run(). Not implemented yet: tabular input is a separate issue.
+    """
+    raise NotImplementedError(
+        "tabular input needs the tabular loader, which this fanout build does not have yet "
+        "(mini-batch detail: %s)" % (json.dumps(detail, sort_keys=True)[:200],))
+
+
+# ---------------------------------------------------------------------------
+# Error text
+
+
+def _user_traceback(tb):
+    """Skips the leading frames that belong to the shim or to importlib."""
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name == _SHIM_FILE or name.startswith("<frozen importlib"):
+            tb = tb.tb_next
+        else:
+            break
+    return tb
+
+
+def _safe_str(obj):
+    try:
+        return str(obj)
+    except BaseException:  # noqa: B036 - a broken __str__ must not kill the worker
+        return "<unprintable %s>" % type(obj).__name__
+
+
+def describe_exception(e):
+    """Returns "<Type>: <message>\\n<traceback>" (just "<Type>" when the message is empty).
+
+    The first line is a one-line summary (newlines in the message become spaces).
+    """
+    name = type(e).__name__
+    msg = _safe_str(e)
+    first = name + ": " + " ".join(msg.splitlines()) if msg else name
+    try:
+        tb_text = "".join(traceback.format_exception(type(e), e, _user_traceback(e.__traceback__)))
+    except BaseException:  # noqa: B036
+        tb_text = ""
+    return first + "\n" + tb_text
+
+
+# ---------------------------------------------------------------------------
+# Pipe I/O
+
+
+def _write_all(data):
+    """Writes one whole frame to the reply pipe (one os.write unless it comes back short)."""
+    done = os.write(REPLY_FD, data)
+    if done != len(data):
+        _write_rest(data, done)
+
+
+def _send_text_frame(kind, text):
+    payload = kind + text.encode("utf-8", "backslashreplace")
+    _write_all(_LEN.pack(len(payload)) + payload)
+
+
+def _encode_text(text):
+    # surrogateescape turns non-UTF-8 file names we decoded back into their bytes.
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace")
+
+
+def _done_frame(task_id, status, n_result, out, err, run_s, cpu_s):
+    err_b = err.encode("utf-8", "backslashreplace") if err else b""  # always valid UTF-8
+    if _DONE_FIXED + len(out) + len(err_b) > _MAX_FRAME:
+        status, n_result, out = STATUS_EXCEPTION, 0, b""
+        err_b = b"OutputTooLarge: the mini-batch's output does not fit in one reply frame (4 GiB)\n"
+    head = _DONE.pack(_DONE_FIXED + len(out) + len(err_b), b"D", task_id, status, n_result,
+                      len(out), run_s, cpu_s)
+    if out or err_b:
+        return b"".join((head, out, err_b))
+    return head
+
+
+# ---------------------------------------------------------------------------
+# Loading the entry script
+
+
+class _Config(object):
+    def __init__(self, env):
+        self.entry_script = env.get("FANOUT_ENTRY_SCRIPT", "")
+        self.script_name = os.path.basename(self.entry_script) or "entry script"
+        self.input_name = env.get("FANOUT_INPUT_NAME", "")
+        self.append_row = env.get("FANOUT_APPEND_ROW", "1").strip() not in ("0", "", "false", "False")
+        sep = env.get("FANOUT_ROW_SEP")
+        self.row_sep = " " if sep is None or sep == "" else sep
+        self.row_header = env.get("FANOUT_ROW_HEADER", "0").strip() in ("1", "true", "True")
+
+
+def _fix_sys_path(script_dir):
+    """cwd (the job's code folder) first, then the entry script's folder; the shim's
+    own folder moves to the end (it holds azureml_user and fanout_runtime)."""
+    shim_dir = os.path.dirname(os.path.abspath(_SHIM_FILE))
+    if sys.path and sys.path[0] and os.path.realpath(sys.path[0]) == os.path.realpath(shim_dir):
+        del sys.path[0]
+    if shim_dir not in sys.path:
+        sys.path.append(shim_dir)
+    cwd = os.getcwd()
+    for d in (script_dir, cwd):
+        while d in sys.path:
+            sys.path.remove(d)
+        sys.path.insert(0, d)
+
+
+def _module_name(path):
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem.isidentifier() and stem not in sys.modules:
+        return stem
+    return "fanout_entry_script"
+
+
+def _load_error(text):
+    """Sends an L frame and ends the process with EXIT_LOAD_ERROR."""
+    try:
+        _send_text_frame(b"L", text)
+    except OSError:
+        pass
+    _flush_std()
+    os._exit(EXIT_LOAD_ERROR)
+
+
+def _flush_std():
+    for s in (sys.stdout, sys.stderr):
+        try:
+            s.flush()
+        except BaseException:  # noqa: B036
+            pass
+
+
+def _takes_context(run):
+    """True if run accepts two positional arguments (a *args-only signature does not count).
+
+    Plain functions and methods are read from their code object; anything else goes
+    through inspect.signature (importing inspect costs ~10 ms of worker start-up).
+    """
+    fn, bound = run, 0
+    if type(fn) is types.MethodType:
+        fn, bound = fn.__func__, 1
+    if type(fn) is types.FunctionType and not hasattr(fn, "__wrapped__"):
+        return fn.__code__.co_argcount - bound >= 2
+    import inspect
+
+    try:
+        sig = inspect.signature(run)
+    except (TypeError, ValueError):
+        return False
+    positional = 0
+    for p in sig.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= 2
+
+
+def _check_run(module, script_name):
+    run = getattr(module, "run", None)
+    if run is None:
+        _load_error("LoadError: %s does not define run(mini_batch)\n" % script_name)
+    if not callable(run):
+        _load_error("LoadError: %s: run is not callable (it is a %s)\n" % (script_name, type(run).__name__))
+    return run
+
+
+def load_entry_script(cfg):
+    """Imports the entry script and calls init(). Returns the module; on failure sends L and exits."""
+    path = cfg.entry_script
+    if not path:
+        _load_error("LoadError: FANOUT_ENTRY_SCRIPT is not set\n")
+    if not os.path.isfile(path):
+        _load_error("LoadError: entry script not found: %s\n" % path)
+    name = _module_name(path)
+    try:
+        loader = importlib.machinery.SourceFileLoader(name, path)
+        spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    except BaseException as e:  # noqa: B036 - SystemExit from argparse is a load error too
+        sys.modules.pop(name, None)
+        _load_error(describe_exception(e))
+    _check_run(module, cfg.script_name)
+    init = getattr(module, "init", None)
+    if init is not None:
+        if not callable(init):
+            _load_error("LoadError: %s: init is not callable (it is a %s)\n" % (cfg.script_name, type(init).__name__))
+        try:
+            init()
+        except BaseException as e:  # noqa: B036
+            _load_error(describe_exception(e))
+    return module
+
+
+def call_shutdown(module):
+    """Calls shutdown() if the script defines it; an exception is reported on stderr only."""
+    fn = getattr(module, "shutdown", None) if module is not None else None
+    if fn is None or not callable(fn):
+        return
+    try:
+        fn()
+    except BaseException as e:  # noqa: B036
+        try:
+            sys.stderr.write("fanout: shutdown() raised " + describe_exception(e))
+        except BaseException:  # noqa: B036
+            pass
+
+
+# ---------------------------------------------------------------------------
+# Serving tasks
+
+
+def _classify(result, cfg):
+    """Slow path for results that are not a list or tuple: (status, n_result, out, err)."""
+    import collections.abc
+
+    if result is None:
+        return STATUS_BAD_RETURN, 0, b"", "BadReturn: %s: run() returned None; %s\n" % (cfg.script_name, _EXPECTED)
+    if isinstance(result, (str, bytes, bytearray)):
+        return STATUS_BAD_RETURN, 0, b"", "BadReturn: %s: run() returned %s; %s\n" % (
+            cfg.script_name, type(result).__name__, _EXPECTED)
+    if isinstance(result, collections.abc.Sequence):
+        n = len(result)
+        out = _encode_text("".join([str(x) + "\n" for x in result])) if cfg.append_row and n else b""
+        return STATUS_OK, n, out, ""
+    if hasattr(result, "to_csv") and hasattr(result, "__len__"):  # pandas DataFrame (or Series)
+        n = len(result)
+        out = b""
+        if cfg.append_row and n:
+            out = _encode_text(result.to_csv(sep=cfg.row_sep, header=cfg.row_header, index=False))
+        return STATUS_OK, n, out, ""
+    if hasattr(result, "__array__") and hasattr(result, "__len__") and getattr(result, "ndim", 0) >= 1:
+        # numpy array: one row per element along the first axis.
+        n = len(result)
+        out = _encode_text("".join([str(x) + "\n" for x in result])) if cfg.append_row and n else b""
+        return STATUS_OK, n, out, ""
+    return STATUS_BAD_RETURN, 0, b"", "BadReturn: %s: run() returned %s; %s\n" % (
+        cfg.script_name, type(result).__name__, _EXPECTED)
+
+
+def _decode_detail(detail):
+    try:
+        obj = json.loads(detail)
+    except ValueError as e:
+        raise ProtocolError("mini-batch detail is not valid JSON: %s" % e)
+    return obj if isinstance(obj, dict) else {}
+
+
+def _prepare_slow(body, n, detail_len, n_items, minibatch_index, cfg, two_args):
+    """Builds (mini_batch, context) when the detail must be read or the item count is off."""
+    start = _TASK_BODY_OFFSET + detail_len
+    if start > n:
+        raise ProtocolError("T frame: detail_len %d runs past the frame (%d bytes)" % (detail_len, n))
+    items = body[start:].decode("utf-8", "surrogateescape").split("\0") if n_items else []
+    if len(items) != n_items:
+        raise ProtocolError("T frame: n_items is %d but the frame holds %d items" % (n_items, len(items)))
+    detail = {}
+    if detail_len:
+        raw = body[_TASK_BODY_OFFSET:start]
+        if b"tabular" in raw or (two_args and (b"partition_key_value" in raw or b"global_row_offset" in raw)):
+            detail = _decode_detail(raw)
+    mini_batch = items
+    if detail.get("kind") == "tabular":
+        mini_batch = load_tabular(detail, items)
+    ctx = None
+    if two_args:
+        pkv = detail.get("partition_key_value")
+        ctx = MiniBatchContext(pkv if isinstance(pkv, dict) else {}, minibatch_index, cfg.input_name,
+                               detail.get("global_row_offset"))
+    return mini_batch, ctx
+
+
+def serve(run, two_args, cfg):
+    """Answers T frames until Q or EOF. Returns normally for Q/EOF; exits the process otherwise.
+
+    cpu_seconds is the process CPU time from the previous reading to the one taken
+    just before this task's reply is written: reading and decoding the request,
+    run(), and turning its result into rows (plus the previous reply's write), so
+    one process_time() call per task instead of two. run_seconds is run() alone.
+    """
+    reader = open(REQUEST_FD, "rb", buffering=1 << 16, closefd=False)
+    read = reader.read
+    unpack_len = _LEN.unpack
+    unpack_task = _TASK.unpack_from
+    pack_done = _DONE.pack
+    fixed = _DONE_FIXED
+    perf = time.perf_counter
+    cpu = time.process_time
+    write = os.write
+    fd = REPLY_FD
+    append_row = cfg.append_row
+    input_name = cfg.input_name
+    body_offset = _TASK_BODY_OFFSET
+    list_t, tuple_t = list, tuple
+    empty = b""
+    max_out = _MAX_FRAME - _DONE_FIXED
+    cpu_mark = cpu()
+
+    while True:
+        head = read(4)
+        if len(head) != 4:
+            if head:
+                sys.stderr.write("fanout: request pipe closed inside a frame header\n")
+            return
+        (n,) = unpack_len(head)
+        body = read(n)
+        if len(body) != n:
+            sys.stderr.write("fanout: request pipe closed inside a frame\n")
+            return
+        if n == 0:
+            _protocol_exit("empty frame")
+        kind = body[0]
+        if kind != KIND_TASK:
+            if kind == KIND_QUIT:
+                return
+            _protocol_exit("unknown frame kind %r" % bytes(body[:1]))
+        if n < body_offset:
+            _protocol_exit("T frame of %d bytes is shorter than its header" % n)
+
+        task_id, minibatch_index, detail_len, n_items = unpack_task(body, 1)
+        run_s = 0.0
+        out = empty
+        err = ""
+        try:
+            if detail_len == 0:  # fast path: plain file mini-batch
+                if n_items:
+                    mini_batch = body[body_offset:].decode("utf-8", "surrogateescape").split("\0")
+                    if len(mini_batch) != n_items:
+                        raise ProtocolError("T frame: n_items is %d but the frame holds %d items"
+                                             % (n_items, len(mini_batch)))
+                else:
+                    mini_batch = []
+                ctx = MiniBatchContext({}, minibatch_index, input_name) if two_args else None
+            else:
+                mini_batch, ctx = _prepare_slow(body, n, detail_len, n_items, minibatch_index, cfg, two_args)
+
+            t0 = perf()
+            try:
+                result = run(mini_batch) if ctx is None else run(mini_batch, ctx)
+            finally:
+                run_s = perf() - t0
+
+            tr = type(result)
+            if tr is list_t or tr is tuple_t:
+                status = 0
+                n_result = len(result)
+                if append_row and n_result:
+                    text = "\n".join(map(str, result)) + "\n"
+                    try:
+                        out = text.encode("utf-8", "surrogateescape")
+                    except UnicodeEncodeError:
+                        out = text.encode("utf-8", "backslashreplace")
+            else:
+                status, n_result, out, err = _classify(result, cfg)
+        except Exception as e:
+            status, n_result, out, err = STATUS_EXCEPTION, 0, empty, describe_exception(e)
+        except BaseException as e:  # noqa: B036 - SystemExit/KeyboardInterrupt: report, then leave
+            c = cpu()
+            frame = _done_frame(task_id, STATUS_EXCEPTION, 0, empty, describe_exception(e), run_s, c - cpu_mark)
+            try:
+                _write_all(frame)
+            except OSError:
+                pass
+            _flush_std()
+            os._exit(EXIT_RUN_FATAL)
+        result = mini_batch = ctx = None
+
+        c = cpu()
+        if err or len(out) > max_out:
+            frame = _done_frame(task_id, status, n_result, out, err, run_s, c - cpu_mark)
+        elif out:
+            frame = pack_done(fixed + len(out), b"D", task_id, status, n_result, len(out), run_s, c - cpu_mark) + out
+        else:
+            frame = pack_done(fixed, b"D", task_id, status, n_result, 0, run_s, c - cpu_mark)
+        cpu_mark = c
+        try:
+            done = write(fd, frame)
+            if done != len(frame):
+                _write_rest(frame, done)
+        except BrokenPipeError:
+            return
+
+
+def _write_rest(frame, done):
+    """Finishes a reply that os.write wrote only in part (a signal interrupted a large write)."""
+    view = memoryview(frame)[done:]
+    while view:
+        view = view[os.write(REPLY_FD, view):]
+
+
+def _protocol_exit(what):
+    sys.stderr.write("fanout: worker pipe protocol error: %s\n" % what)
+    _flush_std()
+    os._exit(EXIT_PROTOCOL)
+
+
+# ---------------------------------------------------------------------------
+
+
+def main():
+    for fd in (REQUEST_FD, REPLY_FD):
+        try:
+            os.fstat(fd)
+            os.set_inheritable(fd, False)  # children of run() must not hold the pipes open
+        except OSError:
+            sys.stderr.write("fanout_worker.py: fd %d is not open; this program is started by fanout-pool "
+                             "(fd 3 = requests, fd 4 = replies)\n" % fd)
+            return EXIT_USAGE
+
+    env = os.environ
+    cfg = _Config(env)
+    out_dir = env.get("FANOUT_OUTPUT_DIR")
+    if out_dir:
+        env.setdefault("AZUREML_BI_OUTPUT_PATH", out_dir)
+        try:
+            os.makedirs(out_dir, exist_ok=True)
+        except OSError:
+            pass
+
+    sys.argv = [cfg.entry_script] + sys.argv[1:]
+    if cfg.entry_script:
+        _fix_sys_path(os.path.dirname(os.path.abspath(cfg.entry_script)))
+
+    module = load_entry_script(cfg)
+    run = _check_run(module, cfg.script_name)  # init() may have rebound it
+    two_args = _takes_context(run)
+
+    try:
+        _send_text_frame(b"R", "%d %s" % (os.getpid(), sys.version.split()[0]))
+    except BrokenPipeError:
+        call_shutdown(module)
+        return EXIT_OK
+
+    serve(run, two_args, cfg)
+    call_shutdown(module)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
