@@ -1,0 +1,606 @@
+// fanout run and fanout history. See client.hpp.
+#include "client/client.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "fanout/net/socket.hpp"
+#include "fanout/partition/file_batcher.hpp"
+#include "fanout/protocol/codec.hpp"
+#include "fanout/store/task_store.hpp"
+#include "fanout/util/child_process.hpp"
+#include "fanout/util/clock.hpp"
+#include "fanout/util/fs.hpp"
+#include "fanout/util/json.hpp"
+
+namespace fanout::client {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::atomic<int> g_interrupts{0};
+void on_interrupt(int) { g_interrupts.fetch_add(1, std::memory_order_relaxed); }
+
+// Checks, without importing it, that the entry script parses and defines run at module level.
+// Exit codes of the checker: 0 ok, 3 syntax error, 4 no run, 5 unreadable.
+constexpr const char* kCheckScript = R"PY(
+import ast, sys
+p = sys.argv[1]
+try:
+    src = open(p, 'rb').read()
+except OSError as e:
+    print(f"cannot be read: {e.strerror}"); sys.exit(5)
+try:
+    tree = ast.parse(src, p)
+except SyntaxError as e:
+    print(f"line {e.lineno}: syntax error: {e.msg}"); sys.exit(3)
+names = set()
+def scan(body):
+    for n in body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+        elif isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Name): names.add(t.id)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                names.add(a.asname or a.name.split('.')[0])
+                if a.name == '*': names.add('run')
+        elif isinstance(n, (ast.If, ast.Try, ast.With)):
+            for field in ('body', 'orelse', 'finalbody', 'handlers'):
+                for sub in getattr(n, field, []) or []:
+                    scan(getattr(sub, 'body', [sub]) if isinstance(sub, ast.ExceptHandler) else [sub])
+scan(tree.body)
+sys.exit(0 if 'run' in names else 4)
+)PY";
+
+std::string find_binary(const char* env, const char* name, const char* build_subdir) {
+  if (const char* e = std::getenv(env); e != nullptr && *e != '\0') return e;
+  const std::string self = self_dir();
+  for (const std::string& cand :
+       {self + "/" + name, self + "/../" + build_subdir + "/" + name}) {
+    if (fs::exists(cand)) return fs::path(cand).lexically_normal().string();
+  }
+  return name;  // from PATH
+}
+
+std::string tail_of(const std::string& path, std::size_t lines) {
+  auto text = read_file(path);
+  if (!text) return {};
+  std::string s = *text;
+  std::size_t pos = s.size();
+  for (std::size_t n = 0; n <= lines && pos > 0; ++n) {
+    pos = s.rfind('\n', pos - 1);
+    if (pos == std::string::npos) {
+      pos = 0;
+      break;
+    }
+  }
+  return s.substr(pos);
+}
+
+std::string utc_stamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+std::string settings_json(const config::JobConfig& cfg, std::uint32_t workers) {
+  std::string j = "{";
+  auto kv = [&](const char* k, const std::string& v, bool quote) {
+    if (j.size() > 1) j += ",";
+    json_quote(j, k);
+    j += ":";
+    if (quote) {
+      json_quote(j, v);
+    } else {
+      j += v;
+    }
+  };
+  kv("mini_batch_size", cfg.mini_batch_size, true);
+  kv("instance_count", std::to_string(cfg.instance_count), false);
+  kv("max_concurrency_per_instance", std::to_string(workers), false);
+  kv("prefetch", std::to_string(cfg.fanout.prefetch), false);
+  kv("poll_ms", std::to_string(cfg.fanout.poll_ms), false);
+  kv("heartbeat_period_ms", std::to_string(cfg.fanout.heartbeat_period_ms), false);
+  kv("heartbeat_threshold_ms", std::to_string(cfg.fanout.heartbeat_threshold_ms), false);
+  kv("max_retries", std::to_string(cfg.max_retries), false);
+  kv("timeout_s", fmt::format("{}", cfg.timeout_s), false);
+  kv("error_threshold", std::to_string(cfg.error_threshold), false);
+  kv("mini_batch_error_threshold", std::to_string(cfg.mini_batch_error_threshold), false);
+  kv("allowed_failed_percent", fmt::format("{}", cfg.allowed_failed_percent), false);
+  kv("logging_level", cfg.logging_level, true);
+  kv("python", cfg.fanout.python, true);
+  kv("task_type", cfg.task_type, true);
+  j += "}";
+  return j;
+}
+
+// Lists `dir` recursively in sorted order, calling `emit` per regular file as it goes, so that
+// submission starts before listing ends. Returns false when `emit` asks to stop.
+template <typename F>
+bool walk_sorted(const fs::path& dir, F& emit) {
+  std::vector<fs::directory_entry> entries;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    entries.push_back(*it);
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
+  for (const auto& e : entries) {
+    std::error_code ec2;
+    if (e.is_directory(ec2)) {
+      if (!walk_sorted(e.path(), emit)) return false;
+    } else if (e.is_regular_file(ec2)) {
+      if (!emit(e.path().string())) return false;
+    }
+  }
+  return true;
+}
+
+// The private interchange and pools of the embedded default.
+class Embedded final {
+ public:
+  Embedded(const config::JobConfig& cfg, const std::string& db, const std::string& run_dir,
+           std::uint32_t workers, std::uint32_t pools, const std::string& python, Logger log)
+      : log_(std::move(log)) {
+    const std::string sys_dir = run_dir + "/logs/sys";
+    (void)make_dirs(sys_dir);
+    ready_ = run_dir + "/interchange.ready";
+    std::error_code ec;
+    fs::remove(ready_, ec);
+    ix_log_ = sys_dir + "/interchange.log";
+    const std::string level = cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
+    SpawnOptions so;
+    so.argv = {find_binary("FANOUT_INTERCHANGE_BIN", "fanout-interchange", "interchange"),
+               "--db", db, "--ready-file", ready_, "--exit-when-idle",
+               "--heartbeat-period-ms", std::to_string(cfg.fanout.heartbeat_period_ms),
+               "--heartbeat-threshold-ms", std::to_string(cfg.fanout.heartbeat_threshold_ms),
+               "--log-level", level, "--log-file", ix_log_};
+    so.stdin_file = "null";
+    so.stderr_file = ix_log_;
+    so.new_process_group = true;  // Ctrl-C reaches the client only; it stops the job in order
+    auto ix = ChildProcess::spawn(so);
+    if (!ix) throw Failure(ix.error());
+    ix_ = std::move(*ix);
+    // Wait for the endpoints.
+    auto deadline = Clock::now() + std::chrono::seconds(30);
+    while (!fs::exists(ready_)) {
+      if (auto st = ix_.poll()) {
+        throw Failure(ErrorCode::Runtime, "the interchange exited at start (" + st->describe() +
+                                              "):" + tail_of(ix_log_, 10));
+      }
+      if (Clock::now() > deadline) {
+        throw Failure(ErrorCode::Runtime, "the interchange did not start within 30 s: see " + ix_log_);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    auto text = read_file(ready_).value();
+    for (std::size_t pos = 0; pos < text.size();) {
+      auto nl = text.find('\n', pos);
+      std::string line = text.substr(pos, nl - pos);
+      pos = nl == std::string::npos ? text.size() : nl + 1;
+      if (line.rfind("client=", 0) == 0) client_ep_ = line.substr(7);
+      if (line.rfind("pool=", 0) == 0) pool_ep_ = line.substr(5);
+    }
+    const std::string node = host_name();
+    const std::string node_dir = sys_dir + "/node/" + node;
+    (void)make_dirs(node_dir);
+    for (std::uint32_t i = 0; i < pools; ++i) {
+      SpawnOptions ps;
+      const std::string plog = fmt::format("{}/pool{:02}.log", node_dir, i + 1);
+      ps.argv = {find_binary("FANOUT_POOL_BIN", "fanout-pool", "pool"),
+                 "--interchange", pool_ep_,
+                 "--name", fmt::format("{}-{}-pool{:02}", node, ::getpid(), i + 1),
+                 "--workers", std::to_string(workers),
+                 "--prefetch", std::to_string(cfg.fanout.prefetch),
+                 "--poll-ms", std::to_string(cfg.fanout.poll_ms),
+                 "--heartbeat-period-ms", std::to_string(cfg.fanout.heartbeat_period_ms),
+                 "--heartbeat-threshold-ms", std::to_string(cfg.fanout.heartbeat_threshold_ms),
+                 "--log-level", level, "--log-file", plog, "--exit-on-lost"};
+      if (!python.empty()) {
+        ps.argv.push_back("--python");
+        ps.argv.push_back(python);
+      }
+      ps.stdin_file = "null";
+      ps.stderr_file = plog;
+      ps.new_process_group = true;
+      auto p = ChildProcess::spawn(ps);
+      if (!p) throw Failure(p.error());
+      pools_.push_back(std::move(*p));
+      pool_logs_.push_back(plog);
+    }
+  }
+
+  ~Embedded() { stop(); }
+
+  void stop() {
+    for (auto& p : pools_) p.set_grace(std::chrono::milliseconds(3000));
+    ix_.set_grace(std::chrono::milliseconds(3000));
+    (void)ix_.wait_for(std::chrono::seconds(5));  // it exits by itself once told / idle
+    ix_.stop();
+    for (auto& p : pools_) {
+      (void)p.wait_for(std::chrono::seconds(3));
+      p.stop();
+    }
+  }
+
+  // Describes a child that died, or "".
+  std::string dead_child() {
+    if (auto st = ix_.poll()) {
+      return "the interchange exited (" + st->describe() + "):" + tail_of(ix_log_, 10);
+    }
+    return {};
+  }
+
+  [[nodiscard]] const std::string& client_endpoint() const { return client_ep_; }
+
+ private:
+  Logger log_;
+  std::string ready_, ix_log_, client_ep_, pool_ep_;
+  ChildProcess ix_;
+  std::vector<ChildProcess> pools_;
+  std::vector<std::string> pool_logs_;
+};
+
+// Prints progress: one updating line on a terminal, a plain line every few seconds otherwise.
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(bool quiet) : quiet_(quiet), tty_(::isatty(2) != 0) {}
+  void update(const proto::JobProgress& p, bool force = false) {
+    if (quiet_) return;
+    auto now = Clock::now();
+    auto every = tty_ ? std::chrono::milliseconds(200) : std::chrono::milliseconds(5000);
+    if (!force && now - last_ < every) return;
+    last_ = now;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    const std::uint64_t done = p.succeeded + p.failed;
+    std::string total = p.total ? std::to_string(p.total) : fmt::format("{}+", p.submitted);
+    std::string line = fmt::format("mini-batches {}/{}  failed {}  items {}  {:.0f} items/s  {:.1f}s",
+                                   done, total, p.failed, p.items_succeeded,
+                                   secs > 0 ? static_cast<double>(p.items_succeeded) / secs : 0.0,
+                                   secs);
+    if (tty_) {
+      std::fprintf(stderr, "\r\033[K%s", line.c_str());
+    } else {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    shown_ = true;
+  }
+  void finish() {
+    if (!quiet_ && tty_ && shown_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  bool quiet_;
+  bool tty_;
+  bool shown_ = false;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point last_{};
+};
+
+}  // namespace
+
+std::string default_db_path() {
+  if (const char* e = std::getenv("FANOUT_DB"); e != nullptr && *e != '\0') return e;
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x != nullptr && *x != '\0') {
+    return std::string(x) + "/fanout/fanout.db";
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : ".") + "/.local/share/fanout/fanout.db";
+}
+
+Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov) {
+  if (!ov.python.empty()) cfg.fanout.python = ov.python;
+  if (ov.workers > 0) cfg.fanout.workers = ov.workers;
+  if (ov.prefetch >= 0) cfg.fanout.prefetch = static_cast<std::uint32_t>(ov.prefetch);
+  if (ov.poll_ms >= 0) cfg.fanout.poll_ms = static_cast<std::uint32_t>(ov.poll_ms);
+  if (ov.pools > 0) cfg.instance_count = ov.pools;
+  if (!ov.db.empty()) cfg.fanout.db = ov.db;
+  if (!ov.run_dir.empty()) cfg.fanout.run_dir = ov.run_dir;
+  if (cfg.task_type != "run_function") return {};
+  const std::string script = resolve_path(cfg.code_dir, cfg.entry_script);
+  auto checker = ChildProcess::spawn(SpawnOptions{
+      .argv = {cfg.fanout.python, "-c", kCheckScript, script},
+      .stdin_file = "null",
+      .stdout_file = "",
+  });
+  if (!checker) return Unexpected{checker.error()};
+  auto st = checker->wait();
+  const std::string where = cfg.spec_path + ": task.entry_script: " + script;
+  if (st.code == 127) {
+    return make_error(ErrorCode::InvalidArgument,
+                      cfg.spec_path + ": fanout.python: interpreter '" + cfg.fanout.python +
+                          "' not found");
+  }
+  if (st.code == 4) {
+    return make_error(ErrorCode::InvalidArgument,
+                      where + ": does not define run(mini_batch)");
+  }
+  if (st.code == 3) {
+    return make_error(ErrorCode::InvalidArgument, where + ": is not valid Python (see above)");
+  }
+  if (!st.success()) {
+    return make_error(ErrorCode::InvalidArgument,
+                      where + ": could not be checked (" + st.describe() + ")");
+  }
+  return {};
+}
+
+int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
+  const std::string db = cfg.fanout.db.empty() ? default_db_path() : cfg.fanout.db;
+  const std::uint32_t workers =
+      cfg.fanout.workers > 0 ? cfg.fanout.workers
+      : cfg.max_concurrency_per_instance > 0
+          ? cfg.max_concurrency_per_instance
+          : std::max(1u, std::thread::hardware_concurrency());
+  std::string run_root = cfg.fanout.run_dir.empty()
+                             ? fs::path(db).parent_path().string() + "/runs"
+                             : cfg.fanout.run_dir;
+  const std::string run_dir =
+      fmt::format("{}/{}-{}-{}", run_root, cfg.name, utc_stamp(), ::getpid());
+  if (auto r = make_dirs(run_dir + "/logs"); !r) {
+    std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
+    return 3;
+  }
+
+  proto::JobSpec spec;
+  spec.name = cfg.name;
+  spec.spec_path = cfg.spec_path;
+  spec.runtime = cfg.task_type == "run_function" ? "python" : cfg.task_type;
+  spec.code_dir = cfg.code_dir;
+  spec.entry_script = cfg.task_type == "command"  ? cfg.command
+                      : cfg.task_type == "native" ? cfg.library
+                                                  : cfg.entry_script;
+  spec.python = cfg.fanout.python;
+  spec.args = cfg.user_args;
+  for (const auto& [k, v] : cfg.environment_variables) spec.env.push_back(k + "=" + v);
+  spec.env.push_back("FANOUT_ROW_SEP=" + cfg.fanout.row_separator);
+  spec.env.push_back(std::string("FANOUT_ROW_HEADER=") + (cfg.fanout.row_header ? "1" : "0"));
+  spec.env.push_back("FANOUT_LOGGING_LEVEL=" + cfg.logging_level);
+  spec.output_path = cfg.append_row_to;
+  spec.log_dir = run_dir + "/logs";
+  spec.max_tries = cfg.max_retries + 1;
+  spec.run_timeout_s = cfg.timeout_s;
+  spec.error_threshold = cfg.error_threshold;
+  spec.mini_batch_error_threshold = cfg.mini_batch_error_threshold;
+  spec.allowed_failed_percent = cfg.allowed_failed_percent;
+  spec.settings_json = settings_json(cfg, workers);
+  spec.input_name = cfg.input_data;
+
+  std::string input_path;
+  std::string input_type;
+  for (const auto& in : cfg.inputs) {
+    if (in.name == cfg.input_data) {
+      input_path = in.path;
+      input_type = in.type;
+    }
+  }
+  for (const auto& n : cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());
+
+  std::optional<Embedded> embedded;
+  std::string endpoint = ov.interchange;
+  try {
+    if (endpoint.empty()) {
+      embedded.emplace(cfg, db, run_dir, workers, std::max(1u, cfg.instance_count),
+                       ov.python, log);
+      endpoint = embedded->client_endpoint();
+    }
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "error: %s\n", f.what());
+    return 3;
+  }
+
+  net::Context ctx;
+  net::Socket sock(ctx, net::Socket::Kind::Dealer);
+  sock.connect(endpoint);
+  net::Poller poller;
+  poller.add(sock);
+  net::Message msg;
+  struct sigaction sa{};
+  sa.sa_handler = on_interrupt;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+
+  if (!ov.quiet) {
+    std::fprintf(stderr, "fanout: job '%s' on %s (%s), %u pool(s) x %u workers; logs in %s/logs\n",
+                 cfg.name.c_str(), embedded ? "a private interchange" : endpoint.c_str(),
+                 db.c_str(), cfg.instance_count, workers, run_dir.c_str());
+  }
+  (void)sock.send(proto::encode(proto::SubmitJob{spec}), false);
+
+  std::uint64_t job_id = 0;
+  std::uint32_t window = 0;
+  std::optional<proto::JobEnded> ended;
+  proto::JobProgress progress;
+  ProgressPrinter printer(ov.quiet);
+  bool cancel_sent = false;
+  std::string failure;
+
+  // Handles whatever the interchange sent; returns false when the run must stop.
+  auto pump = [&](std::chrono::milliseconds wait) -> bool {
+    poller.wait(wait);
+    while (sock.recv(msg)) {
+      auto h = proto::read_header(msg.frame);
+      if (!h) continue;
+      switch (h->type) {
+        case proto::MsgType::JobAccepted:
+          if (auto m = proto::decode<proto::JobAccepted>(msg.frame)) {
+            job_id = m->job_id;
+            window = std::max<std::uint32_t>(m->window, 1);
+          }
+          break;
+        case proto::MsgType::JobProgress:
+          if (auto m = proto::decode<proto::JobProgress>(msg.frame); m && m->job_id == job_id) {
+            progress = *m;
+            printer.update(progress);
+          }
+          break;
+        case proto::MsgType::JobEnded:
+          if (auto m = proto::decode<proto::JobEnded>(msg.frame); m && m->job_id == job_id) {
+            ended = *m;
+            progress = m->progress;
+          }
+          break;
+        case proto::MsgType::Reject:
+          if (auto m = proto::decode<proto::Reject>(msg.frame)) failure = "interchange: " + m->reason;
+          return false;
+        default:
+          break;
+      }
+    }
+    if (embedded) {
+      if (auto dead = embedded->dead_child(); !dead.empty()) {
+        failure = dead;
+        return false;
+      }
+    }
+    if (g_interrupts.load() > 0 && job_id != 0 && !cancel_sent) {
+      cancel_sent = true;
+      std::fprintf(stderr, "\nfanout: cancelling job %llu (Ctrl-C again to leave it running)\n",
+                   static_cast<unsigned long long>(job_id));
+      (void)sock.send(proto::encode(proto::CancelJob{job_id, "cancelled by the user (signal)"}));
+    }
+    if (g_interrupts.load() > 1) {
+      failure = "interrupted";
+      return false;
+    }
+    return !ended.has_value();
+  };
+
+  // 1. Wait for the job id.
+  auto accept_deadline = Clock::now() + std::chrono::seconds(30);
+  while (job_id == 0 && failure.empty()) {
+    if (!pump(std::chrono::milliseconds(100))) break;
+    if (Clock::now() > accept_deadline) failure = "no answer from the interchange at " + endpoint;
+  }
+
+  // 2. Stream the input while listing it, within the interchange's window.
+  std::uint64_t submitted = 0;
+  if (job_id != 0 && failure.empty()) {
+    part::FileBatcher batcher(std::max<std::uint64_t>(cfg.mini_batch_files, 1));
+    proto::SubmitTasks pending{job_id, {}};
+    std::size_t pending_bytes = 0;
+    bool ok = true;
+    auto send_pending = [&]() {
+      if (pending.batches.empty()) return;
+      submitted += pending.batches.size();
+      (void)sock.send(proto::encode(pending, pending_bytes + 64), false);
+      pending.batches.clear();
+      pending_bytes = 0;
+    };
+    auto add = [&](proto::MiniBatch mb) {
+      for (const auto& it : mb.items) pending_bytes += it.size() + 2;
+      pending.batches.push_back(std::move(mb));
+      if (pending.batches.size() >= 256 || pending_bytes >= (1u << 20)) send_pending();
+      // Backpressure: never run further ahead of the finished mini-batches than the window.
+      while (ok && submitted >= progress.succeeded + progress.failed + window) {
+        ok = pump(std::chrono::milliseconds(50));
+      }
+      if (ok) ok = pump(std::chrono::milliseconds(0)) || ended.has_value();
+    };
+    auto emit = [&](std::string path) {
+      if (auto mb = batcher.push(std::move(path))) add(std::move(*mb));
+      return ok && !ended;
+    };
+    if (input_type == "uri_file") {
+      emit(input_path);
+    } else {
+      walk_sorted(fs::path(input_path), emit);
+    }
+    if (ok && !ended) {
+      if (auto mb = batcher.finish()) add(std::move(*mb));
+      send_pending();
+      (void)sock.send(proto::encode(proto::SubmitEnd{job_id, submitted}), false);
+    }
+  }
+
+  // 3. Follow the job to its end.
+  while (!ended && failure.empty()) {
+    if (!pump(std::chrono::milliseconds(200))) break;
+  }
+  printer.update(progress, true);
+  printer.finish();
+
+  int rc = 3;
+  if (ended) {
+    const auto& p = ended->progress;
+    std::fprintf(stderr,
+                 "fanout: job %llu %s: %s\n  mini-batches: %llu succeeded, %llu failed of %llu; "
+                 "items: %llu succeeded, %llu failed; failed attempts: %llu\n",
+                 static_cast<unsigned long long>(job_id), ended->state.c_str(),
+                 ended->reason.c_str(), static_cast<unsigned long long>(p.succeeded),
+                 static_cast<unsigned long long>(p.failed),
+                 static_cast<unsigned long long>(p.submitted),
+                 static_cast<unsigned long long>(p.items_succeeded),
+                 static_cast<unsigned long long>(p.items_failed),
+                 static_cast<unsigned long long>(p.attempts_failed));
+    if (!spec.output_path.empty()) std::fprintf(stderr, "  output: %s\n", spec.output_path.c_str());
+    std::fprintf(stderr, "  logs: %s\n", spec.log_dir.c_str());
+    rc = ended->state == "succeeded" ? 0 : 1;
+  } else {
+    std::fprintf(stderr, "error: %s\n", failure.empty() ? "the job did not end" : failure.c_str());
+  }
+  if (embedded) {
+    (void)sock.send(proto::encode(proto::Shutdown{"client done"}));
+    embedded->stop();
+  }
+  return rc;
+}
+
+int print_history(const std::string& db, std::size_t limit, const std::string& state, bool json) {
+  try {
+    store::StoreReader reader(db);
+    auto jobs = reader.history(limit, state);
+    if (json) {
+      std::string out = "[";
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        const auto& j = jobs[i];
+        if (i > 0) out += ",";
+        out += fmt::format(
+            "{{\"id\":{},\"name\":{},\"state\":{},\"reason\":{},\"created\":{},\"ended\":{},"
+            "\"total\":{},\"succeeded\":{},\"failed\":{},\"items_succeeded\":{},"
+            "\"items_failed\":{},\"attempts\":{}}}",
+            j.id, json_quote(j.name), json_quote(j.state), json_quote(j.reason), j.created,
+            j.ended, j.total, j.succeeded, j.failed, j.items_succeeded, j.items_failed,
+            j.attempts);
+      }
+      out += "]\n";
+      std::fputs(out.c_str(), stdout);
+      return 0;
+    }
+    std::printf("%-6s %-24s %-10s %-20s %14s %10s %10s\n", "ID", "NAME", "STATE", "STARTED (UTC)",
+                "MINI-BATCHES", "ITEMS", "DURATION");
+    for (const auto& j : jobs) {
+      const double end = j.ended > 0 ? j.ended : unix_now();
+      std::string started = iso_utc(j.created).substr(0, 19);
+      std::printf("%-6llu %-24.24s %-10s %-20s %14s %10llu %9.1fs\n",
+                  static_cast<unsigned long long>(j.id), j.name.c_str(), j.state.c_str(),
+                  started.c_str(),
+                  fmt::format("{}/{}", j.succeeded, j.total).c_str(),
+                  static_cast<unsigned long long>(j.items_succeeded), end - j.created);
+    }
+    if (jobs.empty()) std::printf("(no jobs in %s)\n", db.c_str());
+    return 0;
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "error: %s\n", f.what());
+    return 2;
+  }
+}
+
+}  // namespace fanout::client

@@ -1,0 +1,72 @@
+// fanout: the client CLI. Parses arguments and calls into client_core.
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "client/client.hpp"
+#include "fanout/config/job_spec.hpp"
+#include "fanout/util/log.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"fanout: run a program over a large input in parallel"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", FANOUT_VERSION);
+
+  fanout::client::RunOverrides ov;
+  std::string job_file, log_level = "warning";
+  auto* run = app.add_subcommand("run", "run a job file (Azure ML parallel-job YAML)");
+  run->add_option("job", job_file, "the job file")->required();
+  run->add_option("--interchange", ov.interchange,
+                  "client endpoint of a running interchange (default: start a private one)");
+  run->add_option("--db", ov.db, "SQLite store (default: $FANOUT_DB or "
+                                 "~/.local/share/fanout/fanout.db)");
+  run->add_option("--python", ov.python, "Python interpreter for the workers");
+  run->add_option("--run-dir", ov.run_dir, "folder for the job's logs (default: beside the db)");
+  run->add_option("--prefetch", ov.prefetch, "mini-batches each pool holds beyond free workers");
+  run->add_option("--poll-ms", ov.poll_ms, "poll period of the pools");
+  run->add_option("--workers", ov.workers, "worker processes per pool");
+  run->add_option("--pools", ov.pools, "local pools (overrides resources.instance_count)");
+  run->add_flag("--quiet,-q", ov.quiet, "no progress output");
+  run->add_option("--log-level", log_level, "the client's own log level")->capture_default_str();
+
+  std::string db;
+  std::size_t limit = 20;
+  std::string state;
+  bool json = false;
+  auto* hist = app.add_subcommand("history", "recent jobs in the store");
+  hist->add_option("--db", db, "SQLite store");
+  hist->add_option("--limit,-n", limit, "jobs to show")->capture_default_str();
+  hist->add_option("--state", state, "only jobs in this state");
+  hist->add_flag("--json", json, "machine-readable output");
+
+  CLI11_PARSE(app, argc, argv);
+
+  auto level = fanout::parse_log_level(log_level);
+  if (!level) {
+    std::fprintf(stderr, "error: --log-level: %s\n", level.error().message.c_str());
+    return 2;
+  }
+  auto log = fanout::make_logger("client", *level);
+  if (*run) {
+    auto cfg = fanout::config::load_job(job_file);
+    if (!cfg) {
+      std::fprintf(stderr, "error: %s\n", cfg.error().message.c_str());
+      return 2;
+    }
+    if (auto r = fanout::client::prepare(*cfg, ov); !r) {
+      std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
+      return 2;
+    }
+    try {
+      return fanout::client::run_job(*cfg, ov, log);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 3;
+    }
+  }
+  if (*hist) {
+    return fanout::client::print_history(db.empty() ? fanout::client::default_db_path() : db, limit,
+                                         state, json);
+  }
+  return 2;
+}
