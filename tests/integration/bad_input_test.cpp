@@ -1,0 +1,87 @@
+// Bad job files and entry scripts: a one-line error naming the file (and line/key), exit status
+// 2, nothing started and nothing written (the store is never created).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "harness.hpp"
+
+using namespace fanout::test;
+
+namespace {
+
+const char* kGoodYaml = R"(type: parallel
+name: bad-input
+inputs:
+  files:
+    type: uri_folder
+    path: ./data
+input_data: ${{inputs.files}}
+mini_batch_size: "5"
+task:
+  type: run_function
+  code: ./src
+  entry_script: score.py
+)";
+
+struct Case {
+  const char* name;
+  std::string yaml;
+  std::string script;
+  std::vector<std::string> must_mention;
+};
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  auto pos = s.find(from);
+  REQUIRE(pos != std::string::npos);
+  return s.replace(pos, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("integration.bad_input.located_error_exit_2_nothing_written") {
+  const std::string good_script = "def run(mini_batch):\n    return mini_batch\n";
+  std::vector<Case> cases = {
+      {"yaml syntax error", replace(kGoodYaml, "mini_batch_size: \"5\"", "mini_batch_size: [5"),
+       good_script, {"job.yaml:", "YAML"}},
+      {"unknown key", replace(kGoodYaml, "  entry_script: score.py", "  entry_scrpt: score.py"),
+       good_script, {"job.yaml:", "entry_scrpt"}},
+      {"mistyped key", replace(kGoodYaml, "mini_batch_size: \"5\"", "mini_batch_size: \"5 parsecs\""),
+       good_script, {"job.yaml:8", "mini_batch_size"}},
+      {"missing input folder", replace(kGoodYaml, "path: ./data", "path: ./nowhere"), good_script,
+       {"job.yaml:", "nowhere"}},
+      {"missing entry script", replace(kGoodYaml, "entry_script: score.py", "entry_script: nope.py"),
+       good_script, {"job.yaml:", "nope.py"}},
+      {"entry script without run", kGoodYaml, "def init():\n    pass\n",
+       {"score.py", "does not define run"}},
+      {"entry script with a syntax error", kGoodYaml, "def run(mini_batch):\n  return [\n",
+       {"score.py", "not valid Python"}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    TempDir dir("bad");
+    make_files(dir / "data", 3);
+    write_file(dir / "src/score.py", c.script);
+    write_file(dir / "job.yaml", c.yaml);
+    const std::string db = dir / "store/fanout.db";
+    auto r = run_capture({fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python",
+                          python_bin(), "--quiet"},
+                         dir.path(), {}, std::chrono::seconds(60));
+    INFO("stderr: " << r.err);
+    CHECK(r.status.code == 2);
+    CHECK(r.err.rfind("error: ", 0) == 0);
+    // One line (the checker's own output, if any, goes before it on stdout).
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    for (const auto& m : c.must_mention) CHECK(r.err.find(m) != std::string::npos);
+    CHECK(!std::filesystem::exists(db));
+    CHECK(!std::filesystem::exists(dir / "store"));
+  }
+}
+
+TEST_CASE("integration.bad_input.missing_job_file") {
+  TempDir dir("bad-missing");
+  auto r = run_capture({fanout_bin(), "run", dir / "nope.yaml", "--db", dir / "x.db"}, dir.path());
+  CHECK(r.status.code == 2);
+  CHECK(r.err.find("nope.yaml") != std::string::npos);
+  CHECK(!std::filesystem::exists(dir / "x.db"));
+}

@@ -1,0 +1,143 @@
+// The happy path through the real binaries: fanout run (embedded default) over a folder of files
+// with a Python entry script, then the output file, the store and fanout history.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "harness.hpp"
+
+using namespace fanout::test;
+
+namespace {
+
+const char* kScoreScript = R"PY(
+import os
+calls = 0
+def init():
+    global calls
+    calls = 0
+def run(mini_batch):
+    global calls
+    calls += 1
+    return [os.path.basename(p) + " " + str(os.path.getsize(p)) for p in mini_batch]
+)PY";
+
+std::string job_yaml(const std::string& extra = "") {
+  return R"(type: parallel
+name: e2e-score
+inputs:
+  files:
+    type: uri_folder
+    path: ./data
+outputs:
+  scores:
+    type: uri_file
+    path: ./out/scores.txt
+input_data: ${{inputs.files}}
+mini_batch_size: "10"
+resources:
+  instance_count: 1
+max_concurrency_per_instance: 2
+retry_settings:
+  max_retries: 2
+  timeout: 60
+task:
+  type: run_function
+  code: ./src
+  entry_script: score.py
+  append_row_to: ${{outputs.scores}}
+)" + extra;
+}
+
+}  // namespace
+
+TEST_CASE("integration.end_to_end.thousand_files_two_workers") {
+  TempDir dir("e2e");
+  make_files(dir / "data", 1000);
+  write_file(dir / "src/score.py", kScoreScript);
+  write_file(dir / "job.yaml", job_yaml());
+  const std::string db = dir / "store/fanout.db";
+
+  auto r = run_capture({fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python",
+                        python_bin(), "--quiet"},
+                       dir.path());
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.status.code == 0);
+
+  // Exactly 1000 distinct rows, one per file, each mini-batch's rows contiguous.
+  auto lines = read_lines(dir / "out/scores.txt");
+  CHECK(lines.size() == 1000);
+  std::set<std::string> distinct(lines.begin(), lines.end());
+  CHECK(distinct.size() == 1000);
+  CHECK(distinct.count("file00000.txt 14") == 1);
+  CHECK(distinct.count("file00999.txt 14") == 1);
+  for (std::size_t start = 0; start < lines.size(); start += 10) {
+    // A mini-batch holds 10 consecutive files (sorted listing); its rows stay together.
+    std::string first = lines[start].substr(4, 5);
+    int base = std::stoi(first);
+    CHECK(base % 10 == 0);
+    for (int k = 0; k < 10; ++k) {
+      char want[32];
+      std::snprintf(want, sizeof want, "file%05d.txt 14", base + k);
+      CHECK(lines[start + static_cast<std::size_t>(k)] == want);
+    }
+  }
+
+  // The store: job succeeded, 100 mini-batches succeeded, one RUN_DONE attempt each.
+  CHECK(sql_int(db, "select count(*) from jobs") == 1);
+  CHECK(sql_column(db, "select state from jobs")[0] == "succeeded");
+  CHECK(sql_column(db, "select name from jobs")[0] == "e2e-score");
+  CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 100);
+  CHECK(sql_int(db, "select count(*) from minibatches") == 100);
+  CHECK(sql_int(db, "select sum(items) from minibatches") == 1000);
+  CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 100);
+  CHECK(sql_int(db, "select count(distinct worker_pid) from attempts") >= 1);
+  CHECK(sql_int(db, "select count(*) from attempts where elapsed_s is null or start <= 0") == 0);
+  CHECK(sql_int(db, "select count(*) from pools") == 1);
+  // The job's logs folder.
+  auto log_dir = sql_column(db, "select log_dir from jobs")[0];
+  CHECK(read_text(log_dir + "/job_result.txt").find("state: succeeded") != std::string::npos);
+
+  // fanout history shows the job.
+  auto h = run_capture({fanout_bin(), "history", "--db", db}, dir.path());
+  CHECK(h.status.code == 0);
+  CHECK(h.out.find("e2e-score") != std::string::npos);
+  CHECK(h.out.find("succeeded") != std::string::npos);
+  CHECK(h.out.find("100/100") != std::string::npos);
+  auto hj = run_capture({fanout_bin(), "history", "--db", db, "--json"}, dir.path());
+  CHECK(hj.out.find("\"state\":\"succeeded\"") != std::string::npos);
+}
+
+TEST_CASE("integration.end_to_end.raising_run_is_recorded_and_retried") {
+  TempDir dir("e2e-raise");
+  make_files(dir / "data", 30);
+  // Mini-batches holding file00010 raise on every try: 1 mini-batch fails after 2 tries.
+  write_file(dir / "src/score.py", R"PY(
+import os
+def run(mini_batch):
+    if any("file00010" in p for p in mini_batch):
+        raise ValueError("cannot score " + os.path.basename(mini_batch[0]))
+    return [os.path.basename(p) for p in mini_batch]
+)PY");
+  std::string yaml = job_yaml();
+  yaml.replace(yaml.find("max_retries: 2"), 14, "max_retries: 1");
+  write_file(dir / "job.yaml", yaml);
+  const std::string db = dir / "fanout.db";
+  auto r = run_capture({fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python",
+                        python_bin(), "--quiet"},
+                       dir.path());
+  INFO("stderr:\n" << r.err);
+  // Thresholds are -1 (ignore), so the job succeeds with one failed mini-batch, as in PRS.
+  CHECK(r.status.code == 0);
+  CHECK(read_lines(dir / "out/scores.txt").size() == 20);
+  CHECK(sql_int(db, "select count(*) from minibatches where state='failed'") == 1);
+  CHECK(sql_int(db, "select tries from minibatches where state='failed'") == 2);
+  CHECK(sql_int(db, "select count(*) from attempts where status='RUN_EXCEPTION'") == 2);
+  auto msg = sql_column(db, "select error_message from attempts where status='RUN_EXCEPTION'");
+  REQUIRE(!msg.empty());
+  CHECK(msg[0].find("ValueError: cannot score file00010.txt") != std::string::npos);
+  CHECK(msg[0].find("Traceback") != std::string::npos);
+  CHECK(sql_column(db, "select error_category from attempts where status='RUN_EXCEPTION'")[0] ==
+        "ValueError");
+}

@@ -1,0 +1,83 @@
+// Integration-test support: temporary folders, running the real binaries, waiting without bare
+// sleeps, and reading the SQLite store. Paths of the binaries come from environment variables
+// that tests/meson.build sets (FANOUT_BIN, FANOUT_INTERCHANGE_BIN, FANOUT_POOL_BIN).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fanout/util/child_process.hpp"
+
+namespace fanout::test {
+
+// A fresh folder under $TMPDIR, removed at destruction unless FANOUT_KEEP_TMP is set.
+class TempDir final {
+ public:
+  explicit TempDir(const std::string& tag);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  [[nodiscard]] std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
+
+ private:
+  std::string path_;
+};
+
+std::string env_or(const char* name, const std::string& fallback);
+std::string fanout_bin();
+std::string interchange_bin();
+std::string pool_bin();
+// The Python interpreter for tests: $FANOUT_TEST_PYTHON, else python3.
+std::string python_bin();
+
+void write_file(const std::string& path, const std::string& text);
+std::string read_text(const std::string& path);  // "" if missing
+std::vector<std::string> read_lines(const std::string& path);
+std::string tail(const std::string& path, std::size_t lines = 30);
+
+// Runs a command to completion with stdout and stderr captured to files under `dir`.
+struct RunResult {
+  ExitStatus status{};
+  std::string out;
+  std::string err;
+};
+RunResult run_capture(const std::vector<std::string>& argv, const std::string& dir,
+                      const std::vector<std::pair<std::string, std::string>>& env = {},
+                      std::chrono::seconds timeout = std::chrono::seconds(300));
+
+// Polls `pred` every few ms until true or `timeout`; returns its last value.
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+
+// Runs a query on a SQLite file and returns the first column of each row as text.
+std::vector<std::string> sql_column(const std::string& db, const std::string& query);
+// First row, first column, as an integer (-1 when there is no row).
+long long sql_int(const std::string& db, const std::string& query);
+
+// Reads "key=value" lines written by --ready-file.
+std::map<std::string, std::string> read_ready_file(const std::string& path);
+
+// A standalone interchange (and helpers to start pools) for tests that use --interchange.
+struct Cluster {
+  ChildProcess interchange;
+  std::string client_ep;
+  std::string pool_ep;
+  std::string ix_log;
+  std::vector<ChildProcess> pools;
+  std::vector<std::string> pool_logs;
+  // Starts the interchange on `db`, waiting for its ready file. Throws on failure.
+  void start_interchange(const std::string& dir, const std::string& db,
+                         const std::vector<std::string>& extra = {});
+  // Starts one pool connected to pool_ep.
+  void start_pool(const std::string& dir, const std::string& name, unsigned workers,
+                  const std::vector<std::string>& extra = {});
+  std::string logs() const;  // tails of every log, for failure messages
+};
+
+// Makes a folder of n small text files ("file00000.txt" ...) each holding its own name.
+void make_files(const std::string& dir, unsigned n);
+
+}  // namespace fanout::test
