@@ -16,13 +16,15 @@
 #include <fmt/format.h>
 
 #include "fanout/net/socket.hpp"
-#include "fanout/partition/file_batcher.hpp"
 #include "fanout/protocol/codec.hpp"
 #include "fanout/store/task_store.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
 #include "fanout/util/json.hpp"
+#include "client/embedded.hpp"
+#include "client/inputs.hpp"
+#include "client/progress.hpp"
 
 namespace fanout::client {
 
@@ -66,31 +68,6 @@ scan(tree.body)
 sys.exit(0 if 'run' in names else 4)
 )PY";
 
-std::string find_binary(const char* env, const char* name, const char* build_subdir) {
-  if (const char* e = std::getenv(env); e != nullptr && *e != '\0') return e;
-  const std::string self = self_dir();
-  for (const std::string& cand :
-       {self + "/" + name, self + "/../" + build_subdir + "/" + name}) {
-    if (fs::exists(cand)) return fs::path(cand).lexically_normal().string();
-  }
-  return name;  // from PATH
-}
-
-std::string tail_of(const std::string& path, std::size_t lines) {
-  auto text = read_file(path);
-  if (!text) return {};
-  std::string s = *text;
-  std::size_t pos = s.size();
-  for (std::size_t n = 0; n <= lines && pos > 0; ++n) {
-    pos = s.rfind('\n', pos - 1);
-    if (pos == std::string::npos) {
-      pos = 0;
-      break;
-    }
-  }
-  return s.substr(pos);
-}
-
 std::string utc_stamp() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -130,169 +107,6 @@ std::string settings_json(const config::JobConfig& cfg, std::uint32_t workers) {
   j += "}";
   return j;
 }
-
-// Lists `dir` recursively in sorted order, calling `emit` per regular file as it goes, so that
-// submission starts before listing ends. Returns false when `emit` asks to stop.
-template <typename F>
-bool walk_sorted(const fs::path& dir, F& emit) {
-  std::vector<fs::directory_entry> entries;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    entries.push_back(*it);
-  }
-  std::sort(entries.begin(), entries.end(),
-            [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
-  for (const auto& e : entries) {
-    std::error_code ec2;
-    if (e.is_directory(ec2)) {
-      if (!walk_sorted(e.path(), emit)) return false;
-    } else if (e.is_regular_file(ec2)) {
-      if (!emit(e.path().string())) return false;
-    }
-  }
-  return true;
-}
-
-// The private interchange and pools of the embedded default.
-class Embedded final {
- public:
-  Embedded(const config::JobConfig& cfg, const std::string& db, const std::string& run_dir,
-           std::uint32_t workers, std::uint32_t pools, const std::string& python, Logger log)
-      : log_(std::move(log)) {
-    const std::string sys_dir = run_dir + "/logs/sys";
-    (void)make_dirs(sys_dir);
-    ready_ = run_dir + "/interchange.ready";
-    std::error_code ec;
-    fs::remove(ready_, ec);
-    ix_log_ = sys_dir + "/interchange.log";
-    const std::string level = cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
-    SpawnOptions so;
-    so.argv = {find_binary("FANOUT_INTERCHANGE_BIN", "fanout-interchange", "interchange"),
-               "--db", db, "--ready-file", ready_, "--exit-when-idle",
-               "--heartbeat-period-ms", std::to_string(cfg.fanout.heartbeat_period_ms),
-               "--heartbeat-threshold-ms", std::to_string(cfg.fanout.heartbeat_threshold_ms),
-               "--log-level", level, "--log-file", ix_log_};
-    so.stdin_file = "null";
-    so.stderr_file = ix_log_;
-    so.new_process_group = true;  // Ctrl-C reaches the client only; it stops the job in order
-    auto ix = ChildProcess::spawn(so);
-    if (!ix) throw Failure(ix.error());
-    ix_ = std::move(*ix);
-    // Wait for the endpoints.
-    auto deadline = Clock::now() + std::chrono::seconds(30);
-    while (!fs::exists(ready_)) {
-      if (auto st = ix_.poll()) {
-        throw Failure(ErrorCode::Runtime, "the interchange exited at start (" + st->describe() +
-                                              "):" + tail_of(ix_log_, 10));
-      }
-      if (Clock::now() > deadline) {
-        throw Failure(ErrorCode::Runtime, "the interchange did not start within 30 s: see " + ix_log_);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    auto text = read_file(ready_).value();
-    for (std::size_t pos = 0; pos < text.size();) {
-      auto nl = text.find('\n', pos);
-      std::string line = text.substr(pos, nl - pos);
-      pos = nl == std::string::npos ? text.size() : nl + 1;
-      if (line.rfind("client=", 0) == 0) client_ep_ = line.substr(7);
-      if (line.rfind("pool=", 0) == 0) pool_ep_ = line.substr(5);
-    }
-    const std::string node = host_name();
-    const std::string node_dir = sys_dir + "/node/" + node;
-    (void)make_dirs(node_dir);
-    for (std::uint32_t i = 0; i < pools; ++i) {
-      SpawnOptions ps;
-      const std::string plog = fmt::format("{}/pool{:02}.log", node_dir, i + 1);
-      ps.argv = {find_binary("FANOUT_POOL_BIN", "fanout-pool", "pool"),
-                 "--interchange", pool_ep_,
-                 "--name", fmt::format("{}-{}-pool{:02}", node, ::getpid(), i + 1),
-                 "--workers", std::to_string(workers),
-                 "--prefetch", std::to_string(cfg.fanout.prefetch),
-                 "--poll-ms", std::to_string(cfg.fanout.poll_ms),
-                 "--heartbeat-period-ms", std::to_string(cfg.fanout.heartbeat_period_ms),
-                 "--heartbeat-threshold-ms", std::to_string(cfg.fanout.heartbeat_threshold_ms),
-                 "--log-level", level, "--log-file", plog, "--exit-on-lost"};
-      if (!python.empty()) {
-        ps.argv.push_back("--python");
-        ps.argv.push_back(python);
-      }
-      ps.stdin_file = "null";
-      ps.stderr_file = plog;
-      ps.new_process_group = true;
-      auto p = ChildProcess::spawn(ps);
-      if (!p) throw Failure(p.error());
-      pools_.push_back(std::move(*p));
-      pool_logs_.push_back(plog);
-    }
-  }
-
-  ~Embedded() { stop(); }
-
-  void stop() {
-    for (auto& p : pools_) p.set_grace(std::chrono::milliseconds(3000));
-    ix_.set_grace(std::chrono::milliseconds(3000));
-    (void)ix_.wait_for(std::chrono::seconds(5));  // it exits by itself once told / idle
-    ix_.stop();
-    for (auto& p : pools_) {
-      (void)p.wait_for(std::chrono::seconds(3));
-      p.stop();
-    }
-  }
-
-  // Describes a child that died, or "".
-  std::string dead_child() {
-    if (auto st = ix_.poll()) {
-      return "the interchange exited (" + st->describe() + "):" + tail_of(ix_log_, 10);
-    }
-    return {};
-  }
-
-  [[nodiscard]] const std::string& client_endpoint() const { return client_ep_; }
-
- private:
-  Logger log_;
-  std::string ready_, ix_log_, client_ep_, pool_ep_;
-  ChildProcess ix_;
-  std::vector<ChildProcess> pools_;
-  std::vector<std::string> pool_logs_;
-};
-
-// Prints progress: one updating line on a terminal, a plain line every few seconds otherwise.
-class ProgressPrinter {
- public:
-  explicit ProgressPrinter(bool quiet) : quiet_(quiet), tty_(::isatty(2) != 0) {}
-  void update(const proto::JobProgress& p, bool force = false) {
-    if (quiet_) return;
-    auto now = Clock::now();
-    auto every = tty_ ? std::chrono::milliseconds(200) : std::chrono::milliseconds(5000);
-    if (!force && now - last_ < every) return;
-    last_ = now;
-    const double secs = std::chrono::duration<double>(now - start_).count();
-    const std::uint64_t done = p.succeeded + p.failed;
-    std::string total = p.total ? std::to_string(p.total) : fmt::format("{}+", p.submitted);
-    std::string line = fmt::format("mini-batches {}/{}  failed {}  items {}  {:.0f} items/s  {:.1f}s",
-                                   done, total, p.failed, p.items_succeeded,
-                                   secs > 0 ? static_cast<double>(p.items_succeeded) / secs : 0.0,
-                                   secs);
-    if (tty_) {
-      std::fprintf(stderr, "\r\033[K%s", line.c_str());
-    } else {
-      std::fprintf(stderr, "%s\n", line.c_str());
-    }
-    shown_ = true;
-  }
-  void finish() {
-    if (!quiet_ && tty_ && shown_) std::fprintf(stderr, "\n");
-  }
-
- private:
-  bool quiet_;
-  bool tty_;
-  bool shown_ = false;
-  Clock::time_point start_ = Clock::now();
-  Clock::time_point last_{};
-};
 
 }  // namespace
 
@@ -383,14 +197,6 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   spec.settings_json = settings_json(cfg, workers);
   spec.input_name = cfg.input_data;
 
-  std::string input_path;
-  std::string input_type;
-  for (const auto& in : cfg.inputs) {
-    if (in.name == cfg.input_data) {
-      input_path = in.path;
-      input_type = in.type;
-    }
-  }
   for (const auto& n : cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());
 
   std::optional<Embedded> embedded;
@@ -493,7 +299,6 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   // 2. Stream the input while listing it, within the interchange's window.
   std::uint64_t submitted = 0;
   if (job_id != 0 && failure.empty()) {
-    part::FileBatcher batcher(std::max<std::uint64_t>(cfg.mini_batch_files, 1));
     proto::SubmitTasks pending{job_id, {}};
     std::size_t pending_bytes = 0;
     bool ok = true;
@@ -504,8 +309,9 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
       pending.batches.clear();
       pending_bytes = 0;
     };
-    auto add = [&](proto::MiniBatch mb) {
+    auto listed = stream_minibatches(cfg, [&](proto::MiniBatch&& mb) {
       for (const auto& it : mb.items) pending_bytes += it.size() + 2;
+      pending_bytes += mb.detail.size();
       pending.batches.push_back(std::move(mb));
       if (pending.batches.size() >= 256 || pending_bytes >= (1u << 20)) send_pending();
       // Backpressure: never run further ahead of the finished mini-batches than the window.
@@ -513,18 +319,12 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
         ok = pump(std::chrono::milliseconds(50));
       }
       if (ok) ok = pump(std::chrono::milliseconds(0)) || ended.has_value();
-    };
-    auto emit = [&](std::string path) {
-      if (auto mb = batcher.push(std::move(path))) add(std::move(*mb));
       return ok && !ended;
-    };
-    if (input_type == "uri_file") {
-      emit(input_path);
-    } else {
-      walk_sorted(fs::path(input_path), emit);
-    }
-    if (ok && !ended) {
-      if (auto mb = batcher.finish()) add(std::move(*mb));
+    });
+    if (!listed) {
+      failure = listed.error().message;
+      (void)sock.send(proto::encode(proto::CancelJob{job_id, failure}));
+    } else if (ok && !ended) {
       send_pending();
       (void)sock.send(proto::encode(proto::SubmitEnd{job_id, submitted}), false);
     }

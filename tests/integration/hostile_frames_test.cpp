@@ -4,10 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <random>
-#include <zmq.hpp>
 
 #include "fanout/protocol/codec.hpp"
 #include "harness.hpp"
+#include "raw_peer.hpp"
 
 using namespace fanout::test;
 namespace proto = fanout::proto;
@@ -21,15 +21,6 @@ std::string frame_of(std::uint8_t version, std::uint8_t type, const std::string&
   return f + body;
 }
 
-// Receives one frame within `ms`, or "".
-std::string recv_within(zmq::socket_t& s, int ms) {
-  zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};
-  if (zmq::poll(&item, 1, std::chrono::milliseconds(ms)) <= 0) return {};
-  zmq::message_t m;
-  if (!s.recv(m, zmq::recv_flags::dontwait)) return {};
-  return m.to_string();
-}
-
 }  // namespace
 
 TEST_CASE("integration.hostile_frames.interchange_survives_and_serves") {
@@ -38,13 +29,10 @@ TEST_CASE("integration.hostile_frames.interchange_survives_and_serves") {
   Cluster cl;
   cl.start_interchange(dir.path(), db);
 
-  zmq::context_t ctx;
   std::mt19937 rng(42);
   for (const std::string& ep : {cl.client_ep, cl.pool_ep}) {
     CAPTURE(ep);
-    zmq::socket_t s(ctx, zmq::socket_type::dealer);
-    s.set(zmq::sockopt::linger, 0);
-    s.connect(ep);
+    RawDealer s(ep);
     std::vector<std::string> frames = {
         "",
         "x",
@@ -66,22 +54,21 @@ TEST_CASE("integration.hostile_frames.interchange_survives_and_serves") {
       }
       frames.push_back(f);
     }
-    for (const auto& f : frames) s.send(zmq::buffer(f), zmq::send_flags::none);
+    for (const auto& f : frames) s.send(f);
     // A multipart message is drained and dropped too.
-    s.send(zmq::str_buffer("part1"), zmq::send_flags::sndmore);
-    s.send(zmq::str_buffer("part2"), zmq::send_flags::none);
+    s.send_multipart({"part1", "part2"});
 
     // Wrong version on a Register (pool port) or SubmitJob (client port) gets a Reject.
     const auto type = ep == cl.pool_ep ? proto::MsgType::Register : proto::MsgType::Heartbeat;
     std::string wrong = proto::encode(proto::Register{"evil", "node", 1, 0, "x", 1});
     wrong[0] = static_cast<char>(proto::kProtocolVersion + 7);
     wrong[1] = static_cast<char>(type);
-    s.send(zmq::buffer(wrong), zmq::send_flags::none);
+    s.send(wrong);
     if (ep == cl.pool_ep) {
       // Skip any replies to the garbage (an unregistered peer is told to register).
       bool got_version_reject = false;
       for (int k = 0; k < 400 && !got_version_reject; ++k) {
-        auto reply = recv_within(s, 5000);
+        auto reply = s.recv_within(5000);
         if (reply.empty()) break;
         auto rej = proto::decode<proto::Reject>(reply);
         if (rej && rej->reason.find("version") != std::string::npos) got_version_reject = true;

@@ -10,20 +10,20 @@ FileBatcher::FileBatcher(std::uint64_t per_batch) : per_batch_(per_batch) {
   pending_.reserve(per_batch_ < 4096 ? per_batch_ : 4096);
 }
 
-std::optional<proto::MiniBatch> FileBatcher::push(std::string item) {
+std::optional<Batch> FileBatcher::push(std::string item) {
   ++items_;
   pending_.push_back(std::move(item));
   if (pending_.size() >= per_batch_) return take();
   return std::nullopt;
 }
 
-std::optional<proto::MiniBatch> FileBatcher::finish() {
+std::optional<Batch> FileBatcher::finish() {
   if (pending_.empty()) return std::nullopt;
   return take();
 }
 
-proto::MiniBatch FileBatcher::take() {
-  proto::MiniBatch mb;
+Batch FileBatcher::take() {
+  Batch mb;
   mb.index = next_index_++;
   mb.items = std::move(pending_);
   pending_.clear();

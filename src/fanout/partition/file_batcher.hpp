@@ -7,9 +7,16 @@
 #include <string>
 #include <vector>
 
-#include "fanout/protocol/messages.hpp"
 
 namespace fanout::part {
+
+// One mini-batch as cut: its stable id (position in the input), its items (file paths or
+// descriptors) and an optional JSON detail.
+struct Batch {
+  std::uint64_t index = 0;
+  std::vector<std::string> items{};
+  std::string detail{};
+};
 
 // Groups items into mini-batches of at most `per_batch` items, numbered from 0 in input order.
 // Not thread-safe.
@@ -19,15 +26,15 @@ class FileBatcher final {
   explicit FileBatcher(std::uint64_t per_batch);
 
   // Adds one item. Returns a full mini-batch when this item completes one.
-  std::optional<proto::MiniBatch> push(std::string item);
+  std::optional<Batch> push(std::string item);
   // Returns the last, partial mini-batch, if any items are left.
-  std::optional<proto::MiniBatch> finish();
+  std::optional<Batch> finish();
 
   [[nodiscard]] std::uint64_t batches_emitted() const noexcept { return next_index_; }
   [[nodiscard]] std::uint64_t items_seen() const noexcept { return items_; }
 
  private:
-  proto::MiniBatch take();
+  Batch take();
   std::uint64_t per_batch_;
   std::uint64_t next_index_ = 0;
   std::uint64_t items_ = 0;

@@ -79,11 +79,30 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnOptions& opts) {
   for (auto& s : argv_copy) argv.push_back(s.data());
   argv.push_back(nullptr);
   // Resolve argv[0] through PATH now (execvpe would use the child's PATH, which is the same).
+  // Reserved before fork(): after it, the child may not allocate (another thread of the parent,
+  // such as a ZeroMQ I/O thread, may hold the malloc lock).
+  std::vector<std::pair<int, int>> moved;
+  moved.reserve(opts.fd_map.size());
+  // Block every signal across fork(): until the child has reset the parent's handlers, a signal
+  // sent to it (stop() right after spawn) would run one of them there and be lost. A signal that
+  // arrives meanwhile stays pending and is delivered, with its default action, once unblocked.
+  sigset_t all;
+  sigset_t saved;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &saved);
   pid_t pid = ::fork();
+  if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   if (pid < 0) return make_error(ErrorCode::Io, std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     if (opts.new_process_group) ::setpgid(0, 0);
-    // Restore default signal dispositions the parent may have changed.
+    // Restore default dispositions: every handler of the parent, and what it ignored here.
+    for (int sig = 1; sig < NSIG; ++sig) {
+      struct sigaction sa {};
+      if (::sigaction(sig, nullptr, &sa) == 0 && sa.sa_handler != SIG_DFL &&
+          sa.sa_handler != SIG_IGN) {
+        ::signal(sig, SIG_DFL);
+      }
+    }
     ::signal(SIGPIPE, SIG_DFL);
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
@@ -91,7 +110,6 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnOptions& opts) {
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     // Move mapped fds above the target range first so that maps like {3->4, 4->3} work.
-    std::vector<std::pair<int, int>> moved;
     for (const auto& [from, to] : opts.fd_map) {
       int tmp = ::fcntl(from, F_DUPFD, 100);
       moved.emplace_back(tmp, to);

@@ -15,7 +15,7 @@ TEST_CASE("partition.file_batcher.every_item_exactly_once") {
       CAPTURE(n);
       CAPTURE(per);
       FileBatcher b(per);
-      std::vector<fanout::proto::MiniBatch> out;
+      std::vector<fanout::part::Batch> out;
       for (std::uint64_t i = 0; i < n; ++i) {
         if (auto mb = b.push("f" + std::to_string(i))) out.push_back(std::move(*mb));
       }

@@ -1,0 +1,134 @@
+// The embedded default: a private interchange and local pools. See embedded.hpp.
+#include "client/embedded.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "fanout/util/clock.hpp"
+#include "fanout/util/fs.hpp"
+
+namespace fanout::client {
+
+namespace fs = std::filesystem;
+
+std::string find_binary(const char* env, const char* name, const char* build_subdir) {
+  if (const char* e = std::getenv(env); e != nullptr && *e != '\0') return e;
+  const std::string self = self_dir();
+  for (const std::string& cand :
+       {self + "/" + name, self + "/../" + build_subdir + "/" + name}) {
+    if (fs::exists(cand)) return fs::path(cand).lexically_normal().string();
+  }
+  return name;  // from PATH
+}
+
+std::string tail_of(const std::string& path, std::size_t lines) {
+  auto text = read_file(path);
+  if (!text) return {};
+  std::string s = *text;
+  std::size_t pos = s.size();
+  for (std::size_t n = 0; n <= lines && pos > 0; ++n) {
+    pos = s.rfind('\n', pos - 1);
+    if (pos == std::string::npos) {
+      pos = 0;
+      break;
+    }
+  }
+  return s.substr(pos);
+}
+
+// The private interchange and pools of the embedded default.
+Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const std::string& run_dir,
+                   std::uint32_t workers, std::uint32_t pools, const std::string& python,
+                   Logger log)
+    : log_(std::move(log)) {
+  const std::string sys_dir = run_dir + "/logs/sys";
+  (void)make_dirs(sys_dir);
+  ready_ = run_dir + "/interchange.ready";
+  std::error_code ec;
+  fs::remove(ready_, ec);
+  ix_log_ = sys_dir + "/interchange.log";
+  const std::string level = cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
+  SpawnOptions so;
+  so.argv = {find_binary("FANOUT_INTERCHANGE_BIN", "fanout-interchange", "interchange"),
+             "--db", db, "--ready-file", ready_, "--exit-when-idle",
+             "--heartbeat-period-ms", std::to_string(cfg.fanout.heartbeat_period_ms),
+             "--heartbeat-threshold-ms", std::to_string(cfg.fanout.heartbeat_threshold_ms),
+             "--log-level", level, "--log-file", ix_log_};
+  so.stdin_file = "null";
+  so.stderr_file = ix_log_;
+  so.new_process_group = true;  // Ctrl-C reaches the client only; it stops the job in order
+  auto ix = ChildProcess::spawn(so);
+  if (!ix) throw Failure(ix.error());
+  ix_ = std::move(*ix);
+  // Wait for the endpoints.
+  auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (!fs::exists(ready_)) {
+    if (auto st = ix_.poll()) {
+      throw Failure(ErrorCode::Runtime, "the interchange exited at start (" + st->describe() +
+                                            "):" + tail_of(ix_log_, 10));
+    }
+    if (Clock::now() > deadline) {
+      throw Failure(ErrorCode::Runtime, "the interchange did not start within 30 s: see " + ix_log_);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  auto text = read_file(ready_).value();
+  for (std::size_t pos = 0; pos < text.size();) {
+    auto nl = text.find('\n', pos);
+    std::string line = text.substr(pos, nl - pos);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    if (line.rfind("client=", 0) == 0) client_ep_ = line.substr(7);
+    if (line.rfind("pool=", 0) == 0) pool_ep_ = line.substr(5);
+  }
+  const std::string node = host_name();
+  const std::string node_dir = sys_dir + "/node/" + node;
+  (void)make_dirs(node_dir);
+  for (std::uint32_t i = 0; i < pools; ++i) {
+    SpawnOptions ps;
+    const std::string plog = fmt::format("{}/pool{:02}.log", node_dir, i + 1);
+    ps.argv = {find_binary("FANOUT_POOL_BIN", "fanout-pool", "pool"),
+               "--interchange", pool_ep_,
+               "--name", fmt::format("{}-{}-pool{:02}", node, ::getpid(), i + 1),
+               "--workers", std::to_string(workers),
+               "--prefetch", std::to_string(cfg.fanout.prefetch),
+               "--poll-ms", std::to_string(cfg.fanout.poll_ms),
+               "--heartbeat-period-ms", std::to_string(cfg.fanout.heartbeat_period_ms),
+               "--heartbeat-threshold-ms", std::to_string(cfg.fanout.heartbeat_threshold_ms),
+               "--log-level", level, "--log-file", plog, "--exit-on-lost"};
+    if (!python.empty()) {
+      ps.argv.push_back("--python");
+      ps.argv.push_back(python);
+    }
+    ps.stdin_file = "null";
+    ps.stderr_file = plog;
+    ps.new_process_group = true;
+    auto p = ChildProcess::spawn(ps);
+    if (!p) throw Failure(p.error());
+    pools_.push_back(std::move(*p));
+    pool_logs_.push_back(plog);
+  }
+}
+
+void Embedded::stop() {
+  for (auto& p : pools_) p.set_grace(std::chrono::milliseconds(3000));
+  ix_.set_grace(std::chrono::milliseconds(3000));
+  (void)ix_.wait_for(std::chrono::seconds(5));  // it exits by itself once told / idle
+  ix_.stop();
+  for (auto& p : pools_) {
+    (void)p.wait_for(std::chrono::seconds(3));
+    p.stop();
+  }
+}
+
+std::string Embedded::dead_child() {
+  if (auto st = ix_.poll()) {
+    return "the interchange exited (" + st->describe() + "):" + tail_of(ix_log_, 10);
+  }
+  return {};
+}
+
+}  // namespace fanout::client

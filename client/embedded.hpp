@@ -1,0 +1,44 @@
+// The embedded default of `fanout run`: a private interchange and local pools started as child
+// processes on loopback, and stopped at the end. Owned by run_job; not thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fanout/config/job_spec.hpp"
+#include "fanout/util/child_process.hpp"
+#include "fanout/util/log.hpp"
+
+namespace fanout::client {
+
+// The path of a sibling binary: $ENV, beside this executable, the build tree, else PATH.
+std::string find_binary(const char* env, const char* name, const char* build_subdir);
+
+// The last `lines` lines of a text file, for error messages ("" if unreadable).
+std::string tail_of(const std::string& path, std::size_t lines);
+
+class Embedded final {
+ public:
+  // Starts the interchange (waiting for its endpoints) and `pools` pools. Throws Failure naming
+  // the log to read when a child cannot start.
+  Embedded(const config::JobConfig& cfg, const std::string& db, const std::string& run_dir,
+           std::uint32_t workers, std::uint32_t pools, const std::string& python, Logger log);
+  ~Embedded() { stop(); }
+  Embedded(const Embedded&) = delete;
+  Embedded& operator=(const Embedded&) = delete;
+
+  // Waits for the children to exit by themselves (they were told to), then stops them.
+  void stop();
+  // Describes the interchange's death with its log tail, or "" while it runs.
+  std::string dead_child();
+  [[nodiscard]] const std::string& client_endpoint() const { return client_ep_; }
+
+ private:
+  Logger log_;
+  std::string ready_, ix_log_, client_ep_, pool_ep_;
+  ChildProcess ix_;
+  std::vector<ChildProcess> pools_;
+  std::vector<std::string> pool_logs_;
+};
+
+}  // namespace fanout::client

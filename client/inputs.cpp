@@ -1,0 +1,82 @@
+// Input listing and partitioning for `fanout run`. See inputs.hpp.
+#include "client/inputs.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <vector>
+
+#include "fanout/partition/file_batcher.hpp"
+
+namespace fanout::client {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Lists `dir` recursively in sorted order, calling `emit` per regular file as it goes, so that
+// submission starts before listing ends. Returns false when `emit` asks to stop.
+template <typename F>
+bool walk_sorted(const fs::path& dir, F& emit) {
+  std::vector<fs::directory_entry> entries;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    entries.push_back(*it);
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
+  for (const auto& e : entries) {
+    std::error_code ec2;
+    if (e.is_directory(ec2)) {
+      if (!walk_sorted(e.path(), emit)) return false;
+    } else if (e.is_regular_file(ec2)) {
+      if (!emit(e.path().string())) return false;
+    }
+  }
+  return true;
+}
+
+proto::MiniBatch to_proto(part::Batch&& b) {
+  return proto::MiniBatch{b.index, std::move(b.items), std::move(b.detail)};
+}
+
+}  // namespace
+
+Expected<std::uint64_t> stream_minibatches(
+    const config::JobConfig& cfg, const std::function<bool(proto::MiniBatch&&)>& emit) {
+  const config::InputSpec* input = nullptr;
+  for (const auto& in : cfg.inputs) {
+    if (in.name == cfg.input_data) input = &in;
+  }
+  if (input == nullptr) {
+    return make_error(ErrorCode::InvalidArgument,
+                      cfg.spec_path + ": input_data: no input named '" + cfg.input_data + "'");
+  }
+  part::FileBatcher batcher(std::max<std::uint64_t>(cfg.mini_batch_files, 1));
+  std::uint64_t count = 0;
+  bool go_on = true;
+  auto push = [&](std::string path) {
+    if (auto b = batcher.push(std::move(path))) {
+      ++count;
+      go_on = emit(to_proto(std::move(*b)));
+    }
+    return go_on;
+  };
+  if (input->type == "uri_file") {
+    push(input->path);
+  } else if (input->type == "uri_folder") {
+    walk_sorted(fs::path(input->path), push);
+  } else {
+    return make_error(ErrorCode::InvalidArgument,
+                      cfg.spec_path + ": inputs." + input->name + ".type: '" + input->type +
+                          "' is not supported as input_data yet");
+  }
+  if (go_on) {
+    if (auto b = batcher.finish()) {
+      ++count;
+      emit(to_proto(std::move(*b)));
+    }
+  }
+  return count;
+}
+
+}  // namespace fanout::client
