@@ -7,23 +7,31 @@ namespace fanout::proto {
 
 const char* to_string(AttemptStatus s) noexcept {
   switch (s) {
-    case AttemptStatus::RunDone: return "RUN_DONE";
-    case AttemptStatus::RunException: return "RUN_EXCEPTION";
-    case AttemptStatus::RunTimeout: return "RUN_TIMEOUT";
-    case AttemptStatus::LoadException: return "LOAD_EXCEPTION";
-    case AttemptStatus::LoadTimeout: return "LOAD_TIMEOUT";
-    case AttemptStatus::WorkerLost: return "WORKER_LOST";
-    case AttemptStatus::PoolLost: return "POOL_LOST";
-    case AttemptStatus::Cancelled: return "CANCELLED";
+    case AttemptStatus::RunDone:
+      return "RUN_DONE";
+    case AttemptStatus::RunException:
+      return "RUN_EXCEPTION";
+    case AttemptStatus::RunTimeout:
+      return "RUN_TIMEOUT";
+    case AttemptStatus::LoadException:
+      return "LOAD_EXCEPTION";
+    case AttemptStatus::LoadTimeout:
+      return "LOAD_TIMEOUT";
+    case AttemptStatus::WorkerLost:
+      return "WORKER_LOST";
+    case AttemptStatus::PoolLost:
+      return "POOL_LOST";
+    case AttemptStatus::Cancelled:
+      return "CANCELLED";
   }
   return "UNKNOWN";
 }
 
 std::string type_name(std::uint8_t type) {
   static constexpr const char* kNames[] = {
-      nullptr,      "Register",  "Registered", "Reject",      "Heartbeat",   "TaskBatch",
-      "ResultBatch", "Drain",    "Shutdown",   "JobInfo",     "SubmitJob",   "JobAccepted",
-      "SubmitTasks", "SubmitEnd", "JobProgress", "JobEnded",  "Attach",      "CancelJob",
+      nullptr,       "Register",  "Registered",  "Reject",   "Heartbeat", "TaskBatch",
+      "ResultBatch", "Drain",     "Shutdown",    "JobInfo",  "SubmitJob", "JobAccepted",
+      "SubmitTasks", "SubmitEnd", "JobProgress", "JobEnded", "Attach",    "CancelJob",
   };
   constexpr std::size_t n = sizeof(kNames) / sizeof(kNames[0]);
   if (type > 0 && type < n) return kNames[type];
@@ -43,9 +51,9 @@ Expected<Header> read_header(std::string_view frame) {
   auto version = static_cast<std::uint8_t>(frame[0]);
   auto type = static_cast<std::uint8_t>(frame[1]);
   if (version != kProtocolVersion) {
-    return make_error(ErrorCode::Version,
-                      fmt::format("frame: expected protocol version {}, found {}",
-                                  kProtocolVersion, version));
+    return make_error(
+        ErrorCode::Version,
+        fmt::format("frame: expected protocol version {}, found {}", kProtocolVersion, version));
   }
   if (type < static_cast<std::uint8_t>(MsgType::Register) ||
       type > static_cast<std::uint8_t>(MsgType::CancelJob)) {
@@ -56,26 +64,78 @@ Expected<Header> read_header(std::string_view frame) {
 
 namespace detail {
 
+namespace {
+
+const char* kind_name(const msgpack::object& o) {
+  switch (o.type) {
+    case msgpack::type::NIL:
+      return "nil";
+    case msgpack::type::BOOLEAN:
+      return "bool";
+    case msgpack::type::POSITIVE_INTEGER:
+      return "positive integer";
+    case msgpack::type::NEGATIVE_INTEGER:
+      return "negative integer";
+    case msgpack::type::FLOAT32:
+      return "float32";
+    case msgpack::type::FLOAT64:
+      return "float64";
+    case msgpack::type::STR:
+      return "str";
+    case msgpack::type::BIN:
+      return "bin";
+    case msgpack::type::ARRAY:
+      return "array";
+    case msgpack::type::MAP:
+      return "map";
+    case msgpack::type::EXT:
+      return "ext";
+  }
+  return "unknown";
+}
+
+// Says which top-level field `conv` refused. Fields missing from the end of an array keep their
+// defaults (forward compatibility), so converting ever longer prefixes finds the first bad one.
+// Runs on the error path only.
+std::string describe_type_error(const msgpack::object& o,
+                                const std::function<void(const msgpack::object&)>& conv) {
+  if (o.type != msgpack::type::ARRAY) {
+    return fmt::format("expected an array, found {}", kind_name(o));
+  }
+  for (std::uint32_t i = 0; i < o.via.array.size; ++i) {
+    msgpack::object prefix = o;
+    prefix.via.array.size = i + 1;
+    try {
+      conv(prefix);
+    } catch (const std::exception&) {  // this runs inside a catch handler: nothing may escape
+      const msgpack::object& f = o.via.array.ptr[i];
+      if (f.type == msgpack::type::ARRAY || f.type == msgpack::type::MAP) {
+        return fmt::format("field {} (found {}) or a value inside it has the wrong type", i,
+                           kind_name(f));
+      }
+      return fmt::format("field {} has the wrong type or range (found {})", i, kind_name(f));
+    }
+  }
+  return "a field has the wrong type";
+}
+
+}  // namespace
+
 Expected<void> unpack_into(std::string_view body, const char* what,
                            const std::function<void(const msgpack::object&)>& conv) {
   // Every msgpack element takes at least one byte, so no container in a body of n bytes can
   // legitimately hold more than n elements: limit allocations to that.
   const std::size_t n = body.size();
   msgpack::unpack_limit limit(n, n, n, n, n, 64);
+  msgpack::object_handle oh;
   try {
     std::size_t off = 0;
-    msgpack::object_handle oh =
-        msgpack::unpack(body.data(), body.size(), off, nullptr, nullptr, limit);
+    oh = msgpack::unpack(body.data(), body.size(), off, nullptr, nullptr, limit);
     if (off != body.size()) {
-      return make_error(ErrorCode::Protocol,
-                        fmt::format("{}: body: {} trailing bytes after the message", what,
-                                    body.size() - off));
+      return make_error(
+          ErrorCode::Protocol,
+          fmt::format("{}: body: {} trailing bytes after the message", what, body.size() - off));
     }
-    conv(oh.get());
-  } catch (const msgpack::type_error&) {
-    return make_error(ErrorCode::Protocol,
-                      fmt::format("{}: body: a field has the wrong type or the array is too short",
-                                  what));
   } catch (const msgpack::insufficient_bytes&) {
     return make_error(ErrorCode::Protocol,
                       fmt::format("{}: body: truncated ({} bytes)", what, body.size()));
@@ -84,6 +144,17 @@ Expected<void> unpack_into(std::string_view body, const char* what,
   } catch (const std::exception& e) {
     return make_error(ErrorCode::Protocol,
                       fmt::format("{}: body: not valid msgpack ({})", what, e.what()));
+  }
+  try {
+    conv(oh.get());
+  } catch (const msgpack::type_error&) {
+    return make_error(ErrorCode::Protocol,
+                      fmt::format("{}: body: {}", what, describe_type_error(oh.get(), conv)));
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::Protocol, fmt::format("{}: body: too large to decode", what));
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::Protocol,
+                      fmt::format("{}: body: cannot convert ({})", what, e.what()));
   }
   return {};
 }
