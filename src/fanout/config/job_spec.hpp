@@ -12,11 +12,12 @@
 namespace fanout::config {
 
 struct InputSpec {
-  std::string name{};  // key under `inputs:`
-  std::string type{};  // "uri_folder" | "uri_file" | "mltable" | "literal"
-  std::string path{};  // absolute, resolved against the YAML file's folder
-  std::string mode{};  // as written (ro_mount, download, ...); informational
-  std::string value{}; // literal inputs (strings, numbers) as text
+  std::string name{};   // key under `inputs:`
+  std::string type{};   // "uri_folder" | "uri_file" | "mltable" | "literal", or a model type
+                        // (custom_model, mlflow_model, triton_model: a path, never input_data)
+  std::string path{};   // absolute, resolved against the YAML file's folder
+  std::string mode{};   // as written (ro_mount, download, ...); informational
+  std::string value{};  // literal inputs (strings, numbers) as text
 };
 
 struct OutputSpec {
@@ -27,17 +28,17 @@ struct OutputSpec {
 
 // fanout's own settings (the `fanout:` key), each also a CLI flag.
 struct FanoutSettings {
-  std::uint32_t prefetch = 0;                 // extra mini-batches per pool beyond free workers
-  std::uint32_t poll_ms = 10;                 // pool/interchange poll period when idle
+  std::uint32_t prefetch = 0;  // extra mini-batches per pool beyond free workers
+  std::uint32_t poll_ms = 10;  // pool/interchange poll period when idle
   std::uint32_t heartbeat_period_ms = 2000;
   std::uint32_t heartbeat_threshold_ms = 10000;
-  std::string python = "python3";             // interpreter for the python runtime
-  std::string db{};                           // store path; empty: the default (see docs)
-  std::string run_dir{};                      // where logs/ goes; empty: the default
-  std::string log_level{};                    // fanout's own processes; empty: logging_level
-  std::uint32_t workers = 0;                  // overrides max_concurrency_per_instance when > 0
-  std::string row_separator = " ";            // DataFrame rows: column separator
-  bool row_header = false;                    // DataFrame rows: write a header line
+  std::string python = "python3";   // interpreter for the python runtime
+  std::string db{};                 // store path; empty: the default (see docs)
+  std::string run_dir{};            // where logs/ goes; empty: the default
+  std::string log_level{};          // fanout's own processes; empty: logging_level
+  std::uint32_t workers = 0;        // overrides max_concurrency_per_instance when > 0
+  std::string row_separator = " ";  // DataFrame rows: column separator
+  bool row_header = false;          // DataFrame rows: write a header line
 };
 
 struct JobConfig {
@@ -47,37 +48,37 @@ struct JobConfig {
   std::string display_name{};
   std::string description{};
 
-  std::vector<InputSpec> inputs{};            // in file order
-  std::string input_data{};                   // name of the input that `input_data` refers to
+  std::vector<InputSpec> inputs{};  // in file order
+  std::string input_data{};         // name of the input that `input_data` refers to
   std::vector<OutputSpec> outputs{};
 
-  std::string mini_batch_size = "10";         // as written
-  std::uint64_t mini_batch_files = 10;        // when a count of files
-  std::uint64_t mini_batch_bytes = 0;         // when a size ("10kb": 10240); then files is 0
+  std::string mini_batch_size = "10";   // as written
+  std::uint64_t mini_batch_files = 10;  // when a count of files
+  std::uint64_t mini_batch_bytes = 0;   // when a size ("10kb": 10240); then files is 0
   std::vector<std::string> partition_keys{};
 
-  std::uint32_t instance_count = 1;           // resources.instance_count: local pools
+  std::uint32_t instance_count = 1;                // resources.instance_count: local pools
   std::uint32_t max_concurrency_per_instance = 0;  // 0: the machine's cores
-  std::int64_t error_threshold = -1;          // failed items; -1 ignores
-  std::int64_t mini_batch_error_threshold = -1;  // failed mini-batches; -1 ignores
-  double allowed_failed_percent = 100;        // 0..100
-  std::uint32_t max_retries = 3;              // retry_settings.max_retries: tries = this + 1
-  double timeout_s = 60;                      // retry_settings.timeout: bound on one run()
+  std::int64_t error_threshold = -1;               // failed items; -1 ignores
+  std::int64_t mini_batch_error_threshold = -1;    // failed mini-batches; -1 ignores
+  double allowed_failed_percent = 100;             // 0..100
+  std::uint32_t max_retries = 3;                   // retry_settings.max_retries: tries = this + 1
+  double timeout_s = 60;                           // retry_settings.timeout: bound on one run()
   std::string logging_level = "INFO";
   std::map<std::string, std::string> environment_variables{};
 
-  std::string task_type = "run_function";     // "run_function" | "command" | "native"
-  std::string code_dir{};                     // absolute
-  std::string entry_script{};                 // relative to code_dir (run_function)
-  std::string command{};                      // task.type: command
-  std::string library{};                      // task.type: native (absolute)
-  std::string program_arguments{};            // as written, after ${{...}} substitution
-  std::vector<std::string> user_args{};       // what remains for the entry script's sys.argv
+  std::string task_type = "run_function";            // "run_function" | "command" | "native"
+  std::string code_dir{};                            // absolute
+  std::string entry_script{};                        // relative to code_dir (run_function)
+  std::string command{};                             // task.type: command
+  std::string library{};                             // task.type: native (absolute)
+  std::string program_arguments{};                   // as written, after ${{...}} substitution
+  std::vector<std::string> user_args{};              // what remains for the entry script's sys.argv
   std::map<std::string, std::string> system_args{};  // consumed ParallelRunStep flags, raw text
-  std::string append_row_to{};                // absolute output file; empty: summary_only
+  std::string append_row_to{};                       // absolute output file; empty: summary_only
 
   FanoutSettings fanout{};
-  std::vector<std::string> notices{};         // e.g. "compute: azureml:cpu-cluster ignored"
+  std::vector<std::string> notices{};  // e.g. "compute: azureml:cpu-cluster ignored"
 };
 
 // Reads and validates a job file. Every error names the file, the line where there is one, and
