@@ -1,0 +1,995 @@
+// The job ledger: schema migrations, the batched writer thread, recovery and read-only queries.
+// See task_store.hpp for the contract and docs/store.md for the schema.
+#include "fanout/store/task_store.hpp"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <iterator>
+#include <mutex>
+#include <span>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <variant>
+
+#include "fanout/store/db.hpp"
+#include "fanout/util/error.hpp"
+#include "fanout/util/fd.hpp"
+
+namespace fanout::store {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---- schema ----
+
+// kMigrations[i] brings a store from user_version i to i + 1. Append only: a released script is
+// never edited, since stores in the field already ran it. docs/store.md describes the result.
+constexpr const char* kMigrations[] = {
+    // 0 -> 1: the initial schema.
+    R"sql(
+CREATE TABLE jobs (
+  id           INTEGER PRIMARY KEY,
+  name         TEXT NOT NULL,
+  state        TEXT NOT NULL,
+  reason       TEXT NOT NULL DEFAULT '',
+  spec_path    TEXT,
+  runtime      TEXT,
+  entry_script TEXT,
+  output_path  TEXT,
+  log_dir      TEXT,
+  settings     TEXT,
+  spec         BLOB,
+  submit_done  INTEGER NOT NULL DEFAULT 0,
+  total        INTEGER NOT NULL DEFAULT 0,
+  created      REAL,
+  started      REAL,
+  ended        REAL
+);
+CREATE TABLE minibatches (
+  job_id        INTEGER NOT NULL,
+  id            INTEGER NOT NULL,
+  state         TEXT NOT NULL,
+  tries         INTEGER NOT NULL DEFAULT 0,
+  items         INTEGER NOT NULL,
+  succeeded     INTEGER NOT NULL DEFAULT 0,
+  failed        INTEGER NOT NULL DEFAULT 0,
+  rows          INTEGER NOT NULL DEFAULT 0,
+  detail        TEXT,
+  descriptor    BLOB,
+  output_offset INTEGER,
+  output_bytes  INTEGER,
+  PRIMARY KEY (job_id, id)
+) WITHOUT ROWID;
+CREATE TABLE attempts (
+  id             INTEGER PRIMARY KEY,
+  job_id         INTEGER NOT NULL,
+  minibatch_id   INTEGER NOT NULL,
+  attempt        INTEGER NOT NULL,
+  status         TEXT NOT NULL,
+  pool_id        INTEGER,
+  pool           TEXT,
+  node           TEXT,
+  process        TEXT,
+  worker_pid     INTEGER,
+  start          REAL,
+  elapsed_s      REAL,
+  cpu_s          REAL,
+  run_s          REAL,
+  items          INTEGER,
+  succeeded      INTEGER,
+  failed         INTEGER,
+  rows           INTEGER,
+  error_category TEXT,
+  error_message  TEXT
+);
+CREATE INDEX attempts_minibatch ON attempts (job_id, minibatch_id);
+CREATE TABLE pools (
+  id         INTEGER PRIMARY KEY,
+  name       TEXT,
+  node       TEXT,
+  workers    INTEGER,
+  prefetch   INTEGER,
+  pid        INTEGER,
+  build      TEXT,
+  state      TEXT,
+  registered REAL,
+  last_seen  REAL
+);
+CREATE VIEW job_counts AS
+SELECT j.id AS job_id,
+       max(j.total, count(m.id)) AS total,
+       count(m.id) AS submitted,
+       coalesce(sum(m.state = 'succeeded'), 0) AS succeeded,
+       coalesce(sum(m.state = 'failed'), 0) AS failed,
+       coalesce(sum(m.state = 'pending'), 0) AS pending,
+       coalesce(sum(m.state = 'running'), 0) AS running,
+       coalesce(sum(CASE WHEN m.state = 'succeeded' THEN m.succeeded ELSE 0 END), 0)
+         AS items_succeeded,
+       coalesce(sum(CASE m.state WHEN 'succeeded' THEN m.failed
+                                 WHEN 'failed' THEN m.items ELSE 0 END), 0) AS items_failed,
+       (SELECT count(*) FROM attempts a WHERE a.job_id = j.id) AS attempts,
+       (SELECT count(*) FROM attempts a WHERE a.job_id = j.id AND a.status != 'RUN_DONE')
+         AS attempts_failed
+FROM jobs j LEFT JOIN minibatches m ON m.job_id = j.id
+GROUP BY j.id;
+)sql",
+};
+// The most queued operations applied in one transaction.
+constexpr std::size_t kMaxOpsPerTransaction = 32768;
+
+static_assert(std::size(kMigrations) == static_cast<std::size_t>(kSchemaVersion),
+              "one migration script per schema version");
+
+// CPU seconds used by the calling thread.
+double thread_cpu_s() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string sys_error(const std::string& path, const char* what) {
+  return path + ": " + what + ": " + std::strerror(errno);
+}
+
+// Creates the folder holding `path`, if it has one. Throws Failure{Io} naming it.
+void make_parent_dirs(const std::string& path) {
+  const fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) return;
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  if (ec) {
+    throw Failure(ErrorCode::Io, parent.string() + ": cannot create folder: " + ec.message());
+  }
+}
+
+void apply_migrations(Db& db, const Logger& log) {
+  auto version = db.query_int("PRAGMA user_version");
+  if (version > kSchemaVersion) {
+    throw Failure(ErrorCode::Version,
+                  db.path() + ": store schema version " + std::to_string(version) +
+                      " is newer than this fanout supports (" + std::to_string(kSchemaVersion) +
+                      "); use a newer fanout or another --db");
+  }
+  while (version < kSchemaVersion) {
+    Transaction tx(db);
+    // Read again under the write lock: another process may have migrated in the meantime.
+    version = db.query_int("PRAGMA user_version");
+    if (version >= kSchemaVersion) break;
+    const std::string what = "migration to schema version " + std::to_string(version + 1);
+    db.exec(kMigrations[version], what.c_str());
+    db.exec(("PRAGMA user_version = " + std::to_string(version + 1)).c_str(), what.c_str());
+    tx.commit();
+    ++version;
+    log->info("store {}: schema migrated to version {}", db.path(), version);
+  }
+}
+
+// ---- encoding ----
+
+template <typename T>
+void pack_into(msgpack::sbuffer& buf, const T& v) {
+  buf.clear();
+  msgpack::pack(buf, v);
+}
+
+// Decodes msgpack `bytes` into `out`; false when they do not hold a T.
+template <typename T>
+bool unpack_from(std::string_view bytes, T& out) {
+  try {
+    msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
+    oh.get().convert(out);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  // Copies runs of plain characters at once: most paths need no escaping at all.
+  std::size_t run = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;  // UTF-8 passes through unchanged
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 0xf];
+    }
+  }
+  out.append(s.data() + run, s.size() - run);
+  out += '"';
+}
+
+// The detail recorded when the client sent none: {"files": [...items...]}.
+void default_detail(std::string& out, const std::vector<std::string>& items) {
+  out.clear();
+  out += "{\"files\": [";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ", ";
+    append_json_string(out, items[i]);
+  }
+  out += "]}";
+}
+
+// ---- queued operations ----
+
+struct CreateJob {
+  std::uint64_t job_id = 0;
+  proto::JobSpec spec{};
+  double created = 0;
+};
+struct AddMiniBatches {
+  std::uint64_t job_id = 0;
+  std::vector<proto::MiniBatch> batches{};
+};
+struct SetSubmitDone {
+  std::uint64_t job_id = 0;
+  std::uint64_t total = 0;
+};
+struct MarkRunning {
+  std::uint64_t job_id = 0;
+  std::uint64_t index = 0;
+  std::uint32_t tries = 0;
+  bool superseded = false;  // a later AttemptRecord in the same transaction overwrites it
+};
+struct FinishJob {
+  std::uint64_t job_id = 0;
+  std::string state{};
+  std::string reason{};
+  double ended = 0;
+};
+
+// CreateJob is rare and large, so it is boxed to keep the queue's elements small.
+using Op = std::variant<std::unique_ptr<CreateJob>, AddMiniBatches, SetSubmitDone, MarkRunning,
+                        AttemptRecord, FinishJob, PoolRecord>;
+
+struct MiniBatchKey {
+  std::uint64_t job_id = 0;
+  std::uint64_t index = 0;
+  bool operator==(const MiniBatchKey&) const = default;
+};
+struct MiniBatchKeyHash {
+  std::size_t operator()(const MiniBatchKey& k) const noexcept {
+    return std::hash<std::uint64_t>{}(k.index * 0x9e3779b97f4a7c15ULL ^ k.job_id);
+  }
+};
+
+// A job's append_row file, open while the job runs.
+struct OutputFile {
+  std::string path{};
+  UniqueFd fd{};
+  std::uint64_t end = 0;     // bytes written and synced (or present at open)
+  std::string pending{};     // bytes of the current batch, written at `end`
+  bool touched = false;      // has pending bytes in the current batch
+  bool close_after = false;  // the job finished in the current batch
+};
+
+// The writer thread's state: statements prepared once, reusable buffers and the open output
+// files. Used only with Impl::db_mu held.
+class Writer {
+ public:
+  Writer(Db& db, Logger log)
+      : log_(std::move(log)),
+        db_(db),
+        insert_job_(db, R"sql(
+INSERT INTO jobs (id, name, state, reason, spec_path, runtime, entry_script, output_path,
+                  log_dir, settings, spec, created, started)
+VALUES (?1, ?2, 'running', '', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10))sql"),
+        insert_minibatch_(db, R"sql(
+INSERT OR IGNORE INTO minibatches (job_id, id, state, items, detail, descriptor)
+VALUES (?1, ?2, 'pending', ?3, ?4, ?5))sql"),
+        submit_done_(db, "UPDATE jobs SET submit_done = 1, total = ?2 WHERE id = ?1"),
+        mark_running_(db,
+                      "UPDATE minibatches SET state = 'running', tries = ?3 "
+                      "WHERE job_id = ?1 AND id = ?2"),
+        insert_attempt_(db, R"sql(
+INSERT INTO attempts (id, job_id, minibatch_id, attempt, status, pool_id, pool, node, process,
+                      worker_pid, start, elapsed_s, cpu_s, run_s, items, succeeded, failed, rows,
+                      error_category, error_message)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
+        ?20))sql"),
+        update_minibatch_(db, R"sql(
+UPDATE minibatches SET state = ?3, tries = ?4, succeeded = ?5, failed = ?6, rows = ?7,
+       output_offset = coalesce(?8, output_offset), output_bytes = coalesce(?9, output_bytes)
+WHERE job_id = ?1 AND id = ?2)sql"),
+        finish_job_(db, "UPDATE jobs SET state = ?2, reason = ?3, ended = ?4 WHERE id = ?1"),
+        upsert_pool_(db, R"sql(
+INSERT OR REPLACE INTO pools (id, name, node, workers, prefetch, pid, build, state, registered,
+                              last_seen)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql"),
+        job_output_(db, "SELECT output_path FROM jobs WHERE id = ?1") {}
+
+  // Applies `ops` in one transaction: rows first, then the output bytes are written and synced,
+  // then the transaction commits, so a committed offset always points at durable bytes.
+  // Throws Failure on any error; the transaction is then rolled back and the output files are
+  // cut back to where the batch began.
+  void apply(std::span<Op> ops) {
+    skip_superseded(ops);
+    try {
+      Transaction tx(db_);
+      for (auto& op : ops) std::visit([this](auto& o) { do_op(o); }, op);
+      write_outputs();
+      tx.commit();
+    } catch (...) {
+      discard_outputs();
+      throw;
+    }
+    commit_outputs();
+    for (auto it = outputs_.begin(); it != outputs_.end();) {
+      it = it->second.close_after ? outputs_.erase(it) : std::next(it);
+    }
+  }
+
+ private:
+  void do_op(std::unique_ptr<CreateJob>& op) {
+    const auto& s = op->spec;
+    pack_into(buf_, s);
+    insert_job_.bind(1, op->job_id)
+        .bind(2, s.name)
+        .bind_text_or_null(3, s.spec_path)
+        .bind_text_or_null(4, s.runtime)
+        .bind_text_or_null(5, s.entry_script)
+        .bind_text_or_null(6, s.output_path)
+        .bind_text_or_null(7, s.log_dir)
+        .bind_text_or_null(8, s.settings_json)
+        .bind_blob(9, {buf_.data(), buf_.size()})
+        .bind(10, op->created);
+    insert_job_.run();
+    if (!s.output_path.empty()) open_output(op->job_id, s.output_path);
+  }
+
+  void do_op(AddMiniBatches& op) {
+    for (const auto& mb : op.batches) {
+      pack_into(buf_, mb.items);
+      std::string_view detail = mb.detail;
+      if (detail.empty()) {
+        default_detail(detail_, mb.items);
+        detail = detail_;
+      }
+      insert_minibatch_.bind(1, op.job_id)
+          .bind(2, mb.index)
+          .bind(3, static_cast<std::uint64_t>(mb.items.size()))
+          .bind(4, detail)
+          .bind_blob(5, {buf_.data(), buf_.size()});
+      insert_minibatch_.run();
+      SPDLOG_LOGGER_TRACE(log_, "job {} mini-batch {} added", op.job_id, mb.index);
+    }
+  }
+
+  void do_op(SetSubmitDone& op) {
+    submit_done_.bind(1, op.job_id).bind(2, op.total);
+    submit_done_.run();
+  }
+
+  // Under load a mini-batch's dispatch and its result often fall in the same transaction. The
+  // result's UPDATE sets every column mark_running sets (state, tries), so the earlier UPDATE
+  // changes nothing that is committed and is skipped: one statement less per mini-batch, the
+  // same committed rows. An AttemptRecord *before* a MarkRunning (a retry) does not count.
+  void skip_superseded(std::span<Op> ops) {
+    recorded_.clear();
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      if (auto* rec = std::get_if<AttemptRecord>(&*it)) {
+        recorded_.insert(MiniBatchKey{rec->result.job_id, rec->result.index});
+      } else if (auto* run = std::get_if<MarkRunning>(&*it)) {
+        run->superseded = recorded_.contains(MiniBatchKey{run->job_id, run->index});
+      }
+    }
+  }
+
+  void do_op(MarkRunning& op) {
+    if (op.superseded) return;
+    mark_running_.bind(1, op.job_id).bind(2, op.index).bind(3, op.tries);
+    mark_running_.run();
+  }
+
+  void do_op(AttemptRecord& rec) {
+    const auto& r = rec.result;
+    insert_attempt_.bind(1, r.task_id)
+        .bind(2, r.job_id)
+        .bind(3, r.index)
+        .bind(4, r.attempt)
+        .bind(5, proto::to_string(static_cast<proto::AttemptStatus>(r.status)))
+        .bind(6, rec.pool_id)
+        .bind_text_or_null(7, rec.pool_name)
+        .bind_text_or_null(8, r.node)
+        .bind_text_or_null(9, r.process)
+        .bind(10, r.worker_pid)
+        .bind(11, r.start)
+        .bind(12, r.elapsed_s)
+        .bind(13, r.cpu_s)
+        .bind(14, r.run_s)
+        .bind(15, r.items)
+        .bind(16, r.succeeded)
+        .bind(17, r.failed)
+        .bind(18, r.rows)
+        .bind_text_or_null(19, r.error_category)
+        .bind_text_or_null(20, r.error_message);
+    insert_attempt_.run();
+
+    update_minibatch_.bind(1, r.job_id)
+        .bind(2, r.index)
+        .bind(3, rec.minibatch_state)
+        .bind(4, r.attempt)
+        .bind(5, r.succeeded)
+        .bind(6, r.failed)
+        .bind(7, r.rows);
+    if (rec.write_output) {
+      if (OutputFile* f = output_for(r.job_id)) {
+        if (!f->touched) {
+          f->touched = true;
+          touched_.push_back(f);
+        }
+        update_minibatch_.bind(8, f->end + f->pending.size())
+            .bind(9, static_cast<std::uint64_t>(r.output.size()));
+        f->pending += r.output;
+      }
+    }
+    update_minibatch_.run();
+    SPDLOG_LOGGER_TRACE(log_, "attempt {} of job {} mini-batch {} recorded", r.task_id, r.job_id,
+                        r.index);
+  }
+
+  void do_op(FinishJob& op) {
+    finish_job_.bind(1, op.job_id).bind(2, op.state).bind(3, op.reason).bind(4, op.ended);
+    finish_job_.run();
+    // Closed only after this batch's bytes are written and synced (see apply()).
+    if (auto it = outputs_.find(op.job_id); it != outputs_.end()) it->second.close_after = true;
+  }
+
+  void do_op(PoolRecord& p) {
+    upsert_pool_.bind(1, p.id)
+        .bind_text_or_null(2, p.name)
+        .bind_text_or_null(3, p.node)
+        .bind(4, p.workers)
+        .bind(5, p.prefetch)
+        .bind(6, p.pid)
+        .bind_text_or_null(7, p.build)
+        .bind_text_or_null(8, p.state)
+        .bind(9, p.registered)
+        .bind(10, p.last_seen);
+    upsert_pool_.run();
+  }
+
+  // The job's output file, opened on first use when the job was created before this process
+  // started (a resumed job). Null when the job has no output file (summary_only).
+  OutputFile* output_for(std::uint64_t job_id) {
+    if (auto it = outputs_.find(job_id); it != outputs_.end()) return &it->second;
+    job_output_.bind(1, job_id);
+    std::string path;
+    if (job_output_.step()) path = job_output_.column_text(0);
+    job_output_.reset();
+    if (path.empty()) return nullptr;
+    return &open_output(job_id, path);
+  }
+
+  // Opens (creating, never truncating) the job's output file; new rows go at its current end.
+  OutputFile& open_output(std::uint64_t job_id, const std::string& path) {
+    if (auto it = outputs_.find(job_id); it != outputs_.end()) {
+      it->second.close_after = false;
+      return it->second;
+    }
+    make_parent_dirs(path);
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    if (!fd.valid()) throw Failure(ErrorCode::Io, sys_error(path, "cannot open output file"));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) throw Failure(ErrorCode::Io, sys_error(path, "fstat"));
+    OutputFile f;
+    f.path = path;
+    f.fd = std::move(fd);
+    f.end = static_cast<std::uint64_t>(st.st_size);
+    return outputs_.emplace(job_id, std::move(f)).first->second;
+  }
+
+  // One pwrite per touched file, then one fdatasync each.
+  void write_outputs() {
+    for (OutputFile* f : touched_) {
+      std::string_view data = f->pending;
+      auto off = static_cast<off_t>(f->end);
+      while (!data.empty()) {
+        const ssize_t n = ::pwrite(f->fd.get(), data.data(), data.size(), off);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          throw Failure(ErrorCode::Io, sys_error(f->path, "write"));
+        }
+        data.remove_prefix(static_cast<std::size_t>(n));
+        off += n;
+      }
+      if (::fdatasync(f->fd.get()) != 0) {
+        throw Failure(ErrorCode::Io, sys_error(f->path, "fdatasync"));
+      }
+    }
+  }
+
+  // After the commit: the batch's bytes are now part of the committed output.
+  void commit_outputs() {
+    for (OutputFile* f : touched_) {
+      f->end += f->pending.size();
+      f->pending.clear();
+      f->touched = false;
+    }
+    touched_.clear();
+  }
+
+  // After a failed batch: drops its bytes and cuts each file back to its committed end, so
+  // that nothing is left past the last committed offset (the bytes may have been written and
+  // synced before the commit failed). Best effort: recover() does the same
+  // on the next start.
+  void discard_outputs() noexcept {
+    for (OutputFile* f : touched_) {
+      f->pending.clear();
+      f->touched = false;
+      if (::ftruncate(f->fd.get(), static_cast<off_t>(f->end)) != 0) {
+        // Nothing more can be done here; recover() truncates on the next start.
+      }
+    }
+    touched_.clear();
+  }
+
+ private:
+  Logger log_;
+  Db& db_;
+  Statement insert_job_;
+  Statement insert_minibatch_;
+  Statement submit_done_;
+  Statement mark_running_;
+  Statement insert_attempt_;
+  Statement update_minibatch_;
+  Statement finish_job_;
+  Statement upsert_pool_;
+  Statement job_output_;
+  msgpack::sbuffer buf_{1024};
+  std::string detail_;
+  std::unordered_map<std::uint64_t, OutputFile> outputs_;
+  std::unordered_set<MiniBatchKey, MiniBatchKeyHash> recorded_;  // skip_superseded() scratch
+  std::vector<OutputFile*> touched_;  // stable: unordered_map never moves its elements
+};
+
+}  // namespace
+
+// ---- TaskStore ----
+
+struct TaskStore::Impl {
+  Impl(const std::string& p, Logger l)
+      : path(p), log(std::move(l)), db((make_parent_dirs(p), p), Db::Mode::ReadWriteCreate) {
+    db.exec("PRAGMA busy_timeout = 5000", "set busy_timeout");
+    {
+      Statement wal(db, "PRAGMA journal_mode = WAL");
+      const bool is_wal = wal.step() && wal.column_text(0) == "wal";
+      if (!is_wal) {
+        log->warn("store {}: cannot use WAL journal mode; readers may block the writer", path);
+      }
+    }
+    // synchronous=NORMAL: in WAL mode a commit is atomic and survives a process crash without
+    // an fsync per commit (the output files are synced before every commit, see Writer). A
+    // 64 MiB page cache (the default is 2 MiB) keeps the recently written pages of a large job
+    // in memory, where the updates that follow their inserts find them.
+    db.exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF; PRAGMA cache_size = -65536",
+            "set pragmas");
+    apply_migrations(db, log);
+    writer = std::make_unique<Writer>(db, log);
+    thread = std::thread([this] { run(); });
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard lk(mu);
+      stop = true;
+    }
+    work_cv.notify_one();
+    thread.join();
+    SPDLOG_LOGGER_DEBUG(log,
+                        "store {}: closed after {} ops in {} transactions (largest {}), "
+                        "writer CPU {:.3f} s wall {:.3f} s",
+                        path, stats_ops, stats_batches, stats_max_batch, stats_cpu_s, stats_wall_s);
+  }
+
+  template <typename T>
+  void push(T&& op) {
+    if (!healthy.load(std::memory_order_relaxed)) return;  // dropped: see ok()
+    bool was_empty = false;
+    {
+      std::lock_guard lk(mu);
+      was_empty = queue.empty();
+      queue.emplace_back(std::forward<T>(op));
+      ++queued;
+    }
+    // A non-empty queue means the writer was already woken, or is busy and will look again.
+    if (was_empty) work_cv.notify_one();
+  }
+
+  void run() {
+    std::vector<Op> ops;
+    std::unique_lock lk(mu);
+    for (;;) {
+      work_cv.wait(lk, [this] { return stop || !queue.empty(); });
+      if (queue.empty()) break;  // stop requested and everything committed
+      ops.swap(queue);
+      const std::uint64_t first = queued - ops.size();
+      lk.unlock();
+      // Everything queued goes in as few transactions as possible, but no larger than
+      // kMaxOpsPerTransaction: a backlog then still commits (and shows to readers) in steps and
+      // keeps the WAL file from growing with the backlog.
+      for (std::size_t i = 0; i < ops.size(); i += kMaxOpsPerTransaction) {
+        const std::size_t n = std::min(kMaxOpsPerTransaction, ops.size() - i);
+        // After a failure the rest is dropped (see ok()), but still counted as done so that
+        // flush() returns.
+        if (healthy.load(std::memory_order_relaxed)) apply(std::span<Op>(ops).subspan(i, n));
+        {
+          std::lock_guard done_lk(mu);
+          committed = first + i + n;
+        }
+        done_cv.notify_all();
+      }
+      ops.clear();
+      lk.lock();
+    }
+  }
+
+  void apply(std::span<Op> ops) {
+    try {
+      std::lock_guard db_lk(db_mu);
+      const double cpu0 = thread_cpu_s();
+      const auto w0 = std::chrono::steady_clock::now();
+      writer->apply(ops);
+      stats_cpu_s += thread_cpu_s() - cpu0;
+      stats_wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+      ++stats_batches;
+      stats_ops += ops.size();
+      stats_max_batch = std::max<std::uint64_t>(stats_max_batch, ops.size());
+      SPDLOG_LOGGER_TRACE(log, "store: committed {} ops", ops.size());
+    } catch (const std::exception& e) {
+      healthy.store(false, std::memory_order_relaxed);
+      log->critical(
+          "store {}: write failed; {} operations rolled back, further writes are dropped: {}", path,
+          ops.size(), e.what());
+    }
+  }
+
+  std::string path;
+  Logger log;
+  Db db;
+  std::mutex db_mu;  // serialises the connection between startup calls and the writer thread
+  std::unique_ptr<Writer> writer;
+
+  std::mutex mu;  // guards queue, queued, committed, stop
+  std::condition_variable work_cv;
+  std::condition_variable done_cv;
+  std::vector<Op> queue;
+  std::uint64_t queued = 0;     // operations ever queued
+  std::uint64_t committed = 0;  // operations ever applied (or dropped after a failure)
+  bool stop = false;
+  std::atomic<bool> healthy{true};
+
+  // Writer thread only.
+  std::uint64_t stats_batches = 0, stats_ops = 0, stats_max_batch = 0;
+  double stats_cpu_s = 0;
+  double stats_wall_s = 0;
+
+  std::thread thread;  // last: started once everything above exists
+};
+
+TaskStore::TaskStore(const std::string& path, Logger log)
+    : impl_(std::make_unique<Impl>(path, std::move(log))) {}
+
+TaskStore::~TaskStore() = default;
+
+std::uint64_t TaskStore::max_job_id() {
+  std::lock_guard lk(impl_->db_mu);
+  return static_cast<std::uint64_t>(impl_->db.query_int("SELECT coalesce(max(id), 0) FROM jobs"));
+}
+
+std::uint64_t TaskStore::max_attempt_id() {
+  std::lock_guard lk(impl_->db_mu);
+  return static_cast<std::uint64_t>(
+      impl_->db.query_int("SELECT coalesce(max(id), 0) FROM attempts"));
+}
+
+namespace {
+
+// Cuts the job's output file back to `end`, the end of its last committed rows, removing what a
+// writer that crashed before committing appended. Creates the file when missing.
+void restore_output(const std::string& path, std::uint64_t end, const Logger& log) {
+  make_parent_dirs(path);
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  if (!fd.valid()) throw Failure(ErrorCode::Io, sys_error(path, "cannot open output file"));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw Failure(ErrorCode::Io, sys_error(path, "fstat"));
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size > end) {
+    if (::ftruncate(fd.get(), static_cast<off_t>(end)) != 0 || ::fsync(fd.get()) != 0) {
+      throw Failure(ErrorCode::Io, sys_error(path, "cannot truncate output file"));
+    }
+    log->info("output {}: removed {} uncommitted bytes after offset {}", path, size - end, end);
+  } else if (size < end) {
+    // Extending would write zeros in place of rows; the loss is reported instead.
+    log->error(
+        "output {}: {} bytes, but the store records rows up to offset {}; the file was "
+        "changed outside fanout and rows are missing",
+        path, size, end);
+  }
+}
+
+}  // namespace
+
+std::vector<UnfinishedJob> TaskStore::recover() {
+  auto& db = impl_->db;
+  std::lock_guard lk(impl_->db_mu);
+  Transaction tx(db);
+  Statement jobs(db,
+                 "SELECT id, spec, submit_done, total, output_path FROM jobs "
+                 "WHERE state IN ('pending', 'running') ORDER BY id");
+  Statement counts(db,
+                   "SELECT succeeded, failed, items_succeeded, items_failed, attempts_failed "
+                   "FROM job_counts WHERE job_id = ?1");
+  Statement remaining(db,
+                      "SELECT id, state, tries, descriptor, detail FROM minibatches "
+                      "WHERE job_id = ?1 AND state IN ('pending', 'running') ORDER BY id");
+  Statement output_end(db,
+                       "SELECT coalesce(max(output_offset + output_bytes), 0) FROM minibatches "
+                       "WHERE job_id = ?1 AND output_offset IS NOT NULL");
+  Statement requeue(db,
+                    "UPDATE minibatches SET state = 'pending', tries = max(tries - 1, 0) "
+                    "WHERE job_id = ?1 AND state = 'running'");
+  Statement fail_job(db, "UPDATE jobs SET state = 'failed', reason = ?2, ended = ?3 WHERE id = ?1");
+
+  std::vector<UnfinishedJob> out;
+  std::vector<std::pair<std::uint64_t, std::string>> broken;   // job id, reason
+  std::vector<std::pair<std::string, std::uint64_t>> outputs;  // path, committed end
+  std::string detail;
+  while (jobs.step()) {
+    UnfinishedJob u;
+    u.job_id = jobs.column_uint64(0);
+    if (!unpack_from(jobs.column_blob(1), u.spec)) {
+      broken.emplace_back(u.job_id, "cannot resume: the stored job spec cannot be decoded");
+      continue;
+    }
+    u.submit_done = jobs.column_int64(2) != 0;
+    u.total = jobs.column_uint64(3);
+    const std::string output_path(jobs.column_text(4));
+
+    counts.bind(1, u.job_id);
+    if (counts.step()) {
+      u.succeeded = counts.column_uint64(0);
+      u.failed = counts.column_uint64(1);
+      u.items_succeeded = counts.column_uint64(2);
+      u.items_failed = counts.column_uint64(3);
+      u.attempts_failed = counts.column_uint64(4);
+    }
+    counts.reset();
+
+    bool ok = true;
+    remaining.bind(1, u.job_id);
+    while (remaining.step()) {
+      proto::MiniBatch mb;
+      mb.index = remaining.column_uint64(0);
+      auto tries = static_cast<std::uint32_t>(remaining.column_int64(2));
+      // A running mini-batch's last try was dispatched but never recorded: it is given back.
+      if (remaining.column_text(1) == "running" && tries > 0) --tries;
+      if (!unpack_from(remaining.column_blob(3), mb.items)) {
+        broken.emplace_back(u.job_id, "cannot resume: the stored items of mini-batch " +
+                                          std::to_string(mb.index) + " cannot be decoded");
+        ok = false;
+        break;
+      }
+      mb.detail = remaining.column_text(4);
+      // A detail the store made up (the client sent none) is not handed on as the client's.
+      default_detail(detail, mb.items);
+      if (mb.detail == detail) mb.detail.clear();
+      u.remaining.push_back(std::move(mb));
+      u.remaining_tries.push_back(tries);
+    }
+    remaining.reset();
+    if (!ok) continue;
+
+    if (!output_path.empty()) {
+      output_end.bind(1, u.job_id);
+      const std::uint64_t end = output_end.step() ? output_end.column_uint64(0) : 0;
+      output_end.reset();
+      outputs.emplace_back(output_path, end);
+    }
+    out.push_back(std::move(u));
+  }
+  jobs.reset();
+
+  for (const auto& u : out) {
+    requeue.bind(1, u.job_id);
+    requeue.run();
+  }
+  const double now = unix_now();
+  for (const auto& [id, reason] : broken) {
+    impl_->log->error("store {}: job {} {}; marked failed", impl_->path, id, reason);
+    fail_job.bind(1, id).bind(2, reason).bind(3, now);
+    fail_job.run();
+  }
+  for (const auto& [path, end] : outputs) restore_output(path, end, impl_->log);
+  tx.commit();
+  return out;
+}
+
+void TaskStore::create_job(std::uint64_t job_id, const proto::JobSpec& spec, double created) {
+  impl_->push(std::make_unique<CreateJob>(CreateJob{job_id, spec, created}));
+}
+
+void TaskStore::add_minibatches(std::uint64_t job_id, std::vector<proto::MiniBatch> batches) {
+  impl_->push(AddMiniBatches{job_id, std::move(batches)});
+}
+
+void TaskStore::set_submit_done(std::uint64_t job_id, std::uint64_t total) {
+  impl_->push(SetSubmitDone{job_id, total});
+}
+
+void TaskStore::mark_running(std::uint64_t job_id, std::uint64_t index, std::uint32_t tries) {
+  impl_->push(MarkRunning{job_id, index, tries});
+}
+
+void TaskStore::record_attempt(AttemptRecord rec) { impl_->push(std::move(rec)); }
+
+void TaskStore::finish_job(std::uint64_t job_id, const std::string& state,
+                           const std::string& reason, double ended) {
+  impl_->push(FinishJob{job_id, state, reason, ended});
+}
+
+void TaskStore::upsert_pool(const PoolRecord& pool) { impl_->push(PoolRecord(pool)); }
+
+void TaskStore::flush() {
+  std::unique_lock lk(impl_->mu);
+  const std::uint64_t target = impl_->queued;
+  impl_->done_cv.wait(lk, [&] { return impl_->committed >= target; });
+}
+
+bool TaskStore::ok() const noexcept { return impl_->healthy.load(std::memory_order_relaxed); }
+
+const std::string& TaskStore::path() const noexcept { return impl_->path; }
+
+// ---- StoreReader ----
+
+namespace {
+
+constexpr const char* kSummaryColumns =
+    "SELECT id, name, state, reason, coalesce(created, 0), coalesce(ended, 0), output_path, "
+    "log_dir FROM jobs ";
+
+}  // namespace
+
+struct StoreReader::Impl {
+  explicit Impl(const std::string& path) : db((check_exists(path), path), Db::Mode::ReadOnly) {
+    db.exec("PRAGMA busy_timeout = 5000", "set busy_timeout");
+    // Checked before the statements are prepared, so that a store of another version gets a
+    // message about versions rather than about a missing table.
+    const auto version = db.query_int("PRAGMA user_version");
+    if (version > kSchemaVersion) {
+      throw Failure(ErrorCode::Version, path + ": store schema version " + std::to_string(version) +
+                                            " is newer than this fanout supports (" +
+                                            std::to_string(kSchemaVersion) + ")");
+    }
+    if (version < kSchemaVersion) {
+      throw Failure(ErrorCode::Version,
+                    path + ": store schema version " + std::to_string(version) +
+                        " is older than this fanout reads (" + std::to_string(kSchemaVersion) +
+                        "); open it once with fanout-interchange to migrate it");
+    }
+    by_id.emplace(db, std::string(kSummaryColumns) + "WHERE id = ?1");
+    newest.emplace(db, std::string(kSummaryColumns) + "ORDER BY id DESC LIMIT ?1");
+    newest_in_state.emplace(
+        db, std::string(kSummaryColumns) + "WHERE state = ?2 ORDER BY id DESC LIMIT ?1");
+    counts.emplace(db,
+                   "SELECT total, succeeded, failed, items_succeeded, items_failed, attempts "
+                   "FROM job_counts WHERE job_id = ?1");
+  }
+
+  static void check_exists(const std::string& path) {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) throw Failure(ErrorCode::NotFound, path + ": no such store");
+  }
+
+  // The summary of the row `st` is on, with its counts.
+  JobSummary summary(const Statement& st) {
+    JobSummary j;
+    j.id = st.column_uint64(0);
+    j.name = st.column_text(1);
+    j.state = st.column_text(2);
+    j.reason = st.column_text(3);
+    j.created = st.column_double(4);
+    j.ended = st.column_double(5);
+    j.output_path = st.column_text(6);
+    j.log_dir = st.column_text(7);
+    counts->bind(1, j.id);
+    if (counts->step()) {
+      j.total = counts->column_uint64(0);
+      j.succeeded = counts->column_uint64(1);
+      j.failed = counts->column_uint64(2);
+      j.items_succeeded = counts->column_uint64(3);
+      j.items_failed = counts->column_uint64(4);
+      j.attempts = counts->column_uint64(5);
+    }
+    counts->reset();
+    return j;
+  }
+
+  // Runs `st` (already bound) and collects every row's summary; `st` is reset in all cases.
+  std::vector<JobSummary> collect(Statement& st) {
+    std::vector<JobSummary> out;
+    try {
+      while (st.step()) out.push_back(summary(st));
+    } catch (...) {
+      st.reset();
+      throw;
+    }
+    st.reset();
+    return out;
+  }
+
+  Db db;
+  // Prepared once the version is known to be right (std::optional: Statement is not movable).
+  std::optional<Statement> by_id;
+  std::optional<Statement> newest;
+  std::optional<Statement> newest_in_state;
+  std::optional<Statement> counts;
+};
+
+StoreReader::StoreReader(const std::string& path) : impl_(std::make_unique<Impl>(path)) {}
+
+StoreReader::~StoreReader() = default;
+
+std::vector<JobSummary> StoreReader::history(std::size_t limit, const std::string& state) {
+  // LIMIT -1 is SQLite's "no limit".
+  const std::int64_t lim = limit == 0 ? -1 : static_cast<std::int64_t>(limit);
+  Statement& st = state.empty() ? *impl_->newest : *impl_->newest_in_state;
+  st.bind(1, lim);
+  if (!state.empty()) st.bind(2, state);
+  return impl_->collect(st);
+}
+
+std::optional<JobSummary> StoreReader::job(std::uint64_t id) {
+  impl_->by_id->bind(1, id);
+  auto rows = impl_->collect(*impl_->by_id);
+  if (rows.empty()) return std::nullopt;
+  return std::move(rows.front());
+}
+
+}  // namespace fanout::store

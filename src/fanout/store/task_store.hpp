@@ -51,9 +51,9 @@ struct PoolRecord {
 struct UnfinishedJob {
   std::uint64_t job_id = 0;
   proto::JobSpec spec{};
-  bool submit_done = false;   // the client sent SubmitEnd
-  std::uint64_t total = 0;    // mini-batches known
-  std::vector<proto::MiniBatch> remaining{};  // state pending or running, by index
+  bool submit_done = false;                      // the client sent SubmitEnd
+  std::uint64_t total = 0;                       // mini-batches known
+  std::vector<proto::MiniBatch> remaining{};     // state pending or running, by index
   std::vector<std::uint32_t> remaining_tries{};  // tries already used, parallel to remaining
   std::uint64_t succeeded = 0, failed = 0, items_succeeded = 0, items_failed = 0;
   std::uint64_t attempts_failed = 0;
@@ -65,7 +65,9 @@ struct UnfinishedJob {
 class TaskStore final {
  public:
   // Opens or creates the store at `path` (creating parent folders), sets WAL, applies
-  // migrations. Throws Failure{Database} naming the path when SQLite refuses.
+  // migrations. Throws Failure{Database} naming the path when SQLite refuses, Failure{Version}
+  // naming the path and both versions when the store's schema is newer than kSchemaVersion,
+  // Failure{Io} when a folder cannot be created.
   TaskStore(const std::string& path, Logger log);
   // Commits everything queued, then joins the thread.
   ~TaskStore();
@@ -108,8 +110,8 @@ struct JobSummary {
   std::string state{};
   std::string reason{};
   double created = 0;
-  double ended = 0;         // 0 while running
-  std::uint64_t total = 0;  // mini-batches known
+  double ended = 0;                         // 0 while running
+  std::uint64_t total = 0;                  // mini-batches known
   std::uint64_t succeeded = 0, failed = 0;  // mini-batches
   std::uint64_t items_succeeded = 0, items_failed = 0;
   std::uint64_t attempts = 0;
@@ -117,7 +119,8 @@ struct JobSummary {
   std::string log_dir{};
 };
 
-// Read-only queries on a store file. Throws Failure{NotFound} when the file does not exist.
+// Read-only queries on a store file. Throws Failure{NotFound} when the file does not exist,
+// Failure{Version} when its schema version is not kSchemaVersion. Not thread-safe.
 class StoreReader final {
  public:
   explicit StoreReader(const std::string& path);
@@ -125,7 +128,8 @@ class StoreReader final {
   StoreReader(const StoreReader&) = delete;
   StoreReader& operator=(const StoreReader&) = delete;
 
-  // Newest first; `state` empty means any.
+  // Newest first, at most `limit` jobs (0: all); `state` empty means any. Throws
+  // Failure{Database} when a query fails.
   [[nodiscard]] std::vector<JobSummary> history(std::size_t limit, const std::string& state = {});
   [[nodiscard]] std::optional<JobSummary> job(std::uint64_t id);
 
