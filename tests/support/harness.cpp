@@ -1,7 +1,8 @@
 // Integration-test support. See harness.hpp.
 #include "harness.hpp"
 
-#include <sqlite3.h>
+#include "fanout/store/db.hpp"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -110,26 +111,12 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
 }
 
 std::vector<std::string> sql_column(const std::string& db, const std::string& query) {
-  sqlite3* h = nullptr;
+  // The store's own read-only connection: tests read what users read with sqlite3.
+  fanout::store::Db conn(db, fanout::store::Db::Mode::ReadOnly);
+  conn.exec("PRAGMA busy_timeout=5000");
+  fanout::store::Statement st(conn, query);
   std::vector<std::string> out;
-  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    std::string msg = h ? sqlite3_errmsg(h) : "open failed";
-    sqlite3_close(h);
-    throw std::runtime_error(db + ": " + msg);
-  }
-  sqlite3_busy_timeout(h, 5000);
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(h, query.c_str(), -1, &st, nullptr) != SQLITE_OK) {
-    std::string msg = sqlite3_errmsg(h);
-    sqlite3_close(h);
-    throw std::runtime_error(query + ": " + msg);
-  }
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    auto* t = sqlite3_column_text(st, 0);
-    out.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(h);
+  while (st.step()) out.emplace_back(st.column_text(0));
   return out;
 }
 
