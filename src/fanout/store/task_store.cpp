@@ -69,11 +69,18 @@ CREATE TABLE minibatches (
   succeeded     INTEGER NOT NULL DEFAULT 0,
   failed        INTEGER NOT NULL DEFAULT 0,
   rows          INTEGER NOT NULL DEFAULT 0,
-  detail        TEXT,
-  descriptor    BLOB,
   output_offset INTEGER,
   output_bytes  INTEGER,
   PRIMARY KEY (job_id, id)
+) WITHOUT ROWID;
+-- What a mini-batch holds, written once: kept out of minibatches so that the state updates of
+-- the hot path rewrite a small row.
+CREATE TABLE minibatch_inputs (
+  job_id        INTEGER NOT NULL,
+  minibatch_id  INTEGER NOT NULL,
+  detail        TEXT,
+  descriptor    BLOB,
+  PRIMARY KEY (job_id, minibatch_id)
 ) WITHOUT ROWID;
 CREATE TABLE attempts (
   id             INTEGER PRIMARY KEY,
@@ -321,8 +328,11 @@ INSERT INTO jobs (id, name, state, reason, spec_path, runtime, entry_script, out
                   log_dir, settings, spec, created, started)
 VALUES (?1, ?2, 'running', '', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10))sql"),
         insert_minibatch_(db, R"sql(
-INSERT OR IGNORE INTO minibatches (job_id, id, state, items, detail, descriptor)
-VALUES (?1, ?2, 'pending', ?3, ?4, ?5))sql"),
+INSERT OR IGNORE INTO minibatches (job_id, id, state, items)
+VALUES (?1, ?2, 'pending', ?3))sql"),
+        insert_input_(db, R"sql(
+INSERT OR IGNORE INTO minibatch_inputs (job_id, minibatch_id, detail, descriptor)
+VALUES (?1, ?2, ?3, ?4))sql"),
         submit_done_(db, "UPDATE jobs SET submit_done = 1, total = ?2 WHERE id = ?1"),
         mark_running_(db,
                       "UPDATE minibatches SET state = 'running', tries = ?3 "
@@ -393,10 +403,13 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql"),
       }
       insert_minibatch_.bind(1, op.job_id)
           .bind(2, mb.index)
-          .bind(3, static_cast<std::uint64_t>(mb.items.size()))
-          .bind(4, detail)
-          .bind_blob(5, {buf_.data(), buf_.size()});
+          .bind(3, static_cast<std::uint64_t>(mb.items.size()));
       insert_minibatch_.run();
+      insert_input_.bind(1, op.job_id)
+          .bind(2, mb.index)
+          .bind(3, detail)
+          .bind_blob(4, {buf_.data(), buf_.size()});
+      insert_input_.run();
       SPDLOG_LOGGER_TRACE(log_, "job {} mini-batch {} added", op.job_id, mb.index);
     }
   }
@@ -575,6 +588,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql"),
   Db& db_;
   Statement insert_job_;
   Statement insert_minibatch_;
+  Statement insert_input_;
   Statement submit_done_;
   Statement mark_running_;
   Statement insert_attempt_;
@@ -767,8 +781,9 @@ std::vector<UnfinishedJob> TaskStore::recover() {
                    "SELECT succeeded, failed, items_succeeded, items_failed, attempts_failed "
                    "FROM job_counts WHERE job_id = ?1");
   Statement remaining(db,
-                      "SELECT id, state, tries, descriptor, detail FROM minibatches "
-                      "WHERE job_id = ?1 AND state IN ('pending', 'running') ORDER BY id");
+                      "SELECT m.id, m.state, m.tries, i.descriptor, i.detail FROM minibatches m "
+                      "JOIN minibatch_inputs i ON i.job_id = m.job_id AND i.minibatch_id = m.id "
+                      "WHERE m.job_id = ?1 AND m.state IN ('pending', 'running') ORDER BY m.id");
   Statement output_end(db,
                        "SELECT coalesce(max(output_offset + output_bytes), 0) FROM minibatches "
                        "WHERE job_id = ?1 AND output_offset IS NOT NULL");

@@ -298,16 +298,21 @@ TEST_CASE("store.task_store.records_job_lifecycle") {
   CHECK(sql_text(path, "SELECT state FROM pools WHERE id = 7") == "connected");
 
   // Details: the client's own, or {"files": [...]} made valid JSON whatever the paths hold.
-  CHECK(sql_text(path, "SELECT detail FROM minibatches WHERE id = 2") == R"({"custom": 1})");
-  CHECK(sql_int(path, "SELECT count(*) FROM minibatches WHERE json_valid(detail)") == 3);
-  CHECK(sql_text(path, "SELECT json_extract(detail, '$.files[1]') FROM minibatches WHERE id = 0") ==
-        "/in/b.csv");
-  CHECK(sql_text(path, "SELECT json_extract(detail, '$.files[0]') FROM minibatches WHERE id = 1") ==
-        "/in/q\"uote.csv");
-  CHECK(sql_text(path, "SELECT json_extract(detail, '$.files[1]') FROM minibatches WHERE id = 1") ==
-        "/in/back\\slash\n\t\x01.csv");
-  CHECK(sql_int(path, "SELECT instr(detail, '\\n\\t\\u0001') > 0 FROM minibatches WHERE id = 1") ==
-        1);
+  CHECK(sql_text(path, "SELECT detail FROM minibatch_inputs WHERE minibatch_id = 2") ==
+        R"({"custom": 1})");
+  CHECK(sql_int(path, "SELECT count(*) FROM minibatch_inputs WHERE json_valid(detail)") == 3);
+  CHECK(sql_text(path,
+                 "SELECT json_extract(detail, '$.files[1]') FROM minibatch_inputs WHERE "
+                 "minibatch_id = 0") == "/in/b.csv");
+  CHECK(sql_text(path,
+                 "SELECT json_extract(detail, '$.files[0]') FROM minibatch_inputs WHERE "
+                 "minibatch_id = 1") == "/in/q\"uote.csv");
+  CHECK(sql_text(path,
+                 "SELECT json_extract(detail, '$.files[1]') FROM minibatch_inputs WHERE "
+                 "minibatch_id = 1") == "/in/back\\slash\n\t\x01.csv");
+  CHECK(sql_int(path,
+                "SELECT instr(detail, '\\n\\t\\u0001') > 0 FROM minibatch_inputs WHERE "
+                "minibatch_id = 1") == 1);
 
   StoreReader reader(path);
   auto all = reader.history(10);
