@@ -1,6 +1,7 @@
 // fanout run and fanout history. See client.hpp.
 #include "client/client.hpp"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,8 +14,9 @@
 #include <optional>
 #include <thread>
 
-#include <fmt/format.h>
-
+#include "client/embedded.hpp"
+#include "client/inputs.hpp"
+#include "client/progress.hpp"
 #include "fanout/net/socket.hpp"
 #include "fanout/protocol/codec.hpp"
 #include "fanout/store/task_store.hpp"
@@ -22,9 +24,6 @@
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
 #include "fanout/util/json.hpp"
-#include "client/embedded.hpp"
-#include "client/inputs.hpp"
-#include "client/progress.hpp"
 
 namespace fanout::client {
 
@@ -138,13 +137,11 @@ Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov) {
   auto st = checker->wait();
   const std::string where = cfg.spec_path + ": task.entry_script: " + script;
   if (st.code == 127) {
-    return make_error(ErrorCode::InvalidArgument,
-                      cfg.spec_path + ": fanout.python: interpreter '" + cfg.fanout.python +
-                          "' not found");
+    return make_error(ErrorCode::InvalidArgument, cfg.spec_path + ": fanout.python: interpreter '" +
+                                                      cfg.fanout.python + "' not found");
   }
   if (st.code == 4) {
-    return make_error(ErrorCode::InvalidArgument,
-                      where + ": does not define run(mini_batch)");
+    return make_error(ErrorCode::InvalidArgument, where + ": does not define run(mini_batch)");
   }
   if (st.code == 3) {
     return make_error(ErrorCode::InvalidArgument, where + ": is not valid Python (see above)");
@@ -158,14 +155,12 @@ Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov) {
 
 int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   const std::string db = cfg.fanout.db.empty() ? default_db_path() : cfg.fanout.db;
-  const std::uint32_t workers =
-      cfg.fanout.workers > 0 ? cfg.fanout.workers
-      : cfg.max_concurrency_per_instance > 0
-          ? cfg.max_concurrency_per_instance
-          : std::max(1u, std::thread::hardware_concurrency());
-  std::string run_root = cfg.fanout.run_dir.empty()
-                             ? fs::path(db).parent_path().string() + "/runs"
-                             : cfg.fanout.run_dir;
+  const std::uint32_t workers = cfg.fanout.workers > 0 ? cfg.fanout.workers
+                                : cfg.max_concurrency_per_instance > 0
+                                    ? cfg.max_concurrency_per_instance
+                                    : std::max(1u, std::thread::hardware_concurrency());
+  std::string run_root = cfg.fanout.run_dir.empty() ? fs::path(db).parent_path().string() + "/runs"
+                                                    : cfg.fanout.run_dir;
   const std::string run_dir =
       fmt::format("{}/{}-{}-{}", run_root, cfg.name, utc_stamp(), ::getpid());
   if (auto r = make_dirs(run_dir + "/logs"); !r) {
@@ -203,8 +198,7 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   std::string endpoint = ov.interchange;
   try {
     if (endpoint.empty()) {
-      embedded.emplace(cfg, db, run_dir, workers, std::max(1u, cfg.instance_count),
-                       ov.python, log);
+      embedded.emplace(cfg, db, run_dir, workers, std::max(1u, cfg.instance_count), ov.python, log);
       endpoint = embedded->client_endpoint();
     }
   } catch (const Failure& f) {
@@ -218,7 +212,7 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   net::Poller poller;
   poller.add(sock);
   net::Message msg;
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_interrupt;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
@@ -264,7 +258,8 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
           }
           break;
         case proto::MsgType::Reject:
-          if (auto m = proto::decode<proto::Reject>(msg.frame)) failure = "interchange: " + m->reason;
+          if (auto m = proto::decode<proto::Reject>(msg.frame))
+            failure = "interchange: " + m->reason;
           return false;
         default:
           break;
@@ -357,7 +352,7 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     std::fprintf(stderr, "error: %s\n", failure.empty() ? "the job did not end" : failure.c_str());
   }
   if (embedded) {
-    (void)sock.send(proto::encode(proto::Shutdown{"client done"}));
+    (void)sock.send(proto::encode(proto::Shutdown{"client done", embedded->shutdown_token()}));
     embedded->stop();
   }
   return rc;
@@ -376,9 +371,8 @@ int print_history(const std::string& db, std::size_t limit, const std::string& s
             "{{\"id\":{},\"name\":{},\"state\":{},\"reason\":{},\"created\":{},\"ended\":{},"
             "\"total\":{},\"succeeded\":{},\"failed\":{},\"items_succeeded\":{},"
             "\"items_failed\":{},\"attempts\":{}}}",
-            j.id, json_quote(j.name), json_quote(j.state), json_quote(j.reason), j.created,
-            j.ended, j.total, j.succeeded, j.failed, j.items_succeeded, j.items_failed,
-            j.attempts);
+            j.id, json_quote(j.name), json_quote(j.state), json_quote(j.reason), j.created, j.ended,
+            j.total, j.succeeded, j.failed, j.items_succeeded, j.items_failed, j.attempts);
       }
       out += "]\n";
       std::fputs(out.c_str(), stdout);
@@ -391,8 +385,7 @@ int print_history(const std::string& db, std::size_t limit, const std::string& s
       std::string started = iso_utc(j.created).substr(0, 19);
       std::printf("%-6llu %-24.24s %-10s %-20s %14s %10llu %9.1fs\n",
                   static_cast<unsigned long long>(j.id), j.name.c_str(), j.state.c_str(),
-                  started.c_str(),
-                  fmt::format("{}/{}", j.succeeded, j.total).c_str(),
+                  started.c_str(), fmt::format("{}/{}", j.succeeded, j.total).c_str(),
                   static_cast<unsigned long long>(j.items_succeeded), end - j.created);
     }
     if (jobs.empty()) std::printf("(no jobs in %s)\n", db.c_str());

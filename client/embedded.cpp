@@ -1,12 +1,12 @@
 // The embedded default: a private interchange and local pools. See embedded.hpp.
 #include "client/embedded.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <random>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
@@ -18,8 +18,7 @@ namespace fs = std::filesystem;
 std::string find_binary(const char* env, const char* name, const char* build_subdir) {
   if (const char* e = std::getenv(env); e != nullptr && *e != '\0') return e;
   const std::string self = self_dir();
-  for (const std::string& cand :
-       {self + "/" + name, self + "/../" + build_subdir + "/" + name}) {
+  for (const std::string& cand : {self + "/" + name, self + "/../" + build_subdir + "/" + name}) {
     if (fs::exists(cand)) return fs::path(cand).lexically_normal().string();
   }
   return name;  // from PATH
@@ -54,12 +53,26 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
   const std::string level = cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
   SpawnOptions so;
   so.argv = {find_binary("FANOUT_INTERCHANGE_BIN", "fanout-interchange", "interchange"),
-             "--db", db, "--ready-file", ready_, "--exit-when-idle",
-             "--heartbeat-period-ms", std::to_string(cfg.fanout.heartbeat_period_ms),
-             "--heartbeat-threshold-ms", std::to_string(cfg.fanout.heartbeat_threshold_ms),
-             "--log-level", level, "--log-file", ix_log_};
+             "--db",
+             db,
+             "--ready-file",
+             ready_,
+             "--exit-when-idle",
+             "--heartbeat-period-ms",
+             std::to_string(cfg.fanout.heartbeat_period_ms),
+             "--heartbeat-threshold-ms",
+             std::to_string(cfg.fanout.heartbeat_threshold_ms),
+             "--log-level",
+             level,
+             "--log-file",
+             ix_log_};
   so.stdin_file = "null";
   so.stderr_file = ix_log_;
+  {
+    std::random_device rd;
+    token_ = fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
+  }
+  so.env_set.emplace_back("FANOUT_SHUTDOWN_TOKEN", token_);
   so.new_process_group = true;  // Ctrl-C reaches the client only; it stops the job in order
   auto ix = ChildProcess::spawn(so);
   if (!ix) throw Failure(ix.error());
@@ -72,7 +85,8 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
                                             "):" + tail_of(ix_log_, 10));
     }
     if (Clock::now() > deadline) {
-      throw Failure(ErrorCode::Runtime, "the interchange did not start within 30 s: see " + ix_log_);
+      throw Failure(ErrorCode::Runtime,
+                    "the interchange did not start within 30 s: see " + ix_log_);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -91,14 +105,25 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
     SpawnOptions ps;
     const std::string plog = fmt::format("{}/pool{:02}.log", node_dir, i + 1);
     ps.argv = {find_binary("FANOUT_POOL_BIN", "fanout-pool", "pool"),
-               "--interchange", pool_ep_,
-               "--name", fmt::format("{}-{}-pool{:02}", node, ::getpid(), i + 1),
-               "--workers", std::to_string(workers),
-               "--prefetch", std::to_string(cfg.fanout.prefetch),
-               "--poll-ms", std::to_string(cfg.fanout.poll_ms),
-               "--heartbeat-period-ms", std::to_string(cfg.fanout.heartbeat_period_ms),
-               "--heartbeat-threshold-ms", std::to_string(cfg.fanout.heartbeat_threshold_ms),
-               "--log-level", level, "--log-file", plog, "--exit-on-lost"};
+               "--interchange",
+               pool_ep_,
+               "--name",
+               fmt::format("{}-{}-pool{:02}", node, ::getpid(), i + 1),
+               "--workers",
+               std::to_string(workers),
+               "--prefetch",
+               std::to_string(cfg.fanout.prefetch),
+               "--poll-ms",
+               std::to_string(cfg.fanout.poll_ms),
+               "--heartbeat-period-ms",
+               std::to_string(cfg.fanout.heartbeat_period_ms),
+               "--heartbeat-threshold-ms",
+               std::to_string(cfg.fanout.heartbeat_threshold_ms),
+               "--log-level",
+               level,
+               "--log-file",
+               plog,
+               "--exit-on-lost"};
     if (!python.empty()) {
       ps.argv.push_back("--python");
       ps.argv.push_back(python);

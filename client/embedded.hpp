@@ -32,10 +32,12 @@ class Embedded final {
   // Describes the interchange's death with its log tail, or "" while it runs.
   std::string dead_child();
   [[nodiscard]] const std::string& client_endpoint() const { return client_ep_; }
+  // The secret a Shutdown to this private interchange must carry.
+  [[nodiscard]] const std::string& shutdown_token() const { return token_; }
 
  private:
   Logger log_;
-  std::string ready_, ix_log_, client_ep_, pool_ep_;
+  std::string ready_, ix_log_, client_ep_, pool_ep_, token_;
   ChildProcess ix_;
   std::vector<ChildProcess> pools_;
   std::vector<std::string> pool_logs_;

@@ -41,8 +41,8 @@ proto::MiniBatch to_proto(part::Batch&& b) {
 
 }  // namespace
 
-Expected<std::uint64_t> stream_minibatches(
-    const config::JobConfig& cfg, const std::function<bool(proto::MiniBatch&&)>& emit) {
+Expected<std::uint64_t> stream_minibatches(const config::JobConfig& cfg,
+                                           const std::function<bool(proto::MiniBatch&&)>& emit) {
   const config::InputSpec* input = nullptr;
   for (const auto& in : cfg.inputs) {
     if (in.name == cfg.input_data) input = &in;
@@ -66,9 +66,9 @@ Expected<std::uint64_t> stream_minibatches(
   } else if (input->type == "uri_folder") {
     walk_sorted(fs::path(input->path), push);
   } else {
-    return make_error(ErrorCode::InvalidArgument,
-                      cfg.spec_path + ": inputs." + input->name + ".type: '" + input->type +
-                          "' is not supported as input_data yet");
+    return make_error(ErrorCode::InvalidArgument, cfg.spec_path + ": inputs." + input->name +
+                                                      ".type: '" + input->type +
+                                                      "' is not supported as input_data yet");
   }
   if (go_on) {
     if (auto b = batcher.finish()) {

@@ -1,7 +1,6 @@
 // fanout: the client CLI. Parses arguments and calls into client_core.
-#include <cstdio>
-
 #include <CLI/CLI.hpp>
+#include <cstdio>
 
 #include "client/client.hpp"
 #include "fanout/config/job_spec.hpp"
@@ -18,8 +17,9 @@ int main(int argc, char** argv) {
   run->add_option("job", job_file, "the job file")->required();
   run->add_option("--interchange", ov.interchange,
                   "client endpoint of a running interchange (default: start a private one)");
-  run->add_option("--db", ov.db, "SQLite store (default: $FANOUT_DB or "
-                                 "~/.local/share/fanout/fanout.db)");
+  run->add_option("--db", ov.db,
+                  "SQLite store (default: $FANOUT_DB or "
+                  "~/.local/share/fanout/fanout.db)");
   run->add_option("--python", ov.python, "Python interpreter for the workers");
   run->add_option("--run-dir", ov.run_dir, "folder for the job's logs (default: beside the db)");
   run->add_option("--prefetch", ov.prefetch, "mini-batches each pool holds beyond free workers");

@@ -2,12 +2,11 @@
 // seconds otherwise. Not thread-safe.
 #pragma once
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/clock.hpp"
@@ -26,10 +25,9 @@ class ProgressPrinter final {
     const double secs = std::chrono::duration<double>(now - start_).count();
     const std::uint64_t done = p.succeeded + p.failed;
     std::string total = p.total ? std::to_string(p.total) : fmt::format("{}+", p.submitted);
-    std::string line = fmt::format("mini-batches {}/{}  failed {}  items {}  {:.0f} items/s  {:.1f}s",
-                                   done, total, p.failed, p.items_succeeded,
-                                   secs > 0 ? static_cast<double>(p.items_succeeded) / secs : 0.0,
-                                   secs);
+    std::string line = fmt::format(
+        "mini-batches {}/{}  failed {}  items {}  {:.0f} items/s  {:.1f}s", done, total, p.failed,
+        p.items_succeeded, secs > 0 ? static_cast<double>(p.items_succeeded) / secs : 0.0, secs);
     if (tty_) {
       std::fprintf(stderr, "\r\033[K%s", line.c_str());
     } else {
@@ -48,6 +46,5 @@ class ProgressPrinter final {
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_{};
 };
-
 
 }  // namespace fanout::client

@@ -1,14 +1,13 @@
 // The interchange poll loop. See interchange.hpp and docs/architecture.md.
 #include "interchange/interchange.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "fanout/protocol/codec.hpp"
 #include "fanout/util/fs.hpp"
@@ -191,6 +190,10 @@ void Interchange::on_client(net::Message& msg) {
     case proto::MsgType::SubmitJob: {
       auto m = proto::decode<proto::SubmitJob>(msg.frame);
       if (!m) return bad_frame("client", msg.peer, m.error());
+      if (auto ok = validate_spec(m->spec); !ok) {
+        send_client(msg.peer, proto::encode(proto::Reject{ok.error().message}));
+        return;
+      }
       had_client_ = true;
       Job job;
       job.id = next_job_id_++;
@@ -258,7 +261,14 @@ void Interchange::on_client(net::Message& msg) {
       return;
     }
     case proto::MsgType::Shutdown: {
-      log_->info("shutdown requested by a client");
+      auto m = proto::decode<proto::Shutdown>(msg.frame);
+      if (!m) return bad_frame("client", msg.peer, m.error());
+      if (opts_.shutdown_token.empty() || m->token != opts_.shutdown_token) {
+        bad_frame("client", msg.peer,
+                  Error{ErrorCode::Protocol, "Shutdown: refused (no or wrong token)"});
+        return;
+      }
+      log_->info("shutdown requested by the client that started us");
       stop();
       return;
     }
@@ -270,6 +280,39 @@ void Interchange::on_client(net::Message& msg) {
                       "client sent " + proto::type_name(static_cast<std::uint8_t>(h->type)) +
                           ", which only pools or the interchange send"});
   }
+}
+
+Expected<void> Interchange::validate_spec(const proto::JobSpec& spec) const {
+  namespace fs = std::filesystem;
+  auto bad = [](const std::string& field, const std::string& what) {
+    return make_error(ErrorCode::InvalidArgument, "SubmitJob: " + field + ": " + what);
+  };
+  if (spec.name.empty()) return bad("name", "must not be empty");
+  if (spec.runtime != "python" && spec.runtime != "command" && spec.runtime != "native") {
+    return bad("runtime", "expected python, command or native (got '" + spec.runtime + "')");
+  }
+  if (spec.max_tries == 0) return bad("max_tries", "must be >= 1");
+  std::error_code ec;
+  if (!fs::path(spec.code_dir).is_absolute() || !fs::is_directory(spec.code_dir, ec)) {
+    return bad("code_dir", "expected an existing absolute folder (got '" + spec.code_dir + "')");
+  }
+  if (!spec.log_dir.empty()) {
+    if (!fs::path(spec.log_dir).is_absolute()) {
+      return bad("log_dir", "expected an absolute path (got '" + spec.log_dir + "')");
+    }
+    if (auto r = make_dirs(spec.log_dir); !r) return bad("log_dir", r.error().message);
+  }
+  if (!spec.output_path.empty()) {
+    const fs::path out(spec.output_path);
+    if (!out.is_absolute() || !out.has_filename()) {
+      return bad("output_path", "expected an absolute file path (got '" + spec.output_path + "')");
+    }
+    if (auto r = make_dirs(out.parent_path().string()); !r)
+      return bad("output_path", r.error().message);
+    std::ofstream probe(spec.output_path, std::ios::app);
+    if (!probe) return bad("output_path", spec.output_path + ": cannot be opened for writing");
+  }
+  return {};
 }
 
 // ---------------------------------------------------------------- pools
@@ -301,7 +344,8 @@ void Interchange::on_pool(net::Message& msg) {
     bad_frame("pool", msg.peer, h.error());
     // A pool of another version learns why it is ignored (zguide: version in READY).
     if (h.error().code == ErrorCode::Version && msg.frame.size() >= 2 &&
-        static_cast<std::uint8_t>(msg.frame[1]) == static_cast<std::uint8_t>(proto::MsgType::Register)) {
+        static_cast<std::uint8_t>(msg.frame[1]) ==
+            static_cast<std::uint8_t>(proto::MsgType::Register)) {
       (void)pools_sock_.send_to(msg.peer, proto::encode(proto::Reject{h.error().message}));
     }
     return;
@@ -366,9 +410,9 @@ void Interchange::on_register(const std::string& peer, const proto::Register& re
                                         pool.registered});
   log_->info("pool {} registered: {} on {}, {} workers, prefetch {}", pool.id, reg.pool_name,
              reg.node, reg.workers, reg.prefetch);
-  auto reply = proto::encode(proto::Registered{
-      pool.id, static_cast<std::uint32_t>(opts_.heartbeat_period.count()),
-      static_cast<std::uint32_t>(opts_.heartbeat_threshold.count())});
+  auto reply = proto::encode(
+      proto::Registered{pool.id, static_cast<std::uint32_t>(opts_.heartbeat_period.count()),
+                        static_cast<std::uint32_t>(opts_.heartbeat_threshold.count())});
   auto [it, inserted] = pools_.emplace(peer, std::move(pool));
   send_pool(it->second, reply);
 }
@@ -494,11 +538,13 @@ bool Interchange::fail_attempt(Job& job, Pending p, const proto::TaskResult& r) 
   ++job.failed;
   job.items_failed += r.items;
   log_->warn("job {}: mini-batch {} failed after {} tries: {}: {}", job.id, r.index, p.tries,
-             proto::to_string(static_cast<AttemptStatus>(r.status)), r.error_message.substr(0, 200));
+             proto::to_string(static_cast<AttemptStatus>(r.status)),
+             r.error_message.substr(0, 200));
   return false;
 }
 
-void Interchange::requeue_lost(Job& job, InFlight fl, AttemptStatus status, const std::string& why) {
+void Interchange::requeue_lost(Job& job, InFlight fl, AttemptStatus status,
+                               const std::string& why) {
   proto::TaskResult r;
   r.job_id = job.id;
   r.index = fl.mb.index;
@@ -592,8 +638,9 @@ void Interchange::maybe_finish(Job& job) {
     }
   }
   end_job(job, "succeeded",
-          job.failed == 0 ? std::string("all mini-batches succeeded")
-                          : fmt::format("{} mini-batches failed, within the thresholds", job.failed));
+          job.failed == 0
+              ? std::string("all mini-batches succeeded")
+              : fmt::format("{} mini-batches failed, within the thresholds", job.failed));
 }
 
 proto::JobProgress Interchange::progress_of(const Job& job) const {
@@ -634,7 +681,8 @@ void Interchange::end_job(Job& job, const std::string& state, const std::string&
   // discarded (the job's record is final).
   for (auto it = in_flight_.begin(); it != in_flight_.end();) {
     if (it->second.job_id == job.id) {
-      if (auto p = pools_.find(it->second.pool_peer); p != pools_.end()) p->second.tasks.erase(it->first);
+      if (auto p = pools_.find(it->second.pool_peer); p != pools_.end())
+        p->second.tasks.erase(it->first);
       it = in_flight_.erase(it);
     } else {
       ++it;
@@ -649,10 +697,9 @@ void Interchange::end_job(Job& job, const std::string& state, const std::string&
     std::ofstream out(job.spec.log_dir + "/job_result.txt");
     out << "job_id: " << job.id << "\nname: " << job.spec.name << "\nstate: " << state
         << "\nreason: " << reason << "\nmini_batches_total: " << job.total
-        << "\nmini_batches_succeeded: " << job.succeeded
-        << "\nmini_batches_failed: " << job.failed << "\nitems_succeeded: " << job.items_succeeded
-        << "\nitems_failed: " << job.items_failed << "\nfailed_attempts: " << job.attempts_failed
-        << "\n";
+        << "\nmini_batches_succeeded: " << job.succeeded << "\nmini_batches_failed: " << job.failed
+        << "\nitems_succeeded: " << job.items_succeeded << "\nitems_failed: " << job.items_failed
+        << "\nfailed_attempts: " << job.attempts_failed << "\n";
   }
   log_->info("job {} ({}) {}: {} ({} of {} mini-batches succeeded)", job.id, job.spec.name, state,
              reason, job.succeeded, job.total);
@@ -668,11 +715,12 @@ void Interchange::log_stats(bool force) {
   last_stats_ = now;
   if (stats_ == logged_stats_) return;
   logged_stats_ = stats_;
-  log_->info("stats: frames in {} out {}, tasks {}, results {}, late {}, bad frames {}, "
-             "would-block {}, pools lost {}, pools {}, jobs {}",
-             stats_.frames_in, stats_.frames_out, stats_.tasks_dispatched, stats_.results,
-             stats_.late_results, stats_.bad_frames, stats_.would_block, stats_.pools_lost,
-             pools_.size(), jobs_.size());
+  log_->info(
+      "stats: frames in {} out {}, tasks {}, results {}, late {}, bad frames {}, "
+      "would-block {}, pools lost {}, pools {}, jobs {}",
+      stats_.frames_in, stats_.frames_out, stats_.tasks_dispatched, stats_.results,
+      stats_.late_results, stats_.bad_frames, stats_.would_block, stats_.pools_lost, pools_.size(),
+      jobs_.size());
 }
 
 }  // namespace fanout::ix

@@ -33,9 +33,10 @@ struct Options {
   std::chrono::milliseconds heartbeat_threshold{10000};
   std::chrono::milliseconds stats_interval{30000};
   std::chrono::milliseconds progress_interval{250};
-  std::uint32_t window = 20000;     // mini-batches a client may have queued per job
-  std::uint32_t max_batch = 1024;   // tasks per TaskBatch frame
-  bool exit_when_idle = false;      // embedded mode: exit once every job ended and clients left
+  std::uint32_t window = 20000;    // mini-batches a client may have queued per job
+  std::uint32_t max_batch = 1024;  // tasks per TaskBatch frame
+  bool exit_when_idle = false;     // embedded mode: exit once every job ended and clients left
+  std::string shutdown_token{};    // a client Shutdown must carry it; empty: refused
 };
 
 // Counters logged at INFO every stats_interval when they changed (STYLE.md section 7).
@@ -92,7 +93,7 @@ class Interchange final {
     std::string peer{};
     proto::Register reg{};
     std::uint32_t capacity = 0;
-    std::unordered_set<std::uint64_t> tasks{};  // task ids held
+    std::unordered_set<std::uint64_t> tasks{};       // task ids held
     std::unordered_set<std::uint64_t> jobs_known{};  // JobInfo sent
     Clock::time_point last_seen{};
     double registered = 0;
@@ -119,6 +120,8 @@ class Interchange final {
   void bad_frame(const char* side, const std::string& peer, const Error& err);
   void log_stats(bool force);
   void write_ready_file();
+  // Checks a submitted spec before a job exists: an error names the field.
+  [[nodiscard]] Expected<void> validate_spec(const proto::JobSpec& spec) const;
   void recover();
 
   Options opts_;

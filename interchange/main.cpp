@@ -1,8 +1,8 @@
 // fanout-interchange: parses the CLI, sets up logging, runs the Interchange.
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
-
-#include <CLI/CLI.hpp>
+#include <cstdlib>
 
 #include "fanout/util/log.hpp"
 #include "interchange/interchange.hpp"
@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
   if (hb_ms == 0 || hb_threshold_ms <= hb_ms) {
     std::fprintf(stderr, "error: --heartbeat-threshold-ms must exceed --heartbeat-period-ms > 0\n");
     return 2;
+  }
+  if (const char* token = std::getenv("FANOUT_SHUTDOWN_TOKEN"); token != nullptr) {
+    opts.shutdown_token = token;
   }
   opts.heartbeat_period = std::chrono::milliseconds(hb_ms);
   opts.heartbeat_threshold = std::chrono::milliseconds(hb_threshold_ms);

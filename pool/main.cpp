@@ -1,9 +1,8 @@
 // fanout-pool: parses the CLI, sets up logging, runs the Pool.
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-
-#include <CLI/CLI.hpp>
 
 #include "fanout/util/fs.hpp"
 #include "fanout/util/log.hpp"

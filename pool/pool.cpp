@@ -1,14 +1,13 @@
 // The pool manager loop. See pool.hpp.
 #include "pool/pool.hpp"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "fanout/protocol/codec.hpp"
 #include "fanout/util/fs.hpp"
@@ -68,8 +67,8 @@ void Pool::send(const std::string& frame) {
 }
 
 void Pool::send_register() {
-  proto::Register reg{opts_.name, opts_.node, opts_.workers, opts_.prefetch, FANOUT_VERSION,
-                      static_cast<std::int64_t>(::getpid())};
+  proto::Register reg{opts_.name,     opts_.node,     opts_.workers,
+                      opts_.prefetch, FANOUT_VERSION, static_cast<std::int64_t>(::getpid())};
   send(proto::encode(reg));
   last_register_ = Clock::now();
 }
@@ -106,9 +105,9 @@ int Pool::run() {
       if (w->state() == Worker::State::Busy && w->task) {
         auto it = jobs_.find(w->job_id());
         if (it != jobs_.end() && it->second.run_timeout_s > 0) {
-          wake = std::min(wake, w->task_start + std::chrono::duration_cast<Clock::duration>(
-                                                    std::chrono::duration<double>(
-                                                        it->second.run_timeout_s)));
+          wake = std::min(
+              wake, w->task_start + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(it->second.run_timeout_s)));
         }
       }
     }
@@ -239,9 +238,8 @@ bool Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
             opts_.shim_dir + "/fanout_worker.py"};
   l.argv.insert(l.argv.end(), spec.args.begin(), spec.args.end());
   l.cwd = spec.code_dir;
-  const std::string output_dir = spec.output_path.empty()
-                                     ? dir_of(spec.log_dir) + "/outputs"
-                                     : dir_of(spec.output_path);
+  const std::string output_dir =
+      spec.output_path.empty() ? dir_of(spec.log_dir) + "/outputs" : dir_of(spec.output_path);
   std::string pythonpath = opts_.shim_dir;
   if (const char* pp = std::getenv("PYTHONPATH"); pp != nullptr && *pp != '\0') {
     pythonpath += std::string(":") + pp;
@@ -435,8 +433,8 @@ void Pool::on_worker_gone(std::size_t slot) {
         ++it;
         continue;
       }
-      fail_task(*it, AttemptStatus::LoadException, category_of(text, "LoadError"), text,
-                w.name(), w.pid(), unix_now());
+      fail_task(*it, AttemptStatus::LoadException, category_of(text, "LoadError"), text, w.name(),
+                w.pid(), unix_now());
       it = queue_.erase(it);
       if (!give_up) break;
     }
@@ -523,10 +521,11 @@ void Pool::log_stats(bool force) {
   last_stats_ = now;
   if (stats_ == logged_stats_) return;
   logged_stats_ = stats_;
-  log_->info("stats: tasks {}, results {}, workers started {}, lost {}, timeouts {}, "
-             "init failures {}, bad frames {}",
-             stats_.tasks, stats_.results, stats_.workers_started, stats_.workers_lost,
-             stats_.timeouts, stats_.init_failures, stats_.bad_frames);
+  log_->info(
+      "stats: tasks {}, results {}, workers started {}, lost {}, timeouts {}, "
+      "init failures {}, bad frames {}",
+      stats_.tasks, stats_.results, stats_.workers_started, stats_.workers_lost, stats_.timeouts,
+      stats_.init_failures, stats_.bad_frames);
 }
 
 }  // namespace fanout::pool

@@ -30,10 +30,10 @@ struct Options {
   std::chrono::milliseconds poll{10};
   std::chrono::milliseconds heartbeat_period{2000};
   std::chrono::milliseconds heartbeat_threshold{10000};
-  std::chrono::milliseconds kill_grace{2000};     // SIGTERM -> SIGKILL for a timed-out worker
+  std::chrono::milliseconds kill_grace{2000};      // SIGTERM -> SIGKILL for a timed-out worker
   std::chrono::milliseconds load_timeout{600000};  // bound on a worker's start + init()
-  std::string shim_dir{};     // folder of fanout_worker.py
-  std::string python{};       // overrides the job's interpreter when set
+  std::string shim_dir{};                          // folder of fanout_worker.py
+  std::string python{};                            // overrides the job's interpreter when set
   bool exit_on_lost = false;  // embedded mode: exit when the interchange goes silent
 };
 

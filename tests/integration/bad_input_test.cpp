@@ -42,19 +42,33 @@ std::string replace(std::string s, const std::string& from, const std::string& t
 TEST_CASE("integration.bad_input.located_error_exit_2_nothing_written") {
   const std::string good_script = "def run(mini_batch):\n    return mini_batch\n";
   std::vector<Case> cases = {
-      {"yaml syntax error", replace(kGoodYaml, "mini_batch_size: \"5\"", "mini_batch_size: [5"),
-       good_script, {"job.yaml:", "YAML"}},
-      {"unknown key", replace(kGoodYaml, "  entry_script: score.py", "  entry_scrpt: score.py"),
-       good_script, {"job.yaml:", "entry_scrpt"}},
-      {"mistyped key", replace(kGoodYaml, "mini_batch_size: \"5\"", "mini_batch_size: \"5 parsecs\""),
-       good_script, {"job.yaml:8", "mini_batch_size"}},
-      {"missing input folder", replace(kGoodYaml, "path: ./data", "path: ./nowhere"), good_script,
+      {"yaml syntax error",
+       replace(kGoodYaml, "mini_batch_size: \"5\"", "mini_batch_size: [5"),
+       good_script,
+       {"job.yaml:", "YAML"}},
+      {"unknown key",
+       replace(kGoodYaml, "  entry_script: score.py", "  entry_scrpt: score.py"),
+       good_script,
+       {"job.yaml:", "entry_scrpt"}},
+      {"mistyped key",
+       replace(kGoodYaml, "mini_batch_size: \"5\"", "mini_batch_size: \"5 parsecs\""),
+       good_script,
+       {"job.yaml:8", "mini_batch_size"}},
+      {"missing input folder",
+       replace(kGoodYaml, "path: ./data", "path: ./nowhere"),
+       good_script,
        {"job.yaml:", "nowhere"}},
-      {"missing entry script", replace(kGoodYaml, "entry_script: score.py", "entry_script: nope.py"),
-       good_script, {"job.yaml:", "nope.py"}},
-      {"entry script without run", kGoodYaml, "def init():\n    pass\n",
+      {"missing entry script",
+       replace(kGoodYaml, "entry_script: score.py", "entry_script: nope.py"),
+       good_script,
+       {"job.yaml:", "nope.py"}},
+      {"entry script without run",
+       kGoodYaml,
+       "def init():\n    pass\n",
        {"score.py", "does not define run"}},
-      {"entry script with a syntax error", kGoodYaml, "def run(mini_batch):\n  return [\n",
+      {"entry script with a syntax error",
+       kGoodYaml,
+       "def run(mini_batch):\n  return [\n",
        {"score.py", "not valid Python"}},
   };
   for (const auto& c : cases) {
@@ -64,9 +78,9 @@ TEST_CASE("integration.bad_input.located_error_exit_2_nothing_written") {
     write_file(dir / "src/score.py", c.script);
     write_file(dir / "job.yaml", c.yaml);
     const std::string db = dir / "store/fanout.db";
-    auto r = run_capture({fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python",
-                          python_bin(), "--quiet"},
-                         dir.path(), {}, std::chrono::seconds(60));
+    auto r = run_capture(
+        {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(), "--quiet"},
+        dir.path(), {}, std::chrono::seconds(60));
     INFO("stderr: " << r.err);
     CHECK(r.status.code == 2);
     CHECK(r.err.rfind("error: ", 0) == 0);

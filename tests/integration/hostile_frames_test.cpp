@@ -41,7 +41,8 @@ TEST_CASE("integration.hostile_frames.interchange_survives_and_serves") {
         frame_of(proto::kProtocolVersion, static_cast<std::uint8_t>(proto::MsgType::TaskBatch),
                  "\x91\xdd\xff\xff\xff\xff"),  // claims a 4G-element array
         frame_of(proto::kProtocolVersion, static_cast<std::uint8_t>(proto::MsgType::SubmitTasks),
-                 "\x92\xa3" "abc"),  // wrong type for job_id, truncated
+                 "\x92\xa3"
+                 "abc"),  // wrong type for job_id, truncated
         frame_of(proto::kProtocolVersion, static_cast<std::uint8_t>(proto::MsgType::ResultBatch),
                  "\xc1"),  // never-used msgpack byte
     };
@@ -74,6 +75,33 @@ TEST_CASE("integration.hostile_frames.interchange_survives_and_serves") {
         if (rej && rej->reason.find("version") != std::string::npos) got_version_reject = true;
       }
       CHECK(got_version_reject);
+    } else {
+      // Frames on one connection arrive in order: once an Attach for an unknown job is answered,
+      // the interchange has read (and survived) every garbage frame before it.
+      // A Shutdown without the token, and a SubmitJob whose spec cannot run, are refused.
+      s.send(proto::encode(proto::Shutdown{"stop", "not-the-token"}));
+      proto::JobSpec evil;
+      evil.name = "evil";
+      evil.runtime = "python";
+      evil.code_dir = "relative/dir";
+      s.send(proto::encode(proto::SubmitJob{evil}));
+      bool refused = false;
+      for (int k = 0; k < 400 && !refused; ++k) {
+        auto reply = s.recv_within(5000);
+        if (reply.empty()) break;
+        auto rej = proto::decode<proto::Reject>(reply);
+        if (rej && rej->reason.find("SubmitJob: code_dir") != std::string::npos) refused = true;
+      }
+      CHECK(refused);
+      s.send(proto::encode(proto::Attach{987654}));
+      bool answered = false;
+      for (int k = 0; k < 400 && !answered; ++k) {
+        auto reply = s.recv_within(5000);
+        if (reply.empty()) break;
+        auto rej = proto::decode<proto::Reject>(reply);
+        if (rej && rej->reason.find("987654") != std::string::npos) answered = true;
+      }
+      CHECK(answered);
     }
   }
   // Still alive.
@@ -82,8 +110,9 @@ TEST_CASE("integration.hostile_frames.interchange_survives_and_serves") {
   // A real pool and a real job still work.
   cl.start_pool(dir.path(), "pool-a", 2);
   make_files(dir / "data", 40);
-  write_file(dir / "src/score.py",
-             "import os\ndef run(mini_batch):\n    return [os.path.basename(p) for p in mini_batch]\n");
+  write_file(
+      dir / "src/score.py",
+      "import os\ndef run(mini_batch):\n    return [os.path.basename(p) for p in mini_batch]\n");
   write_file(dir / "job.yaml", R"(type: parallel
 name: after-garbage
 inputs:

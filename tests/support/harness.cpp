@@ -1,8 +1,6 @@
 // Integration-test support. See harness.hpp.
 #include "harness.hpp"
 
-#include "fanout/store/db.hpp"
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -11,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include "fanout/store/db.hpp"
 
 namespace fanout::test {
 
@@ -161,8 +161,9 @@ void Cluster::start_pool(const std::string& dir, const std::string& name, unsign
                          const std::vector<std::string>& extra) {
   const std::string log = dir + "/" + name + ".log";
   SpawnOptions so;
-  so.argv = {pool_bin(), "--interchange", pool_ep, "--name", name, "--workers",
-             std::to_string(workers), "--log-file", log, "--log-level", "debug"};
+  so.argv = {pool_bin(),  "--interchange",         pool_ep,      "--name", name,
+             "--workers", std::to_string(workers), "--log-file", log,      "--log-level",
+             "debug"};
   so.argv.insert(so.argv.end(), extra.begin(), extra.end());
   so.stdin_file = "null";
   so.stderr_file = log;

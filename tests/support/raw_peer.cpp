@@ -23,8 +23,8 @@ void RawDealer::send(const std::string& frame) {
 
 void RawDealer::send_multipart(const std::vector<std::string>& parts) {
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    (void)impl_->sock.send(zmq::buffer(parts[i]), i + 1 < parts.size() ? zmq::send_flags::sndmore
-                                                                       : zmq::send_flags::none);
+    (void)impl_->sock.send(zmq::buffer(parts[i]),
+                           i + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
   }
 }
 

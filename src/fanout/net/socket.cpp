@@ -27,9 +27,8 @@ struct Socket::Impl {
 Socket::Socket(Context& ctx, Kind kind, const std::string& identity) : kind_(kind) {
   try {
     auto& zctx = *static_cast<zmq::context_t*>(ctx.raw());
-    impl_ = std::make_unique<Impl>(
-        Impl{zmq::socket_t(zctx, kind == Kind::Router ? zmq::socket_type::router
-                                                       : zmq::socket_type::dealer)});
+    impl_ = std::make_unique<Impl>(Impl{zmq::socket_t(
+        zctx, kind == Kind::Router ? zmq::socket_type::router : zmq::socket_type::dealer)});
     auto& s = impl_->sock;
     s.set(zmq::sockopt::linger, 0);
     s.set(zmq::sockopt::sndhwm, kHighWaterMark);

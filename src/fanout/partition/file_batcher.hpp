@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-
 namespace fanout::part {
 
 // One mini-batch as cut: its stable id (position in the input), its items (file paths or

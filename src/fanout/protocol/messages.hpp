@@ -6,11 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <msgpack.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <msgpack.hpp>
 
 namespace fanout::proto {
 
@@ -19,23 +18,23 @@ inline constexpr std::uint8_t kProtocolVersion = 1;
 inline constexpr std::size_t kMaxFrameBytes = 256u * 1024u * 1024u;
 
 enum class MsgType : std::uint8_t {  // wire values: append only, never renumber or reuse
-  Register = 1,  // pool -> interchange
-  Registered,    // interchange -> pool
-  Reject,        // interchange -> pool or client
-  Heartbeat,     // both ways
-  TaskBatch,     // interchange -> pool
-  ResultBatch,   // pool -> interchange
-  Drain,         // interchange -> pool: finish what you hold, take nothing new
-  Shutdown,      // interchange -> pool, client -> interchange (embedded mode)
-  JobInfo,       // interchange -> pool: what a job's tasks need, sent before its first task
-  SubmitJob,     // client -> interchange
-  JobAccepted,   // interchange -> client
-  SubmitTasks,   // client -> interchange
-  SubmitEnd,     // client -> interchange: no more mini-batches for this job
-  JobProgress,   // interchange -> client
-  JobEnded,      // interchange -> client
-  Attach,        // client -> interchange: follow an existing job
-  CancelJob,     // client -> interchange
+  Register = 1,                      // pool -> interchange
+  Registered,                        // interchange -> pool
+  Reject,                            // interchange -> pool or client
+  Heartbeat,                         // both ways
+  TaskBatch,                         // interchange -> pool
+  ResultBatch,                       // pool -> interchange
+  Drain,                             // interchange -> pool: finish what you hold, take nothing new
+  Shutdown,                          // interchange -> pool, client -> interchange (embedded mode)
+  JobInfo,      // interchange -> pool: what a job's tasks need, sent before its first task
+  SubmitJob,    // client -> interchange
+  JobAccepted,  // interchange -> client
+  SubmitTasks,  // client -> interchange
+  SubmitEnd,    // client -> interchange: no more mini-batches for this job
+  JobProgress,  // interchange -> client
+  JobEnded,     // interchange -> client
+  Attach,       // client -> interchange: follow an existing job
+  CancelJob,    // client -> interchange
 };
 
 // Outcome of one attempt, as recorded in attempts.status (see to_string below).
@@ -54,22 +53,22 @@ const char* to_string(AttemptStatus s) noexcept;
 // Everything a pool needs to run a job's tasks and the interchange needs to decide retries.
 struct JobSpec {
   std::string name{};
-  std::string spec_path{};          // the job file, for messages
-  std::string runtime{};            // "python" | "command" | "native"
-  std::string code_dir{};           // absolute; the worker's working directory
-  std::string entry_script{};       // relative to code_dir (python), command line, or library
-  std::string python{};             // interpreter for the python runtime
-  std::vector<std::string> args{};  // passed to the entry script's sys.argv
-  std::vector<std::string> env{};   // "KEY=VALUE" set for workers
-  std::string output_path{};        // append_row file; empty means summary_only
-  std::string log_dir{};            // the job's logs/ folder
-  std::uint32_t max_tries = 4;      // tries per mini-batch (retries + 1)
-  double run_timeout_s = 0;         // bound on one run(); 0: none
-  std::int64_t error_threshold = -1;           // failed items that abort the job; -1 ignores
+  std::string spec_path{};            // the job file, for messages
+  std::string runtime{};              // "python" | "command" | "native"
+  std::string code_dir{};             // absolute; the worker's working directory
+  std::string entry_script{};         // relative to code_dir (python), command line, or library
+  std::string python{};               // interpreter for the python runtime
+  std::vector<std::string> args{};    // passed to the entry script's sys.argv
+  std::vector<std::string> env{};     // "KEY=VALUE" set for workers
+  std::string output_path{};          // append_row file; empty means summary_only
+  std::string log_dir{};              // the job's logs/ folder
+  std::uint32_t max_tries = 4;        // tries per mini-batch (retries + 1)
+  double run_timeout_s = 0;           // bound on one run(); 0: none
+  std::int64_t error_threshold = -1;  // failed items that abort the job; -1 ignores
   std::int64_t mini_batch_error_threshold = -1;  // failed mini-batches; -1 ignores
-  double allowed_failed_percent = 100;         // failed share once all are scheduled
-  std::string settings_json{};      // all settings, recorded with the job
-  std::string input_name{};         // the input's name (mini_batch_context.dataset)
+  double allowed_failed_percent = 100;           // failed share once all are scheduled
+  std::string settings_json{};                   // all settings, recorded with the job
+  std::string input_name{};                      // the input's name (mini_batch_context.dataset)
   MSGPACK_DEFINE_ARRAY(name, spec_path, runtime, code_dir, entry_script, python, args, env,
                        output_path, log_dir, max_tries, run_timeout_s, error_threshold,
                        mini_batch_error_threshold, allowed_failed_percent, settings_json,
@@ -100,18 +99,18 @@ struct TaskResult {
   std::uint64_t job_id = 0;
   std::uint64_t index = 0;
   std::uint32_t attempt = 1;
-  std::uint8_t status = 0;         // AttemptStatus
-  std::uint64_t items = 0;         // items in the mini-batch
-  std::uint64_t succeeded = 0;     // min(len(result), items)
-  std::uint64_t failed = 0;        // items - succeeded
-  std::uint64_t rows = 0;          // rows in `output`
-  std::string output{};            // the append_row bytes of this mini-batch, newline-terminated
+  std::uint8_t status = 0;      // AttemptStatus
+  std::uint64_t items = 0;      // items in the mini-batch
+  std::uint64_t succeeded = 0;  // min(len(result), items)
+  std::uint64_t failed = 0;     // items - succeeded
+  std::uint64_t rows = 0;       // rows in `output`
+  std::string output{};         // the append_row bytes of this mini-batch, newline-terminated
   std::string error_category{};
   std::string error_message{};
   std::string node{};
-  std::string process{};           // worker name, e.g. "process003"
+  std::string process{};  // worker name, e.g. "process003"
   std::int64_t worker_pid = 0;
-  double start = 0;                // Unix seconds
+  double start = 0;  // Unix seconds
   double elapsed_s = 0;
   double cpu_s = 0;
   double run_s = 0;
@@ -128,7 +127,7 @@ struct Register {
   std::string node{};       // host name
   std::uint32_t workers = 0;
   std::uint32_t prefetch = 0;
-  std::string build{};      // software version, for logs only
+  std::string build{};  // software version, for logs only
   std::int64_t pid = 0;
   MSGPACK_DEFINE_ARRAY(pool_name, node, workers, prefetch, build, pid)
 };
@@ -182,7 +181,10 @@ struct Drain {
 struct Shutdown {
   static constexpr MsgType kType = MsgType::Shutdown;
   std::string reason{};
-  MSGPACK_DEFINE_ARRAY(reason)
+  // client -> interchange: must equal the interchange's shutdown token (FANOUT_SHUTDOWN_TOKEN in
+  // its environment); a Shutdown without the right token is refused, so no peer can stop it.
+  std::string token{};
+  MSGPACK_DEFINE_ARRAY(reason, token)
 };
 
 // ---- client <-> interchange ----
@@ -226,14 +228,14 @@ struct JobProgress {
   std::uint64_t attempts_failed = 0;
   std::uint32_t pools = 0;
   std::uint32_t workers = 0;
-  MSGPACK_DEFINE_ARRAY(job_id, total, submitted, succeeded, failed, items_succeeded,
-                       items_failed, attempts_failed, pools, workers)
+  MSGPACK_DEFINE_ARRAY(job_id, total, submitted, succeeded, failed, items_succeeded, items_failed,
+                       attempts_failed, pools, workers)
 };
 
 struct JobEnded {
   static constexpr MsgType kType = MsgType::JobEnded;
   std::uint64_t job_id = 0;
-  std::string state{};   // "succeeded" | "failed" | "cancelled"
+  std::string state{};  // "succeeded" | "failed" | "cancelled"
   std::string reason{};
   JobProgress progress{};
   MSGPACK_DEFINE_ARRAY(job_id, state, reason, progress)

@@ -15,20 +15,20 @@
 namespace fanout {
 
 struct SpawnOptions {
-  std::vector<std::string> argv{};                               // argv[0] is searched in PATH
-  std::vector<std::pair<std::string, std::string>> env_set{};    // added to the parent's env
-  std::string cwd{};                                             // empty: inherit
-  std::string stdin_file{};                                      // empty: inherit (/dev/null if "null")
-  std::string stdout_file{};                                     // empty: inherit; else appended
-  std::string stderr_file{};                                     // empty: inherit; else appended
-  std::vector<std::pair<int, int>> fd_map{};                     // {parent fd, child fd}
+  std::vector<std::string> argv{};                             // argv[0] is searched in PATH
+  std::vector<std::pair<std::string, std::string>> env_set{};  // added to the parent's env
+  std::string cwd{};                                           // empty: inherit
+  std::string stdin_file{};                   // empty: inherit (/dev/null if "null")
+  std::string stdout_file{};                  // empty: inherit; else appended
+  std::string stderr_file{};                  // empty: inherit; else appended
+  std::vector<std::pair<int, int>> fd_map{};  // {parent fd, child fd}
   bool new_process_group = false;
 };
 
 // How a child ended: exit code, or the terminating signal.
 struct ExitStatus {
-  int code = -1;    // >= 0 when exited normally
-  int signal = 0;   // > 0 when killed by a signal
+  int code = -1;   // >= 0 when exited normally
+  int signal = 0;  // > 0 when killed by a signal
   [[nodiscard]] bool success() const noexcept { return code == 0 && signal == 0; }
   [[nodiscard]] std::string describe() const;
 };

@@ -1,10 +1,10 @@
 // Clock helpers.
 #include "fanout/util/clock.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <ctime>
-
-#include <fmt/format.h>
 
 namespace fanout {
 

@@ -8,15 +8,24 @@ namespace fanout {
 
 const char* to_string(ErrorCode code) noexcept {
   switch (code) {
-    case ErrorCode::Ok: return "ok";
-    case ErrorCode::InvalidArgument: return "invalid_argument";
-    case ErrorCode::NotFound: return "not_found";
-    case ErrorCode::Io: return "io";
-    case ErrorCode::Protocol: return "protocol";
-    case ErrorCode::Version: return "version";
-    case ErrorCode::Database: return "database";
-    case ErrorCode::Runtime: return "runtime";
-    case ErrorCode::State: return "state";
+    case ErrorCode::Ok:
+      return "ok";
+    case ErrorCode::InvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::NotFound:
+      return "not_found";
+    case ErrorCode::Io:
+      return "io";
+    case ErrorCode::Protocol:
+      return "protocol";
+    case ErrorCode::Version:
+      return "version";
+    case ErrorCode::Database:
+      return "database";
+    case ErrorCode::Runtime:
+      return "runtime";
+    case ErrorCode::State:
+      return "state";
   }
   return "unknown";
 }

@@ -21,8 +21,8 @@ inline Unexpected make_error(ErrorCode code, std::string message) {
 template <typename T>
 class [[nodiscard]] Expected {
  public:
-  Expected(const T& v) : v_(std::in_place_index<0>, v) {}             // NOLINT: implicit like std
-  Expected(T&& v) : v_(std::in_place_index<0>, std::move(v)) {}       // NOLINT
+  Expected(const T& v) : v_(std::in_place_index<0>, v) {}        // NOLINT: implicit like std
+  Expected(T&& v) : v_(std::in_place_index<0>, std::move(v)) {}  // NOLINT
   Expected(Unexpected u) : v_(std::in_place_index<1>, std::move(u.error)) {}  // NOLINT
 
   [[nodiscard]] bool has_value() const noexcept { return v_.index() == 0; }

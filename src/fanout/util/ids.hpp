@@ -29,13 +29,19 @@ struct WorkerId {
 
 template <>
 struct std::hash<fanout::TaskId> {
-  std::size_t operator()(fanout::TaskId id) const noexcept { return std::hash<std::uint64_t>{}(id.v); }
+  std::size_t operator()(fanout::TaskId id) const noexcept {
+    return std::hash<std::uint64_t>{}(id.v);
+  }
 };
 template <>
 struct std::hash<fanout::PoolId> {
-  std::size_t operator()(fanout::PoolId id) const noexcept { return std::hash<std::uint64_t>{}(id.v); }
+  std::size_t operator()(fanout::PoolId id) const noexcept {
+    return std::hash<std::uint64_t>{}(id.v);
+  }
 };
 template <>
 struct std::hash<fanout::JobId> {
-  std::size_t operator()(fanout::JobId id) const noexcept { return std::hash<std::uint64_t>{}(id.v); }
+  std::size_t operator()(fanout::JobId id) const noexcept {
+    return std::hash<std::uint64_t>{}(id.v);
+  }
 };

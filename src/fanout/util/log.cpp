@@ -1,11 +1,11 @@
 // Logger set-up.
 #include "fanout/util/log.hpp"
 
-#include <algorithm>
-#include <cctype>
-
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
+
+#include <algorithm>
+#include <cctype>
 
 namespace fanout {
 
@@ -21,7 +21,8 @@ Expected<spdlog::level::level_enum> parse_log_level(const std::string& name) {
   if (s == "off") return spdlog::level::off;
   return make_error(ErrorCode::InvalidArgument,
                     "log level: expected one of trace, debug, info, warning, error, critical, off "
-                    "(got '" + name + "')");
+                    "(got '" +
+                        name + "')");
 }
 
 Logger make_logger(const std::string& name, spdlog::level::level_enum level,

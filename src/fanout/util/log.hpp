@@ -2,10 +2,10 @@
 // set on the logger so that filtered records are never formatted (STYLE.md section 7).
 #pragma once
 
+#include <spdlog/spdlog.h>
+
 #include <memory>
 #include <string>
-
-#include <spdlog/spdlog.h>
 
 #include "fanout/util/expected.hpp"
 

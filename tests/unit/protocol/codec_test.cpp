@@ -346,7 +346,9 @@ TEST_CASE("protocol.codec.round_trips_every_type") {
     CHECK(round_trip(proto::Drain{"node maintenance"}).reason == "node maintenance");
   }
   SUBCASE("Shutdown") {
-    CHECK(round_trip(proto::Shutdown{"interchange stopping"}).reason == "interchange stopping");
+    auto sd = round_trip(proto::Shutdown{"interchange stopping", "tok3n"});
+    CHECK(sd.reason == "interchange stopping");
+    CHECK(sd.token == "tok3n");
   }
   SUBCASE("SubmitJob") {
     proto::SubmitJob in{sample_spec()};
