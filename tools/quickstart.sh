@@ -9,8 +9,9 @@ bash tools/build.sh
 example=docs/examples/file-scoring
 db=${FANOUT_DB:-$top/runs/fanout.db}
 rm -f "$example/out/word_counts.txt"
-echo "== fanout run $example/job.yaml --db $db"
-build/client/fanout run "$example/job.yaml" --db "$db" --python "${FANOUT_PYTHON:-python3}"
+echo "== fanout run $example/job.yaml --db $db --run-dir $(dirname "$db")"
+build/client/fanout run "$example/job.yaml" --db "$db" --run-dir "$(dirname "$db")" \
+  --python "${FANOUT_PYTHON:-python3}"
 echo "== first rows of $example/out/word_counts.txt"
 head -n 5 "$example/out/word_counts.txt"
 echo "== fanout history --db $db"
