@@ -112,7 +112,8 @@ int Pool::run() {
       }
     }
     auto timeout = std::chrono::duration_cast<Millis>(wake - now) + Millis(1);
-    poller.wait(std::clamp(timeout, Millis(0), hb_period_));
+    // poll_ms bounds the wait like Parsl's poll period: deadlines are re-checked at least that often.
+    poller.wait(std::clamp(timeout, Millis(0), std::min(hb_period_, opts_.poll)));
 
     for (int i = 0; i < 4096 && sock_.recv(msg); ++i) {
       last_heard_ = Clock::now();
