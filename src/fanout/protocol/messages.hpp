@@ -36,6 +36,7 @@ enum class MsgType : std::uint8_t {  // wire values: append only, never renumber
   JobEnded,      // interchange -> client
   Attach,        // client -> interchange: follow an existing job
   CancelJob,     // client -> interchange
+  DropJob = 18,  // interchange -> pool: a job ended; stop its running tasks, drop its queued ones
 };
 
 // Outcome of one attempt, as recorded in attempts.status (see to_string below).
@@ -70,10 +71,15 @@ struct JobSpec {
   double allowed_failed_percent = 100;         // failed share once all are scheduled
   std::string settings_json{};      // all settings, recorded with the job
   std::string input_name{};         // the input's name (mini_batch_context.dataset)
+  // ParallelRunStep's job-level timeouts, enforced by the interchange; 0: none.
+  double task_overhead_timeout_s = 0;        // dispatch to result, beyond run_timeout_s
+  double first_task_creation_timeout_s = 0;  // job accepted to its first task dispatched
+  double progress_update_timeout_s = 0;      // no attempt finished for this long
   MSGPACK_DEFINE_ARRAY(name, spec_path, runtime, code_dir, entry_script, python, args, env,
                        output_path, log_dir, max_tries, run_timeout_s, error_threshold,
                        mini_batch_error_threshold, allowed_failed_percent, settings_json,
-                       input_name)
+                       input_name, task_overhead_timeout_s, first_task_creation_timeout_s,
+                       progress_update_timeout_s)
 };
 
 // One mini-batch as described by the client: never the data, only where to find it.
@@ -249,6 +255,18 @@ struct CancelJob {
   static constexpr MsgType kType = MsgType::CancelJob;
   std::uint64_t job_id = 0;
   std::string reason{};
+  MSGPACK_DEFINE_ARRAY(job_id, reason)
+};
+
+// ---- interchange -> pool, job control ----
+
+// A job ended (failed a threshold, was cancelled): the pool stops the job's busy workers, drops
+// its queued tasks and forgets its JobInfo. It reports nothing for them: the interchange has
+// already recorded them as CANCELLED attempts.
+struct DropJob {
+  static constexpr MsgType kType = MsgType::DropJob;
+  std::uint64_t job_id = 0;
+  std::string reason{};  // for logs
   MSGPACK_DEFINE_ARRAY(job_id, reason)
 };
 
