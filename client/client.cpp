@@ -197,6 +197,9 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   spec.allowed_failed_percent = cfg.allowed_failed_percent;
   spec.settings_json = settings_json(cfg, workers);
   spec.input_name = cfg.input_data;
+  spec.task_overhead_timeout_s = cfg.task_overhead_timeout_s;
+  spec.first_task_creation_timeout_s = cfg.first_task_creation_timeout_s;
+  spec.progress_update_timeout_s = cfg.progress_update_timeout_s;
 
   for (const auto& n : cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());
 
