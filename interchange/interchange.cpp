@@ -266,7 +266,8 @@ void Interchange::on_client(net::Message& msg) {
       job.submit_done = true;
       store_->set_submit_done(job.id, job.total);
       log_->info("job {}: all {} mini-batches submitted", job.id, job.total);
-      maybe_finish(job);
+      check_thresholds(job);  // allowed_failed_percent is known from now on
+      if (auto j = jobs_.find(m->job_id); j != jobs_.end()) maybe_finish(j->second);
       return;
     }
     case proto::MsgType::Attach: {
@@ -617,6 +618,18 @@ void Interchange::check_thresholds(Job& job) {
     end_job(job, "failed",
             fmt::format("mini_batch_error_threshold exceeded: {} failed mini-batches > {}",
                         job.failed, s.mini_batch_error_threshold));
+    return;
+  }
+  // allowed_failed_percent is a share of the whole job, known once every mini-batch is
+  // submitted; from then on failures only add up, so crossing it ends the job at once.
+  if (job.submit_done && job.total > 0 && s.allowed_failed_percent >= 0 &&
+      s.allowed_failed_percent < 100) {
+    const double pct = 100.0 * static_cast<double>(job.failed) / static_cast<double>(job.total);
+    if (pct > s.allowed_failed_percent) {
+      end_job(job, "failed",
+              fmt::format("allowed_failed_percent exceeded: {:.1f}% of mini-batches failed > {}%",
+                          pct, s.allowed_failed_percent));
+    }
   }
 }
 
@@ -651,16 +664,11 @@ void Interchange::check_job_timeouts(Clock::time_point now) {
 void Interchange::maybe_finish(Job& job) {
   if (job.state != "running" || !job.submit_done) return;
   if (job.succeeded + job.failed < job.total) return;
-  const auto& s = job.spec;
-  if (job.total > 0 && s.allowed_failed_percent >= 0 && s.allowed_failed_percent < 100) {
-    double pct = 100.0 * static_cast<double>(job.failed) / static_cast<double>(job.total);
-    if (pct > s.allowed_failed_percent) {
-      end_job(job, "failed",
-              fmt::format("allowed_failed_percent exceeded: {:.1f}% of mini-batches failed > {}%",
-                          pct, s.allowed_failed_percent));
-      return;
-    }
-  }
+  // allowed_failed_percent, for a job whose failures came before its SubmitEnd. Ending the job
+  // erases it: look it up again.
+  const auto job_id = job.id;
+  check_thresholds(job);
+  if (jobs_.count(job_id) == 0) return;
   end_job(job, "succeeded",
           job.failed == 0 ? std::string("all mini-batches succeeded")
                           : fmt::format("{} mini-batches failed, within the thresholds", job.failed));
