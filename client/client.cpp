@@ -251,10 +251,12 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   auto last_heard = Clock::now();
   Clock::time_point last_probe{};
   bool probe_pending = false;
+  std::uint64_t unanswered_probes = 0;  // in a row: the interchange is unreachable
   bool submit_ended = false;          // SubmitEnd sent
   std::uint64_t submitted = 0;        // mini-batches sent (or known to the interchange)
   std::optional<std::uint64_t> resubmit_from;  // set when the submission must restart
   std::uint64_t reattached = 0;
+  std::uint64_t instance = 0;  // of the interchange that last answered
 
   // Handles whatever the interchange sent; returns false when the run must stop.
   auto pump = [&](std::chrono::milliseconds wait) -> bool {
@@ -274,12 +276,21 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
           if (auto m = proto::decode<proto::JobProgress>(msg.frame); m && m->job_id == job_id) {
             progress = *m;
             printer.update(progress);
+            if (m->instance != 0 && instance != 0 && m->instance != instance) {
+              ++reattached;
+              log->warn("job {}: the interchange restarted; reattached", job_id);
+            }
+            if (m->instance != 0) instance = m->instance;
             if (probe_pending) {
               probe_pending = false;
+              if (unanswered_probes > 0) {
+                log->warn("job {}: the interchange answers again after {} unanswered probes",
+                          job_id, unanswered_probes);
+              }
+              unanswered_probes = 0;
               const bool lost_tasks = m->submitted < submitted;
               const bool lost_end = submit_ended && m->total == 0;
               if (lost_tasks || lost_end) {
-                ++reattached;
                 resubmit_from = m->submitted;
                 log->warn("job {}: the interchange knows {} of {} mini-batches submitted; "
                           "resubmitting from there",
@@ -320,6 +331,7 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     if (job_id != 0 && !ended && now - last_heard >= kProbeAfter &&
         now - last_probe >= kProbeAfter) {
       last_probe = now;
+      if (probe_pending) ++unanswered_probes;
       probe_pending = true;
       (void)sock.send(proto::encode(proto::Attach{job_id}));
     }
@@ -377,8 +389,13 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
       for (const auto& it : mb.items) pending_bytes += it.size() + 2;
       pending_bytes += mb.detail.size();
       pending.batches.push_back(std::move(mb));
-      if (pending.batches.size() >= 256 || pending_bytes >= (1u << 20)) send_pending();
-      // Backpressure: never run further ahead of the finished mini-batches than the window.
+      // Backpressure: never run further ahead of the finished mini-batches than the window
+      // (counting those still buffered here, which are sent before waiting).
+      const bool window_full =
+          submitted + pending.batches.size() >= progress.succeeded + progress.failed + window;
+      if (window_full || pending.batches.size() >= 256 || pending_bytes >= (1u << 20)) {
+        send_pending();
+      }
       while (ok && submitted >= progress.succeeded + progress.failed + window) {
         ok = pump(std::chrono::milliseconds(50));
       }
@@ -402,7 +419,7 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   }
   printer.update(progress, true);
   printer.finish();
-  if (reattached > 0 && !ov.quiet) {
+  if (reattached > 0) {
     std::fprintf(stderr, "fanout: reattached to job %llu after the interchange restarted\n",
                  static_cast<unsigned long long>(job_id));
   }

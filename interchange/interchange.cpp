@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -37,6 +38,9 @@ Interchange::Interchange(Options opts, Logger log)
   next_task_id_ = store_->max_attempt_id() + 1;
   // Pool ids are never reused within a store, across restarts too.
   next_pool_id_ = store_->max_pool_id() + 1;
+  std::random_device rd;
+  instance_ = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(::getpid());
+  if (instance_ == 0) instance_ = 1;
   recover();
   log_->info("interchange {} listening: clients {} pools {} store {}", FANOUT_VERSION, client_ep_,
              pool_ep_, opts_.db_path);
@@ -688,6 +692,7 @@ proto::JobProgress Interchange::progress_of(const Job& job) const {
   std::uint32_t workers = 0;
   for (auto& [peer, pool] : pools_) workers += pool.reg.workers;
   p.workers = workers;
+  p.instance = instance_;
   return p;
 }
 

@@ -143,6 +143,7 @@ class Interchange final {
   std::uint64_t next_job_id_ = 1;
   std::uint64_t next_task_id_ = 1;
   std::uint64_t next_pool_id_ = 1;
+  std::uint64_t instance_ = 0;  // JobProgress::instance: random per process
   bool had_client_ = false;
   LoopStats stats_{}, logged_stats_{};
   Clock::time_point last_stats_{};

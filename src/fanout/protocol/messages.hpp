@@ -232,8 +232,9 @@ struct JobProgress {
   std::uint64_t attempts_failed = 0;
   std::uint32_t pools = 0;
   std::uint32_t workers = 0;
+  std::uint64_t instance = 0;  // random per interchange process: a change means it restarted
   MSGPACK_DEFINE_ARRAY(job_id, total, submitted, succeeded, failed, items_succeeded,
-                       items_failed, attempts_failed, pools, workers)
+                       items_failed, attempts_failed, pools, workers, instance)
 };
 
 struct JobEnded {

@@ -212,6 +212,7 @@ proto::JobProgress sample_progress() {
   p.attempts_failed = 12;
   p.pools = 4;
   p.workers = 64;
+  p.instance = 0xfeedface12345678ull;
   return p;
 }
 
@@ -226,6 +227,7 @@ void check_progress(const proto::JobProgress& a, const proto::JobProgress& b) {
   CHECK(a.attempts_failed == b.attempts_failed);
   CHECK(a.pools == b.pools);
   CHECK(a.workers == b.workers);
+  CHECK(a.instance == b.instance);
 }
 
 proto::TaskBatch sample_task_batch() {
