@@ -24,6 +24,7 @@
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
 #include "fanout/util/json.hpp"
+#include "client/follow.hpp"
 
 namespace fanout::client {
 
@@ -191,6 +192,9 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   spec.allowed_failed_percent = cfg.allowed_failed_percent;
   spec.settings_json = settings_json(cfg, workers);
   spec.input_name = cfg.input_data;
+  spec.task_overhead_timeout_s = cfg.task_overhead_timeout_s;
+  spec.first_task_creation_timeout_s = cfg.first_task_creation_timeout_s;
+  spec.progress_update_timeout_s = cfg.progress_update_timeout_s;
 
   for (const auto& n : cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());
 
@@ -230,17 +234,34 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   proto::JobProgress progress;
   ProgressPrinter printer(ov.quiet);
   bool cancel_sent = false;
+  bool leave_running = false;
   std::string failure;
+  // Reattachment (the interchange restarted): after kProbeAfter without a frame the client sends
+  // Attach{job_id}; the answer is a JobProgress from whichever interchange now serves the port.
+  // A new one knows only the mini-batches it recorded, so the first answer to a probe that
+  // reports fewer than were sent (or no SubmitEnd after it was sent) restarts the submission
+  // from its count. A false alarm only resends mini-batches, which the interchange drops.
+  constexpr auto kProbeAfter = std::chrono::seconds(2);
+  auto last_heard = Clock::now();
+  Clock::time_point last_probe{};
+  bool probe_pending = false;
+  std::uint64_t unanswered_probes = 0;  // in a row: the interchange is unreachable
+  bool submit_ended = false;          // SubmitEnd sent
+  std::uint64_t submitted = 0;        // mini-batches sent (or known to the interchange)
+  std::optional<std::uint64_t> resubmit_from;  // set when the submission must restart
+  std::uint64_t reattached = 0;
+  std::uint64_t instance = 0;  // of the interchange that last answered
 
   // Handles whatever the interchange sent; returns false when the run must stop.
   auto pump = [&](std::chrono::milliseconds wait) -> bool {
     poller.wait(wait);
     while (sock.recv(msg)) {
+      last_heard = Clock::now();
       auto h = proto::read_header(msg.frame);
       if (!h) continue;
       switch (h->type) {
         case proto::MsgType::JobAccepted:
-          if (auto m = proto::decode<proto::JobAccepted>(msg.frame)) {
+          if (auto m = proto::decode<proto::JobAccepted>(msg.frame); m && job_id == 0) {
             job_id = m->job_id;
             window = std::max<std::uint32_t>(m->window, 1);
           }
@@ -249,6 +270,27 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
           if (auto m = proto::decode<proto::JobProgress>(msg.frame); m && m->job_id == job_id) {
             progress = *m;
             printer.update(progress);
+            if (m->instance != 0 && instance != 0 && m->instance != instance) {
+              ++reattached;
+              log->warn("job {}: the interchange restarted; reattached", job_id);
+            }
+            if (m->instance != 0) instance = m->instance;
+            if (probe_pending) {
+              probe_pending = false;
+              if (unanswered_probes > 0) {
+                log->warn("job {}: the interchange answers again after {} unanswered probes",
+                          job_id, unanswered_probes);
+              }
+              unanswered_probes = 0;
+              const bool lost_tasks = m->submitted < submitted;
+              const bool lost_end = submit_ended && m->total == 0;
+              if (lost_tasks || lost_end) {
+                resubmit_from = m->submitted;
+                log->warn("job {}: the interchange knows {} of {} mini-batches submitted; "
+                          "resubmitting from there",
+                          job_id, m->submitted, submitted);
+              }
+            }
           }
           break;
         case proto::MsgType::JobEnded:
@@ -258,9 +300,17 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
           }
           break;
         case proto::MsgType::Reject:
-          if (auto m = proto::decode<proto::Reject>(msg.frame))
-            failure = "interchange: " + m->reason;
-          return false;
+          if (auto m = proto::decode<proto::Reject>(msg.frame)) {
+            // A job the interchange does not know at all cannot be followed; anything else
+            // (a SubmitTasks that reached a restarted interchange) is answered by reattaching.
+            if (job_id == 0 || m->reason.rfind("Attach:", 0) == 0) {
+              failure = "interchange: " + m->reason;
+              return false;
+            }
+            last_probe = Clock::time_point{};
+            last_heard = Clock::now() - kProbeAfter;
+          }
+          break;
         default:
           break;
       }
@@ -271,6 +321,14 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
         return false;
       }
     }
+    const auto now = Clock::now();
+    if (job_id != 0 && !ended && now - last_heard >= kProbeAfter &&
+        now - last_probe >= kProbeAfter) {
+      last_probe = now;
+      if (probe_pending) ++unanswered_probes;
+      probe_pending = true;
+      (void)sock.send(proto::encode(proto::Attach{job_id}));
+    }
     if (g_interrupts.load() > 0 && job_id != 0 && !cancel_sent) {
       cancel_sent = true;
       std::fprintf(stderr, "\nfanout: cancelling job %llu (Ctrl-C again to leave it running)\n",
@@ -278,10 +336,11 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
       (void)sock.send(proto::encode(proto::CancelJob{job_id, "cancelled by the user (signal)"}));
     }
     if (g_interrupts.load() > 1) {
+      leave_running = true;
       failure = "interrupted";
       return false;
     }
-    return !ended.has_value();
+    return !ended.has_value() && !resubmit_from.has_value();
   };
 
   // 1. Wait for the job id.
@@ -290,10 +349,25 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     if (!pump(std::chrono::milliseconds(100))) break;
     if (Clock::now() > accept_deadline) failure = "no answer from the interchange at " + endpoint;
   }
+  if (job_id != 0) write_job_pointer(run_dir, endpoint, job_id);
 
-  // 2. Stream the input while listing it, within the interchange's window.
-  std::uint64_t submitted = 0;
-  if (job_id != 0 && failure.empty()) {
+  // 2. Stream the input while listing it, within the interchange's window. After an interchange
+  // restart the listing starts again, skipping the mini-batches the interchange already has.
+  std::uint64_t skip_below = 0;
+  bool submitting = job_id != 0 && failure.empty();
+  while (job_id != 0 && failure.empty() && !ended) {
+    if (!submitting) {
+      // 3. Follow the job to its end.
+      if (!pump(std::chrono::milliseconds(200)) && resubmit_from) {
+        skip_below = *resubmit_from;
+        resubmit_from.reset();
+        submitting = true;
+      }
+      continue;
+    }
+    submitting = false;
+    submit_ended = false;
+    submitted = skip_below;
     proto::SubmitTasks pending{job_id, {}};
     std::size_t pending_bytes = 0;
     bool ok = true;
@@ -305,49 +379,55 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
       pending_bytes = 0;
     };
     auto listed = stream_minibatches(cfg, [&](proto::MiniBatch&& mb) {
+      if (mb.index < skip_below) return true;
       for (const auto& it : mb.items) pending_bytes += it.size() + 2;
       pending_bytes += mb.detail.size();
       pending.batches.push_back(std::move(mb));
-      if (pending.batches.size() >= 256 || pending_bytes >= (1u << 20)) send_pending();
-      // Backpressure: never run further ahead of the finished mini-batches than the window.
+      // Backpressure: never run further ahead of the finished mini-batches than the window
+      // (counting those still buffered here, which are sent before waiting).
+      const bool window_full =
+          submitted + pending.batches.size() >= progress.succeeded + progress.failed + window;
+      if (window_full || pending.batches.size() >= 256 || pending_bytes >= (1u << 20)) {
+        send_pending();
+      }
       while (ok && submitted >= progress.succeeded + progress.failed + window) {
         ok = pump(std::chrono::milliseconds(50));
       }
-      if (ok) ok = pump(std::chrono::milliseconds(0)) || ended.has_value();
-      return ok && !ended;
+      if (ok) ok = pump(std::chrono::milliseconds(0));
+      return ok;
     });
+    if (resubmit_from) {
+      skip_below = *resubmit_from;
+      resubmit_from.reset();
+      submitting = true;
+      continue;
+    }
     if (!listed) {
       failure = listed.error().message;
       (void)sock.send(proto::encode(proto::CancelJob{job_id, failure}));
     } else if (ok && !ended) {
       send_pending();
       (void)sock.send(proto::encode(proto::SubmitEnd{job_id, submitted}), false);
+      submit_ended = true;
     }
-  }
-
-  // 3. Follow the job to its end.
-  while (!ended && failure.empty()) {
-    if (!pump(std::chrono::milliseconds(200))) break;
   }
   printer.update(progress, true);
   printer.finish();
+  if (reattached > 0) {
+    std::fprintf(stderr, "fanout: reattached to job %llu after the interchange restarted\n",
+                 static_cast<unsigned long long>(job_id));
+  }
 
   int rc = 3;
   if (ended) {
-    const auto& p = ended->progress;
+    rc = report_ended(*ended, spec.output_path, spec.log_dir);
+  } else if (leave_running && job_id != 0) {
     std::fprintf(stderr,
-                 "fanout: job %llu %s: %s\n  mini-batches: %llu succeeded, %llu failed of %llu; "
-                 "items: %llu succeeded, %llu failed; failed attempts: %llu\n",
-                 static_cast<unsigned long long>(job_id), ended->state.c_str(),
-                 ended->reason.c_str(), static_cast<unsigned long long>(p.succeeded),
-                 static_cast<unsigned long long>(p.failed),
-                 static_cast<unsigned long long>(p.submitted),
-                 static_cast<unsigned long long>(p.items_succeeded),
-                 static_cast<unsigned long long>(p.items_failed),
-                 static_cast<unsigned long long>(p.attempts_failed));
-    if (!spec.output_path.empty()) std::fprintf(stderr, "  output: %s\n", spec.output_path.c_str());
-    std::fprintf(stderr, "  logs: %s\n", spec.log_dir.c_str());
-    rc = ended->state == "succeeded" ? 0 : 1;
+                 "\nfanout: job %llu left running; follow it with: fanout wait %llu --db %s\n",
+                 static_cast<unsigned long long>(job_id), static_cast<unsigned long long>(job_id),
+                 db.c_str());
+    if (embedded) embedded->detach();
+    return 3;
   } else {
     std::fprintf(stderr, "error: %s\n", failure.empty() ? "the job did not end" : failure.c_str());
   }

@@ -149,6 +149,12 @@ void Embedded::stop() {
   }
 }
 
+void Embedded::detach() {
+  (void)ix_.release();
+  for (auto& p : pools_) (void)p.release();
+  pools_.clear();
+}
+
 std::string Embedded::dead_child() {
   if (auto st = ix_.poll()) {
     return "the interchange exited (" + st->describe() + "):" + tail_of(ix_log_, 10);

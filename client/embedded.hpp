@@ -29,6 +29,9 @@ class Embedded final {
 
   // Waits for the children to exit by themselves (they were told to), then stops them.
   void stop();
+  // Leaves the children running on their own (the client exits, the job goes on): the
+  // interchange exits once its jobs end, and tells its pools to stop.
+  void detach();
   // Describes the interchange's death with its log tail, or "" while it runs.
   std::string dead_child();
   [[nodiscard]] const std::string& client_endpoint() const { return client_ep_; }

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "client/client.hpp"
+#include "client/follow.hpp"
 #include "fanout/config/job_spec.hpp"
 #include "fanout/util/log.hpp"
 
@@ -39,6 +40,30 @@ int main(int argc, char** argv) {
   hist->add_option("--state", state, "only jobs in this state");
   hist->add_flag("--json", json, "machine-readable output");
 
+  std::uint64_t job_id = 0;
+  fanout::client::FollowOptions fo;
+  auto* wait = app.add_subcommand("wait", "follow a running job to its end (reattach)");
+  wait->add_option("job", job_id, "the job id")->required();
+  wait->add_option("--db", fo.db, "SQLite store (default: as for run)");
+  wait->add_option("--interchange", fo.interchange,
+                   "client endpoint (default: from the job's run folder)");
+  wait->add_flag("--quiet,-q", fo.quiet, "no progress output");
+  auto* cancel = app.add_subcommand("cancel", "stop a running job");
+  cancel->add_option("job", job_id, "the job id")->required();
+  cancel->add_option("--db", fo.db, "SQLite store (default: as for run)");
+  cancel->add_option("--interchange", fo.interchange,
+                     "client endpoint (default: from the job's run folder)");
+  cancel->add_flag("--quiet,-q", fo.quiet, "no progress output");
+  fanout::client::ResumeOptions ro;
+  auto* resume = app.add_subcommand(
+      "resume", "finish an unfinished job on a private interchange (after a crash)");
+  resume->add_option("job", job_id, "the job id")->required();
+  resume->add_option("--db", ro.db, "SQLite store (default: as for run)");
+  resume->add_option("--python", ro.python, "Python interpreter for the workers");
+  resume->add_option("--workers", ro.workers, "worker processes per pool (default: the job's)");
+  resume->add_option("--pools", ro.pools, "local pools (default: the job's instance_count)");
+  resume->add_flag("--quiet,-q", ro.quiet, "no progress output");
+
   CLI11_PARSE(app, argc, argv);
 
   auto level = fanout::parse_log_level(log_level);
@@ -63,6 +88,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "error: %s\n", e.what());
       return 3;
     }
+  }
+  if (*wait || *cancel) {
+    if (fo.db.empty()) fo.db = fanout::client::default_db_path();
+    fo.cancel = cancel->parsed();
+    return fanout::client::follow_job(job_id, fo, log);
+  }
+  if (*resume) {
+    if (ro.db.empty()) ro.db = fanout::client::default_db_path();
+    return fanout::client::resume_job(job_id, ro, log);
   }
   if (*hist) {
     return fanout::client::print_history(db.empty() ? fanout::client::default_db_path() : db, limit,

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "fanout/protocol/codec.hpp"
 #include "fanout/util/fs.hpp"
@@ -34,6 +35,11 @@ Interchange::Interchange(Options opts, Logger log)
   store_ = std::make_unique<store::TaskStore>(opts_.db_path, log_);
   next_job_id_ = store_->max_job_id() + 1;
   next_task_id_ = store_->max_attempt_id() + 1;
+  // Pool ids are never reused within a store, across restarts too.
+  next_pool_id_ = store_->max_pool_id() + 1;
+  std::random_device rd;
+  instance_ = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(::getpid());
+  if (instance_ == 0) instance_ = 1;
   recover();
   log_->info("interchange {} listening: clients {} pools {} store {}", FANOUT_VERSION, client_ep_,
              pool_ep_, opts_.db_path);
@@ -53,6 +59,12 @@ void Interchange::recover() {
     job.items_succeeded = u.items_succeeded;
     job.items_failed = u.items_failed;
     job.attempts_failed = u.attempts_failed;
+    // Before SubmitEnd the store's total is 0: the known mini-batches are those recorded, which
+    // are a prefix of the input (the client resumes submitting from there).
+    if (!job.submit_done) job.total = u.succeeded + u.failed + u.remaining.size();
+    job.accepted_at = Clock::now();
+    job.last_finished_at = job.accepted_at;
+    job.last_progress = job.accepted_at;
     for (std::size_t i = 0; i < u.remaining.size(); ++i) {
       job.ready.push_back(Pending{std::move(u.remaining[i]),
                                   i < u.remaining_tries.size() ? u.remaining_tries[i] : 0});
@@ -109,6 +121,7 @@ int Interchange::run() {
     dispatch();
 
     now = Clock::now();
+    check_job_timeouts(now);
     for (auto& [id, job] : jobs_) send_progress(job, false);
     if (now >= next_heartbeat) {
       next_heartbeat = now + opts_.heartbeat_period;
@@ -200,6 +213,8 @@ void Interchange::on_client(net::Message& msg) {
       job.spec = std::move(m->spec);
       job.clients.insert(msg.peer);
       job.last_progress = Clock::now();
+      job.accepted_at = job.last_progress;
+      job.last_finished_at = job.last_progress;
       store_->create_job(job.id, job.spec, unix_now());
       log_->info("job {} ({}) submitted: runtime {}, entry {}", job.id, job.spec.name,
                  job.spec.runtime, job.spec.entry_script);
@@ -218,10 +233,27 @@ void Interchange::on_client(net::Message& msg) {
         return;
       }
       Job& job = it->second;
-      job.total += m->batches.size();
-      for (auto& mb : m->batches) job.ready.push_back(Pending{mb, 0});
-      SPDLOG_LOGGER_DEBUG(log_, "job {}: {} mini-batches submitted", job.id, m->batches.size());
-      store_->add_minibatches(job.id, std::move(m->batches));
+      if (job.submit_done) {
+        ++stats_.dropped_submissions;
+        return;
+      }
+      // Mini-batches are accepted in input order only: index == the count known. A client that
+      // resumes after an interchange restart resends from the count it was told, and frames it
+      // queued before it knew may arrive too, so duplicates and gaps are dropped here (and
+      // counted), never recorded twice.
+      std::vector<proto::MiniBatch> accepted;
+      accepted.reserve(m->batches.size());
+      for (auto& mb : m->batches) {
+        if (mb.index != job.total) {
+          ++stats_.dropped_submissions;
+          continue;
+        }
+        ++job.total;
+        job.ready.push_back(Pending{mb, 0});
+        accepted.push_back(std::move(mb));
+      }
+      SPDLOG_LOGGER_DEBUG(log_, "job {}: {} mini-batches submitted", job.id, accepted.size());
+      if (!accepted.empty()) store_->add_minibatches(job.id, std::move(accepted));
       return;
     }
     case proto::MsgType::SubmitEnd: {
@@ -230,10 +262,19 @@ void Interchange::on_client(net::Message& msg) {
       auto it = jobs_.find(m->job_id);
       if (it == jobs_.end()) return;
       Job& job = it->second;
+      if (job.submit_done) return;
+      if (m->total != job.total) {
+        // Some mini-batches were lost on the way (an interchange restart while submitting): the
+        // client resubmits them and sends SubmitEnd again.
+        ++stats_.dropped_submissions;
+        send_progress(job, true);
+        return;
+      }
       job.submit_done = true;
       store_->set_submit_done(job.id, job.total);
       log_->info("job {}: all {} mini-batches submitted", job.id, job.total);
-      maybe_finish(job);
+      check_thresholds(job);  // allowed_failed_percent is known from now on
+      if (auto j = jobs_.find(m->job_id); j != jobs_.end()) maybe_finish(j->second);
       return;
     }
     case proto::MsgType::Attach: {
@@ -360,7 +401,7 @@ void Interchange::on_pool(net::Message& msg) {
   if (it == pools_.end()) {
     // Unknown peer: after an interchange restart, or a pool declared lost. It must register
     // again; whatever it sends before that is not trusted.
-    ++stats_.bad_frames;
+    ++stats_.unknown_pool_frames;
     (void)pools_sock_.send_to(msg.peer,
                               proto::encode(proto::Reject{"not registered: send Register"}));
     return;
@@ -392,6 +433,7 @@ void Interchange::on_pool(net::Message& msg) {
 void Interchange::on_register(const std::string& peer, const proto::Register& reg) {
   if (pools_.count(peer) != 0) {
     // The same pool registering again lost its state (restart): what it held is requeued.
+    ++stats_.reregistrations;
     lose_pool(peer, "registered again");
   }
   if (reg.workers == 0) {
@@ -477,7 +519,9 @@ void Interchange::dispatch() {
       for (const auto& t : batch.tasks) {
         store_->mark_running(t.job_id, t.index, t.attempt);
         pool.tasks.insert(t.task_id);
-        ++jobs_.at(t.job_id).in_flight;
+        Job& job = jobs_.at(t.job_id);
+        ++job.in_flight;
+        job.dispatched = true;
       }
       stats_.tasks_dispatched += batch.tasks.size();
       SPDLOG_LOGGER_DEBUG(log_, "sent {} tasks to pool {}", batch.tasks.size(), pool.id);
@@ -510,6 +554,7 @@ void Interchange::on_result(Pool& pool, proto::TaskResult& r) {
   }
   Job& job = job_it->second;
   --job.in_flight;
+  job.last_finished_at = Clock::now();
   r.attempt = fl.attempt;
   r.items = fl.mb.items.size();
   if (is_success(r.status)) {
@@ -523,8 +568,10 @@ void Interchange::on_result(Pool& pool, proto::TaskResult& r) {
     store_->record_attempt(store::AttemptRecord{pool.id, pool.reg.pool_name, std::move(r),
                                                 retried ? "pending" : "failed", false});
   }
+  // check_thresholds may end the job, which erases it: look it up again.
+  const auto job_id = job.id;
   check_thresholds(job);
-  maybe_finish(job);
+  if (auto it = jobs_.find(job_id); it != jobs_.end()) maybe_finish(it->second);
 }
 
 // Decides what a failed attempt means: retried (pushed to the front of the queue, so retries
@@ -621,22 +668,57 @@ void Interchange::check_thresholds(Job& job) {
     end_job(job, "failed",
             fmt::format("mini_batch_error_threshold exceeded: {} failed mini-batches > {}",
                         job.failed, s.mini_batch_error_threshold));
+    return;
+  }
+  // allowed_failed_percent is a share of the whole job, known once every mini-batch is
+  // submitted; from then on failures only add up, so crossing it ends the job at once.
+  if (job.submit_done && job.total > 0 && s.allowed_failed_percent >= 0 &&
+      s.allowed_failed_percent < 100) {
+    const double pct = 100.0 * static_cast<double>(job.failed) / static_cast<double>(job.total);
+    if (pct > s.allowed_failed_percent) {
+      end_job(job, "failed",
+              fmt::format("allowed_failed_percent exceeded: {:.1f}% of mini-batches failed > {}%",
+                          pct, s.allowed_failed_percent));
+    }
+  }
+}
+
+void Interchange::check_job_timeouts(Clock::time_point now) {
+  using Secs = std::chrono::duration<double>;
+  std::vector<std::pair<std::uint64_t, std::string>> expired;
+  for (auto& [id, job] : jobs_) {
+    const auto& s = job.spec;
+    // ParallelRunStep's first_task_creation_timeout: the job never got a mini-batch started
+    // (no pool, or no input submitted).
+    if (!job.dispatched && s.first_task_creation_timeout_s > 0 &&
+        now - job.accepted_at > Secs(s.first_task_creation_timeout_s)) {
+      expired.emplace_back(id, fmt::format("first_task_creation_timeout exceeded: no mini-batch "
+                                           "started within {} s",
+                                           s.first_task_creation_timeout_s));
+      continue;
+    }
+    // progress_update_timeout: no attempt of the job finished (succeeded or failed) for that
+    // long. A hung job, or one whose client stopped submitting, ends instead of waiting forever.
+    if (s.progress_update_timeout_s > 0 &&
+        now - job.last_finished_at > Secs(s.progress_update_timeout_s)) {
+      expired.emplace_back(id, fmt::format("progress_update_timeout exceeded: no mini-batch "
+                                           "finished for {} s",
+                                           s.progress_update_timeout_s));
+    }
+  }
+  for (auto& [id, reason] : expired) {
+    if (auto it = jobs_.find(id); it != jobs_.end()) end_job(it->second, "failed", reason);
   }
 }
 
 void Interchange::maybe_finish(Job& job) {
   if (job.state != "running" || !job.submit_done) return;
   if (job.succeeded + job.failed < job.total) return;
-  const auto& s = job.spec;
-  if (job.total > 0 && s.allowed_failed_percent >= 0 && s.allowed_failed_percent < 100) {
-    double pct = 100.0 * static_cast<double>(job.failed) / static_cast<double>(job.total);
-    if (pct > s.allowed_failed_percent) {
-      end_job(job, "failed",
-              fmt::format("allowed_failed_percent exceeded: {:.1f}% of mini-batches failed > {}%",
-                          pct, s.allowed_failed_percent));
-      return;
-    }
-  }
+  // allowed_failed_percent, for a job whose failures came before its SubmitEnd. Ending the job
+  // erases it: look it up again.
+  const auto job_id = job.id;
+  check_thresholds(job);
+  if (jobs_.count(job_id) == 0) return;
   end_job(job, "succeeded",
           job.failed == 0
               ? std::string("all mini-batches succeeded")
@@ -657,6 +739,7 @@ proto::JobProgress Interchange::progress_of(const Job& job) const {
   std::uint32_t workers = 0;
   for (auto& [peer, pool] : pools_) workers += pool.reg.workers;
   p.workers = workers;
+  p.instance = instance_;
   return p;
 }
 
@@ -677,16 +760,49 @@ void Interchange::send_progress(Job& job, bool force) {
 
 void Interchange::end_job(Job& job, const std::string& state, const std::string& reason) {
   job.state = state;
-  // Tasks still in pools are left to finish; their results arrive for an ended job and are
-  // discarded (the job's record is final).
+  // Tasks still in pools are stopped: each becomes a CANCELLED attempt now, and the pools that
+  // know the job are told to drop it (DropJob); a result that still arrives is discarded as late.
+  std::vector<std::pair<std::uint64_t, InFlight>> stopped;
   for (auto it = in_flight_.begin(); it != in_flight_.end();) {
     if (it->second.job_id == job.id) {
-      if (auto p = pools_.find(it->second.pool_peer); p != pools_.end())
-        p->second.tasks.erase(it->first);
+      if (auto p = pools_.find(it->second.pool_peer); p != pools_.end()) p->second.tasks.erase(it->first);
+      stopped.emplace_back(it->first, std::move(it->second));
       it = in_flight_.erase(it);
     } else {
       ++it;
     }
+  }
+  std::sort(stopped.begin(), stopped.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [task_id, fl] : stopped) {
+    proto::TaskResult r;
+    r.task_id = task_id;
+    r.job_id = job.id;
+    r.index = fl.mb.index;
+    r.attempt = fl.attempt;
+    r.status = static_cast<std::uint8_t>(AttemptStatus::Cancelled);
+    r.items = fl.mb.items.size();
+    r.failed = r.items;
+    r.error_category = "CANCELLED";
+    r.error_message = fmt::format("stopped: the job {}: {}", state, reason);
+    r.start = unix_now();
+    std::uint64_t pool_id = 0;
+    std::string pool_name;
+    if (auto p = pools_.find(fl.pool_peer); p != pools_.end()) {
+      pool_id = p->second.id;
+      pool_name = p->second.reg.pool_name;
+    }
+    store_->record_attempt(
+        store::AttemptRecord{pool_id, std::move(pool_name), std::move(r), "pending", false});
+  }
+  job.in_flight = 0;
+  if (!stopped.empty()) {
+    log_->info("job {}: stopped {} running attempts", job.id, stopped.size());
+  }
+  const std::string drop = proto::encode(proto::DropJob{job.id, state + ": " + reason});
+  for (auto& [peer, pool] : pools_) {
+    if (pool.jobs_known.erase(job.id) == 0) continue;
+    if (pools_sock_.send_to(peer, drop) == net::SendResult::Sent) ++stats_.frames_out;
   }
   job.ready.clear();
   store_->finish_job(job.id, state, reason, unix_now());
@@ -715,12 +831,13 @@ void Interchange::log_stats(bool force) {
   last_stats_ = now;
   if (stats_ == logged_stats_) return;
   logged_stats_ = stats_;
-  log_->info(
-      "stats: frames in {} out {}, tasks {}, results {}, late {}, bad frames {}, "
-      "would-block {}, pools lost {}, pools {}, jobs {}",
-      stats_.frames_in, stats_.frames_out, stats_.tasks_dispatched, stats_.results,
-      stats_.late_results, stats_.bad_frames, stats_.would_block, stats_.pools_lost, pools_.size(),
-      jobs_.size());
+  log_->info("stats: frames in {} out {}, tasks {}, results {}, late {}, bad frames {}, "
+             "unregistered-pool frames {}, re-registrations {}, dropped submissions {}, "
+             "would-block {}, pools lost {}, pools {}, jobs {}",
+             stats_.frames_in, stats_.frames_out, stats_.tasks_dispatched, stats_.results,
+             stats_.late_results, stats_.bad_frames, stats_.unknown_pool_frames,
+             stats_.reregistrations, stats_.dropped_submissions, stats_.would_block,
+             stats_.pools_lost, pools_.size(), jobs_.size());
 }
 
 }  // namespace fanout::ix

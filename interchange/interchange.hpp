@@ -43,6 +43,7 @@ struct Options {
 struct LoopStats {
   std::uint64_t frames_in = 0, frames_out = 0, tasks_dispatched = 0, results = 0;
   std::uint64_t bad_frames = 0, late_results = 0, would_block = 0, pools_lost = 0;
+  std::uint64_t unknown_pool_frames = 0, reregistrations = 0, dropped_submissions = 0;
   bool operator==(const LoopStats&) const = default;
 };
 
@@ -81,6 +82,10 @@ class Interchange final {
     std::unordered_set<std::string> clients{};
     Clock::time_point last_progress{};
     std::uint64_t finished_at_last_progress = 0;
+    // For ParallelRunStep's job-level timeouts (JobSpec::*_timeout_s).
+    Clock::time_point accepted_at{};  // accepted, or resumed by this process
+    Clock::time_point last_finished_at{};  // an attempt of this job last finished (or accepted_at)
+    bool dispatched = false;               // a task of this job was sent to a pool
   };
   struct InFlight {
     std::string pool_peer;
@@ -111,6 +116,7 @@ class Interchange final {
   // Returns true when the mini-batch will be retried.
   bool fail_attempt(Job& job, Pending p, const proto::TaskResult& r);
   void check_thresholds(Job& job);
+  void check_job_timeouts(Clock::time_point now);
   void maybe_finish(Job& job);
   void end_job(Job& job, const std::string& state, const std::string& reason);
   void send_progress(Job& job, bool force);
@@ -140,6 +146,7 @@ class Interchange final {
   std::uint64_t next_job_id_ = 1;
   std::uint64_t next_task_id_ = 1;
   std::uint64_t next_pool_id_ = 1;
+  std::uint64_t instance_ = 0;  // JobProgress::instance: random per process
   bool had_client_ = false;
   LoopStats stats_{}, logged_stats_{};
   Clock::time_point last_stats_{};

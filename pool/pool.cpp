@@ -18,6 +18,9 @@ namespace {
 
 using proto::AttemptStatus;
 
+// Cap of the doubling back-off between unanswered Registers.
+constexpr std::chrono::milliseconds kMaxRegisterBackoff{30000};
+
 // "ValueError: bad input\nTraceback..." -> "ValueError".
 std::string category_of(const std::string& text, const char* fallback) {
   auto nl = text.find('\n');
@@ -71,6 +74,49 @@ void Pool::send_register() {
                       opts_.prefetch, FANOUT_VERSION, static_cast<std::int64_t>(::getpid())};
   send(proto::encode(reg));
   last_register_ = Clock::now();
+  ++stats_.registrations;
+}
+
+void Pool::reregister(const char* why) {
+  log_->warn("{}; registering again", why);
+  registered_ = false;
+  queue_.clear();
+  for (auto& w : slots_) {
+    if (w && w->task) w->task.reset();  // its result would be discarded anyway
+  }
+  register_backoff_ = std::max(hb_period_, Millis(1000));
+  send_register();
+}
+
+void Pool::drop_job(std::uint64_t job_id, const std::string& reason) {
+  ++stats_.jobs_dropped;
+  std::size_t queued = 0, stopped = 0;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (it->job_id == job_id) {
+      it = queue_.erase(it);
+      ++queued;
+    } else {
+      ++it;
+    }
+  }
+  const auto now = Clock::now();
+  for (auto& w : slots_) {
+    if (!w || w->job_id() != job_id || w->state() == Worker::State::Stopping) continue;
+    // The interchange recorded the running attempts as CANCELLED: nothing is reported for them.
+    if (w->task) {
+      w->task.reset();
+      ++stopped;
+      w->terminate();
+    } else {
+      w->send_quit();
+    }
+    w->set_state(Worker::State::Stopping);
+    w->kill_at = now + opts_.kill_grace;
+  }
+  jobs_.erase(job_id);
+  init_failures_.erase(job_id);
+  log_->info("job {} dropped ({}): stopped {} running tasks, dropped {} queued", job_id, reason,
+             stopped, queued);
 }
 
 int Pool::run() {
@@ -134,7 +180,11 @@ int Pool::run() {
     assign();
     flush_results();
     if (now - last_sent_ >= hb_period_) send(proto::encode(proto::Heartbeat{capacity()}));
-    if (!registered_ && now - last_register_ > std::max(hb_period_, Millis(1000))) {
+    if (!registered_ && now - last_register_ > register_backoff_) {
+      // Unanswered: the interchange is away. Ask again, less and less often.
+      register_backoff_ = std::min(register_backoff_ * 2, kMaxRegisterBackoff);
+      SPDLOG_LOGGER_DEBUG(log_, "no answer to Register; next try in {} ms",
+                          register_backoff_.count());
       send_register();
     }
     if (now - last_heard_ > hb_threshold_) {
@@ -144,10 +194,8 @@ int Pool::run() {
         break;
       }
       // Reconnect with a fresh registration; the interchange has requeued what we held.
-      log_->warn("interchange silent for {} ms; registering again", hb_threshold_.count());
-      registered_ = false;
       last_heard_ = now;
-      send_register();
+      if (registered_) reregister("interchange silent past the heartbeat threshold");
     }
     log_stats(false);
   }
@@ -179,6 +227,7 @@ void Pool::on_message(const std::string& frame) {
       auto m = proto::decode<proto::Registered>(frame);
       if (!m) break;
       registered_ = true;
+      register_backoff_ = std::max(hb_period_, Millis(1000));
       if (m->heartbeat_period_ms > 0) hb_period_ = Millis(m->heartbeat_period_ms);
       if (m->heartbeat_threshold_ms > 0) hb_threshold_ = Millis(m->heartbeat_threshold_ms);
       log_->info("pool {} registered as {} ({} workers, prefetch {})", opts_.name, m->pool_id,
@@ -187,16 +236,16 @@ void Pool::on_message(const std::string& frame) {
     }
     case proto::MsgType::Reject: {
       auto m = proto::decode<proto::Reject>(frame);
-      log_->warn("interchange rejected us: {}", m ? m->reason : std::string("?"));
+      const std::string reason = m ? m->reason : std::string("?");
       if (registered_) {
         // The interchange restarted or declared us lost: what we hold was requeued there.
-        registered_ = false;
-        queue_.clear();
-        for (auto& w : slots_) {
-          if (w && w->task) w->task.reset();  // its result would be discarded anyway
-        }
-        send_register();
+        reregister(("interchange rejected us: " + reason).c_str());
+      } else if (reason.rfind("not registered", 0) == 0) {
+        // The answer to a frame sent before our pending Register; that one is answered in turn.
+        SPDLOG_LOGGER_DEBUG(log_, "rejected while registering: {}", reason);
       } else {
+        // Our Register itself was refused (wrong version, no workers): retrying cannot help.
+        log_->error("interchange refused our registration: {}", reason);
         stop();
       }
       return;
@@ -215,6 +264,12 @@ void Pool::on_message(const std::string& frame) {
       stats_.tasks += m->tasks.size();
       SPDLOG_LOGGER_DEBUG(log_, "received {} tasks", m->tasks.size());
       for (auto& t : m->tasks) queue_.push_back(std::move(t));
+      return;
+    }
+    case proto::MsgType::DropJob: {
+      auto m = proto::decode<proto::DropJob>(frame);
+      if (!m) break;
+      drop_job(m->job_id, m->reason);
       return;
     }
     case proto::MsgType::Shutdown:
@@ -522,11 +577,11 @@ void Pool::log_stats(bool force) {
   last_stats_ = now;
   if (stats_ == logged_stats_) return;
   logged_stats_ = stats_;
-  log_->info(
-      "stats: tasks {}, results {}, workers started {}, lost {}, timeouts {}, "
-      "init failures {}, bad frames {}",
-      stats_.tasks, stats_.results, stats_.workers_started, stats_.workers_lost, stats_.timeouts,
-      stats_.init_failures, stats_.bad_frames);
+  log_->info("stats: tasks {}, results {}, workers started {}, lost {}, timeouts {}, "
+             "init failures {}, bad frames {}, registrations {}, jobs dropped {}",
+             stats_.tasks, stats_.results, stats_.workers_started, stats_.workers_lost,
+             stats_.timeouts, stats_.init_failures, stats_.bad_frames, stats_.registrations,
+             stats_.jobs_dropped);
 }
 
 }  // namespace fanout::pool

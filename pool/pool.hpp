@@ -39,7 +39,7 @@ struct Options {
 
 struct PoolStats {
   std::uint64_t tasks = 0, results = 0, workers_started = 0, workers_lost = 0, timeouts = 0;
-  std::uint64_t init_failures = 0, bad_frames = 0;
+  std::uint64_t init_failures = 0, bad_frames = 0, registrations = 0, jobs_dropped = 0;
   bool operator==(const PoolStats&) const = default;
 };
 
@@ -56,6 +56,10 @@ class Pool final {
 
  private:
   void send_register();
+  // Registration was lost (interchange restarted or declared us lost): what we hold was requeued
+  // there, so queued tasks are forgotten, and we register again.
+  void reregister(const char* why);
+  void drop_job(std::uint64_t job_id, const std::string& reason);
   void on_message(const std::string& frame);
   void on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events);
   void on_worker_gone(std::size_t slot);
@@ -77,6 +81,9 @@ class Pool final {
   std::atomic<bool> stop_{false};
   bool registered_ = false;
   Clock::time_point last_register_{};
+  // Wait before repeating an unanswered Register: doubles from the heartbeat period up to
+  // kMaxRegisterBackoff (zguide Paranoid Pirate), reset once registered.
+  std::chrono::milliseconds register_backoff_{1000};
   Clock::time_point last_heard_{};
   Clock::time_point last_sent_{};
   std::chrono::milliseconds hb_period_;

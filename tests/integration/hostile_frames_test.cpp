@@ -3,6 +3,7 @@
 // afterwards through `fanout run --interchange` completes.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <random>
 
 #include "fanout/protocol/codec.hpp"
@@ -137,4 +138,115 @@ task:
   CHECK(!cl.interchange.poll().has_value());
   // The garbage was counted, not fatal: the interchange logged the first bad frame once.
   CHECK(read_text(cl.ix_log).find("dropped a bad frame") != std::string::npos);
+}
+
+// Hostile pools (issue 4): after a real job, a hand-made pool registers twice and sends results
+// for tasks it never held (a real succeeded task's id, with rows, and ids that never existed);
+// another peer sends results without registering. Nothing is written, the output keeps each row
+// once, the duplicate registration is answered with a fresh one, the unregistered peer is told to
+// register, and the interchange serves on.
+TEST_CASE("integration.hostile_frames.forged_results_and_duplicate_registrations") {
+  TempDir dir("hostile-pool");
+  const std::string db = dir / "fanout.db";
+  Cluster cl;
+  cl.start_interchange(dir.path(), db);
+  cl.start_pool(dir.path(), "pool-a", 2);
+  make_files(dir / "data", 12);
+  write_file(dir / "src/score.py",
+             "import os\ndef run(mini_batch):\n    return [os.path.basename(p) for p in mini_batch]\n");
+  write_file(dir / "job.yaml", R"(type: parallel
+name: forged
+inputs:
+  files: {type: uri_folder, path: ./data}
+outputs:
+  out: {type: uri_file, path: ./out.txt}
+input_data: ${{inputs.files}}
+mini_batch_size: "3"
+task:
+  type: run_function
+  code: ./src
+  entry_script: score.py
+  append_row_to: ${{outputs.out}}
+)");
+  auto run_job = [&] {
+    return run_capture({fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep,
+                        "--db", db, "--python", python_bin(), "--quiet"},
+                       dir.path(), {}, std::chrono::seconds(120));
+  };
+  auto r = run_job();
+  INFO("client stderr:\n" << r.err << cl.logs());
+  REQUIRE(r.status.code == 0);
+  REQUIRE(read_lines(dir / "out.txt").size() == 12);
+  const auto real_task = sql_int(db, "select min(id) from attempts where status='RUN_DONE'");
+
+  auto forged = [&](std::uint64_t task_id, std::uint64_t job_id, std::uint64_t index) {
+    proto::TaskResult t;
+    t.task_id = task_id;
+    t.job_id = job_id;
+    t.index = index;
+    t.status = static_cast<std::uint8_t>(proto::AttemptStatus::RunDone);
+    t.items = 3;
+    t.succeeded = 3;
+    t.rows = 1;
+    t.output = "EVIL ROW\n";
+    return proto::encode(proto::ResultBatch{{t}, 1});
+  };
+  auto wait_for_type = [](RawDealer& s, proto::MsgType type) {
+    for (int k = 0; k < 50; ++k) {
+      auto reply = s.recv_within(5000);
+      if (reply.empty()) return std::string();
+      auto h = proto::read_header(reply);
+      if (h && h->type == type) return reply;
+    }
+    return std::string();
+  };
+
+  RawDealer evil(cl.pool_ep);
+  evil.send(proto::encode(proto::Register{"evil-pool", "nowhere", 1, 0, "x", 1}));
+  auto first = proto::decode<proto::Registered>(wait_for_type(evil, proto::MsgType::Registered));
+  REQUIRE(first.has_value());
+  // Results for tasks it does not hold: a real finished one, unknown ids, an unknown job.
+  evil.send(forged(static_cast<std::uint64_t>(real_task), 1, 0));
+  evil.send(forged(987654321, 1, 2));
+  evil.send(forged(987654322, 4242, 0));
+  // A duplicate registration: the old one is dropped, a new one made.
+  evil.send(proto::encode(proto::Register{"evil-pool", "nowhere", 1, 0, "x", 1}));
+  auto second = proto::decode<proto::Registered>(wait_for_type(evil, proto::MsgType::Registered));
+  REQUIRE(second.has_value());
+  CHECK(second->pool_id != first->pool_id);
+
+  // A peer that never registered is told to.
+  RawDealer stranger(cl.pool_ep);
+  stranger.send(forged(static_cast<std::uint64_t>(real_task), 1, 0));
+  auto rej = proto::decode<proto::Reject>(wait_for_type(stranger, proto::MsgType::Reject));
+  REQUIRE(rej.has_value());
+  CHECK(rej->reason.find("not registered") != std::string::npos);
+  // A client that submits to a job that is not running is refused.
+  RawDealer client(cl.client_ep);
+  client.send(proto::encode(proto::SubmitTasks{4242, {proto::MiniBatch{0, {"x"}, ""}}}));
+  auto crej = proto::decode<proto::Reject>(wait_for_type(client, proto::MsgType::Reject));
+  REQUIRE(crej.has_value());
+  CHECK(crej->reason.find("job 4242") != std::string::npos);
+
+  // Nothing forged was written.
+  CHECK(!cl.interchange.poll().has_value());
+  CHECK(read_lines(dir / "out.txt").size() == 12);
+  CHECK(read_text(dir / "out.txt").find("EVIL") == std::string::npos);
+  CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 4);
+  CHECK(sql_int(db, "select count(*) from pools where name='evil-pool'") == 2);
+  CHECK(sql_int(db, "select count(*) from pools where name='evil-pool' and state='lost'") == 1);
+
+  // Still serving: the same job again, into a fresh output, on the real pool. The evil pool
+  // would hold tasks without answering; a Register with no workers ends its registration (and
+  // is refused). Were a task sent to it first, the pool's loss would requeue it: the rows are
+  // checked, not the time.
+  evil.send(proto::encode(proto::Register{"evil-pool", "nowhere", 0, 0, "x", 1}));
+  auto refused = proto::decode<proto::Reject>(wait_for_type(evil, proto::MsgType::Reject));
+  REQUIRE(refused.has_value());
+  CHECK(refused->reason.find("workers") != std::string::npos);
+  std::filesystem::remove(dir / "out.txt");
+  r = run_job();
+  INFO("second run:\n" << r.err);
+  CHECK(r.status.code == 0);
+  CHECK(read_lines(dir / "out.txt").size() == 12);
 }

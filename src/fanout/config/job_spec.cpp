@@ -838,6 +838,15 @@ void Parser::apply_system_args(const Where& w) {
   if (auto it = sa.find("mini_batch_size"); it != sa.end()) {
     apply_batch_size(at(it->first), it->second, source(it->first));
   }
+  if (auto it = sa.find("task_overhead_timeout"); it != sa.end()) {
+    cfg_.task_overhead_timeout_s = positive(at(it->first), it->second);
+  }
+  if (auto it = sa.find("first_task_creation_timeout"); it != sa.end()) {
+    cfg_.first_task_creation_timeout_s = positive(at(it->first), it->second);
+  }
+  if (auto it = sa.find("progress_update_timeout"); it != sa.end()) {
+    cfg_.progress_update_timeout_s = positive(at(it->first), it->second);
+  }
 }
 
 void Parser::parse_append_row_to(const Entry* e) {

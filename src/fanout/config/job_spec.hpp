@@ -64,6 +64,11 @@ struct JobConfig {
   double allowed_failed_percent = 100;             // 0..100
   std::uint32_t max_retries = 3;                   // retry_settings.max_retries: tries = this + 1
   double timeout_s = 60;                           // retry_settings.timeout: bound on one run()
+  // ParallelRunStep's --task_overhead_timeout, --first_task_creation_timeout,
+  // --progress_update_timeout in seconds; 0: not given (not enforced).
+  double task_overhead_timeout_s = 0;
+  double first_task_creation_timeout_s = 0;
+  double progress_update_timeout_s = 0;
   std::string logging_level = "INFO";
   std::map<std::string, std::string> environment_variables{};
 

@@ -32,9 +32,10 @@ std::string type_name(std::uint8_t type) {
       nullptr,       "Register",  "Registered",  "Reject",   "Heartbeat", "TaskBatch",
       "ResultBatch", "Drain",     "Shutdown",    "JobInfo",  "SubmitJob", "JobAccepted",
       "SubmitTasks", "SubmitEnd", "JobProgress", "JobEnded", "Attach",    "CancelJob",
+      "DropJob",
   };
   constexpr std::size_t n = sizeof(kNames) / sizeof(kNames[0]);
-  if (type > 0 && type < n) return kNames[type];
+  if (type > 0 && type < n && kNames[type] != nullptr) return kNames[type];
   return fmt::format("unknown({})", type);
 }
 
@@ -56,7 +57,7 @@ Expected<Header> read_header(std::string_view frame) {
         fmt::format("frame: expected protocol version {}, found {}", kProtocolVersion, version));
   }
   if (type < static_cast<std::uint8_t>(MsgType::Register) ||
-      type > static_cast<std::uint8_t>(MsgType::CancelJob)) {
+      type > static_cast<std::uint8_t>(MsgType::DropJob)) {
     return make_error(ErrorCode::Protocol, "frame: unknown message type " + std::to_string(type));
   }
   return Header{version, static_cast<MsgType>(type)};

@@ -6,10 +6,11 @@
 #pragma once
 
 #include <cstdint>
-#include <msgpack.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <msgpack.hpp>
 
 namespace fanout::proto {
 
@@ -18,23 +19,24 @@ inline constexpr std::uint8_t kProtocolVersion = 1;
 inline constexpr std::size_t kMaxFrameBytes = 256u * 1024u * 1024u;
 
 enum class MsgType : std::uint8_t {  // wire values: append only, never renumber or reuse
-  Register = 1,                      // pool -> interchange
-  Registered,                        // interchange -> pool
-  Reject,                            // interchange -> pool or client
-  Heartbeat,                         // both ways
-  TaskBatch,                         // interchange -> pool
-  ResultBatch,                       // pool -> interchange
-  Drain,                             // interchange -> pool: finish what you hold, take nothing new
-  Shutdown,                          // interchange -> pool, client -> interchange (embedded mode)
-  JobInfo,      // interchange -> pool: what a job's tasks need, sent before its first task
-  SubmitJob,    // client -> interchange
-  JobAccepted,  // interchange -> client
-  SubmitTasks,  // client -> interchange
-  SubmitEnd,    // client -> interchange: no more mini-batches for this job
-  JobProgress,  // interchange -> client
-  JobEnded,     // interchange -> client
-  Attach,       // client -> interchange: follow an existing job
-  CancelJob,    // client -> interchange
+  Register = 1,  // pool -> interchange
+  Registered,    // interchange -> pool
+  Reject,        // interchange -> pool or client
+  Heartbeat,     // both ways
+  TaskBatch,     // interchange -> pool
+  ResultBatch,   // pool -> interchange
+  Drain,         // interchange -> pool: finish what you hold, take nothing new
+  Shutdown,      // interchange -> pool, client -> interchange (embedded mode)
+  JobInfo,       // interchange -> pool: what a job's tasks need, sent before its first task
+  SubmitJob,     // client -> interchange
+  JobAccepted,   // interchange -> client
+  SubmitTasks,   // client -> interchange
+  SubmitEnd,     // client -> interchange: no more mini-batches for this job
+  JobProgress,   // interchange -> client
+  JobEnded,      // interchange -> client
+  Attach,        // client -> interchange: follow an existing job
+  CancelJob,     // client -> interchange
+  DropJob = 18,  // interchange -> pool: a job ended; stop its running tasks, drop its queued ones
 };
 
 // Outcome of one attempt, as recorded in attempts.status (see to_string below).
@@ -53,26 +55,31 @@ const char* to_string(AttemptStatus s) noexcept;
 // Everything a pool needs to run a job's tasks and the interchange needs to decide retries.
 struct JobSpec {
   std::string name{};
-  std::string spec_path{};            // the job file, for messages
-  std::string runtime{};              // "python" | "command" | "native"
-  std::string code_dir{};             // absolute; the worker's working directory
-  std::string entry_script{};         // relative to code_dir (python), command line, or library
-  std::string python{};               // interpreter for the python runtime
-  std::vector<std::string> args{};    // passed to the entry script's sys.argv
-  std::vector<std::string> env{};     // "KEY=VALUE" set for workers
-  std::string output_path{};          // append_row file; empty means summary_only
-  std::string log_dir{};              // the job's logs/ folder
-  std::uint32_t max_tries = 4;        // tries per mini-batch (retries + 1)
-  double run_timeout_s = 0;           // bound on one run(); 0: none
-  std::int64_t error_threshold = -1;  // failed items that abort the job; -1 ignores
+  std::string spec_path{};          // the job file, for messages
+  std::string runtime{};            // "python" | "command" | "native"
+  std::string code_dir{};           // absolute; the worker's working directory
+  std::string entry_script{};       // relative to code_dir (python), command line, or library
+  std::string python{};             // interpreter for the python runtime
+  std::vector<std::string> args{};  // passed to the entry script's sys.argv
+  std::vector<std::string> env{};   // "KEY=VALUE" set for workers
+  std::string output_path{};        // append_row file; empty means summary_only
+  std::string log_dir{};            // the job's logs/ folder
+  std::uint32_t max_tries = 4;      // tries per mini-batch (retries + 1)
+  double run_timeout_s = 0;         // bound on one run(); 0: none
+  std::int64_t error_threshold = -1;           // failed items that abort the job; -1 ignores
   std::int64_t mini_batch_error_threshold = -1;  // failed mini-batches; -1 ignores
-  double allowed_failed_percent = 100;           // failed share once all are scheduled
-  std::string settings_json{};                   // all settings, recorded with the job
-  std::string input_name{};                      // the input's name (mini_batch_context.dataset)
+  double allowed_failed_percent = 100;         // failed share once all are scheduled
+  std::string settings_json{};      // all settings, recorded with the job
+  std::string input_name{};         // the input's name (mini_batch_context.dataset)
+  // ParallelRunStep's job-level timeouts, enforced by the interchange; 0: none.
+  double task_overhead_timeout_s = 0;        // dispatch to result, beyond run_timeout_s
+  double first_task_creation_timeout_s = 0;  // job accepted to its first task dispatched
+  double progress_update_timeout_s = 0;      // no attempt finished for this long
   MSGPACK_DEFINE_ARRAY(name, spec_path, runtime, code_dir, entry_script, python, args, env,
                        output_path, log_dir, max_tries, run_timeout_s, error_threshold,
                        mini_batch_error_threshold, allowed_failed_percent, settings_json,
-                       input_name)
+                       input_name, task_overhead_timeout_s, first_task_creation_timeout_s,
+                       progress_update_timeout_s)
 };
 
 // One mini-batch as described by the client: never the data, only where to find it.
@@ -99,18 +106,18 @@ struct TaskResult {
   std::uint64_t job_id = 0;
   std::uint64_t index = 0;
   std::uint32_t attempt = 1;
-  std::uint8_t status = 0;      // AttemptStatus
-  std::uint64_t items = 0;      // items in the mini-batch
-  std::uint64_t succeeded = 0;  // min(len(result), items)
-  std::uint64_t failed = 0;     // items - succeeded
-  std::uint64_t rows = 0;       // rows in `output`
-  std::string output{};         // the append_row bytes of this mini-batch, newline-terminated
+  std::uint8_t status = 0;         // AttemptStatus
+  std::uint64_t items = 0;         // items in the mini-batch
+  std::uint64_t succeeded = 0;     // min(len(result), items)
+  std::uint64_t failed = 0;        // items - succeeded
+  std::uint64_t rows = 0;          // rows in `output`
+  std::string output{};            // the append_row bytes of this mini-batch, newline-terminated
   std::string error_category{};
   std::string error_message{};
   std::string node{};
-  std::string process{};  // worker name, e.g. "process003"
+  std::string process{};           // worker name, e.g. "process003"
   std::int64_t worker_pid = 0;
-  double start = 0;  // Unix seconds
+  double start = 0;                // Unix seconds
   double elapsed_s = 0;
   double cpu_s = 0;
   double run_s = 0;
@@ -127,7 +134,7 @@ struct Register {
   std::string node{};       // host name
   std::uint32_t workers = 0;
   std::uint32_t prefetch = 0;
-  std::string build{};  // software version, for logs only
+  std::string build{};      // software version, for logs only
   std::int64_t pid = 0;
   MSGPACK_DEFINE_ARRAY(pool_name, node, workers, prefetch, build, pid)
 };
@@ -228,14 +235,15 @@ struct JobProgress {
   std::uint64_t attempts_failed = 0;
   std::uint32_t pools = 0;
   std::uint32_t workers = 0;
-  MSGPACK_DEFINE_ARRAY(job_id, total, submitted, succeeded, failed, items_succeeded, items_failed,
-                       attempts_failed, pools, workers)
+  std::uint64_t instance = 0;  // random per interchange process: a change means it restarted
+  MSGPACK_DEFINE_ARRAY(job_id, total, submitted, succeeded, failed, items_succeeded,
+                       items_failed, attempts_failed, pools, workers, instance)
 };
 
 struct JobEnded {
   static constexpr MsgType kType = MsgType::JobEnded;
   std::uint64_t job_id = 0;
-  std::string state{};  // "succeeded" | "failed" | "cancelled"
+  std::string state{};   // "succeeded" | "failed" | "cancelled"
   std::string reason{};
   JobProgress progress{};
   MSGPACK_DEFINE_ARRAY(job_id, state, reason, progress)
@@ -251,6 +259,18 @@ struct CancelJob {
   static constexpr MsgType kType = MsgType::CancelJob;
   std::uint64_t job_id = 0;
   std::string reason{};
+  MSGPACK_DEFINE_ARRAY(job_id, reason)
+};
+
+// ---- interchange -> pool, job control ----
+
+// A job ended (failed a threshold, was cancelled): the pool stops the job's busy workers, drops
+// its queued tasks and forgets its JobInfo. It reports nothing for them: the interchange has
+// already recorded them as CANCELLED attempts.
+struct DropJob {
+  static constexpr MsgType kType = MsgType::DropJob;
+  std::uint64_t job_id = 0;
+  std::string reason{};  // for logs
   MSGPACK_DEFINE_ARRAY(job_id, reason)
 };
 

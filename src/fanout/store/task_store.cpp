@@ -743,6 +743,11 @@ std::uint64_t TaskStore::max_attempt_id() {
       impl_->db.query_int("SELECT coalesce(max(id), 0) FROM attempts"));
 }
 
+std::uint64_t TaskStore::max_pool_id() {
+  std::lock_guard lk(impl_->db_mu);
+  return static_cast<std::uint64_t>(impl_->db.query_int("SELECT coalesce(max(id), 0) FROM pools"));
+}
+
 namespace {
 
 // Cuts the job's output file back to `end`, the end of its last committed rows, removing what a

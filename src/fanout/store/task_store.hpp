@@ -78,6 +78,7 @@ class TaskStore final {
   // Largest jobs.id and attempts.id in use (0 when empty).
   [[nodiscard]] std::uint64_t max_job_id();
   [[nodiscard]] std::uint64_t max_attempt_id();
+  [[nodiscard]] std::uint64_t max_pool_id();
   // Jobs in state pending or running, with their remaining mini-batches. Each job's output file
   // is truncated to the end of the last committed mini-batch's rows (created if missing).
   [[nodiscard]] std::vector<UnfinishedJob> recover();

@@ -30,7 +30,7 @@ using AllMessages =
     TypeList<proto::Register, proto::Registered, proto::Reject, proto::Heartbeat, proto::TaskBatch,
              proto::ResultBatch, proto::Drain, proto::Shutdown, proto::JobInfo, proto::SubmitJob,
              proto::JobAccepted, proto::SubmitTasks, proto::SubmitEnd, proto::JobProgress,
-             proto::JobEnded, proto::Attach, proto::CancelJob>;
+             proto::JobEnded, proto::Attach, proto::CancelJob, proto::DropJob>;
 
 // Calls f.template operator()<M>() for every message type M.
 template <typename F, typename... Ms>
@@ -101,6 +101,9 @@ proto::JobSpec sample_spec() {
   s.allowed_failed_percent = 2.25;
   s.settings_json = R"({"mini_batch_size":"10","unicode":"\u00e9"})";
   s.input_name = "images";
+  s.task_overhead_timeout_s = 30;
+  s.first_task_creation_timeout_s = 600;
+  s.progress_update_timeout_s = 90.5;
   return s;
 }
 
@@ -122,6 +125,9 @@ void check_spec(const proto::JobSpec& a, const proto::JobSpec& b) {
   CHECK(a.allowed_failed_percent == b.allowed_failed_percent);
   CHECK(a.settings_json == b.settings_json);
   CHECK(a.input_name == b.input_name);
+  CHECK(a.task_overhead_timeout_s == b.task_overhead_timeout_s);
+  CHECK(a.first_task_creation_timeout_s == b.first_task_creation_timeout_s);
+  CHECK(a.progress_update_timeout_s == b.progress_update_timeout_s);
 }
 
 proto::Task sample_task(std::uint64_t i) {
@@ -206,6 +212,7 @@ proto::JobProgress sample_progress() {
   p.attempts_failed = 12;
   p.pools = 4;
   p.workers = 64;
+  p.instance = 0xfeedface12345678ull;
   return p;
 }
 
@@ -220,6 +227,7 @@ void check_progress(const proto::JobProgress& a, const proto::JobProgress& b) {
   CHECK(a.attempts_failed == b.attempts_failed);
   CHECK(a.pools == b.pools);
   CHECK(a.workers == b.workers);
+  CHECK(a.instance == b.instance);
 }
 
 proto::TaskBatch sample_task_batch() {
@@ -253,6 +261,7 @@ TEST_CASE("protocol.codec.wire_values_are_fixed") {
   static_assert(static_cast<int>(MsgType::JobEnded) == 15);
   static_assert(static_cast<int>(MsgType::Attach) == 16);
   static_assert(static_cast<int>(MsgType::CancelJob) == 17);
+  static_assert(static_cast<int>(MsgType::DropJob) == 18);
   static_assert(static_cast<int>(AttemptStatus::RunDone) == 1);
   static_assert(static_cast<int>(AttemptStatus::Cancelled) == 8);
 
@@ -264,7 +273,7 @@ TEST_CASE("protocol.codec.wire_values_are_fixed") {
     const std::string frame = proto::encode(M{});
     CHECK(static_cast<std::uint8_t>(frame[1]) == wire);
   });
-  CHECK(seen == 17);
+  CHECK(seen == 18);
 }
 
 TEST_CASE("protocol.codec.type_names") {
@@ -274,7 +283,8 @@ TEST_CASE("protocol.codec.type_names") {
   CHECK(proto::type_name(9) == "JobInfo");
   CHECK(proto::type_name(17) == "CancelJob");
   CHECK(proto::type_name(0) == "unknown(0)");
-  CHECK(proto::type_name(18) == "unknown(18)");
+  CHECK(proto::type_name(18) == "DropJob");
+  CHECK(proto::type_name(19) == "unknown(19)");
   CHECK(proto::type_name(255) == "unknown(255)");
 }
 
@@ -398,6 +408,11 @@ TEST_CASE("protocol.codec.round_trips_every_type") {
     CHECK(out.job_id == 9);
     CHECK(out.reason == "user pressed Ctrl-C");
   }
+  SUBCASE("DropJob") {
+    auto out = round_trip(proto::DropJob{12, "error_threshold exceeded: 3 failed items > 2"});
+    CHECK(out.job_id == 12);
+    CHECK(out.reason == "error_threshold exceeded: 3 failed items > 2");
+  }
 }
 
 TEST_CASE("protocol.codec.round_trips_defaults") {
@@ -463,7 +478,7 @@ TEST_CASE("protocol.codec.rejects_wrong_version") {
 }
 
 TEST_CASE("protocol.codec.rejects_unknown_type") {
-  for (std::uint8_t t : {0, 18, 200, 255}) {
+  for (std::uint8_t t : {0, 19, 200, 255}) {
     CAPTURE(int{t});
     const std::string frame = header(proto::kProtocolVersion, t) + "\x90";
     auto h = proto::read_header(frame);

@@ -1,0 +1,48 @@
+// Following a job by id after its submitter: `fanout wait`, `fanout cancel` and `fanout resume`.
+// They find the interchange through the job's run folder (docs/architecture.md, "Interchange
+// crash and resume") and reattach when it restarts. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "fanout/protocol/messages.hpp"
+#include "fanout/util/log.hpp"
+
+namespace fanout::client {
+
+// Writes `<run_dir>/interchange.ready` ("client=<endpoint>") unless one exists (the embedded
+// interchange writes its own), so that `fanout wait/cancel JOB` find the job's interchange.
+void write_job_pointer(const std::string& run_dir, const std::string& endpoint,
+                       std::uint64_t job_id);
+
+// Prints the job's end (state, reason, counts, output and logs) and returns the exit code:
+// 0 succeeded, 1 failed or cancelled.
+int report_ended(const proto::JobEnded& ended, const std::string& output_path,
+                 const std::string& log_dir);
+
+struct FollowOptions {
+  std::string db{};           // the store: the job's run folder and, once ended, its result
+  std::string interchange{};  // client endpoint; empty: from the run folder's interchange.ready
+  bool cancel = false;        // send CancelJob first
+  bool quiet = false;
+};
+
+// `fanout wait JOB` / `fanout cancel JOB`: attaches to the job's interchange and follows the job
+// to its end. A job the store holds as ended is reported from the store. Returns 0 succeeded, 1
+// failed or cancelled, 2 unknown job or bad arguments, 3 no interchange reachable.
+int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log);
+
+struct ResumeOptions {
+  std::string db{};
+  std::string python{};     // empty: the job's
+  std::uint32_t workers = 0;  // per pool; 0: the job's
+  std::uint32_t pools = 0;    // 0: the job's instance_count
+  bool quiet = false;
+};
+
+// `fanout resume JOB --db X`: starts a private interchange on the store (it resumes every
+// unfinished job), local pools, and follows JOB to its end. Same exit codes as follow_job.
+int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log);
+
+}  // namespace fanout::client

@@ -1,0 +1,263 @@
+// Interchange crash and resume through the real binaries (issue 4). A standalone interchange is
+// SIGKILLed mid-job, after some mini-batches committed and while its client is still submitting
+// (a small --window keeps the submission going), then started again on the same store and
+// endpoints: the pools re-register (they are told "not registered"), the client reattaches and
+// resubmits from the count the new interchange reports, and the job completes with every row
+// exactly once and no succeeded mini-batch run twice. Also: a job whose client is gone too
+// still finishes, `fanout wait` reports it, `fanout resume` finishes a job on a private
+// interchange, and `fanout cancel` stops a running job by id.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <map>
+#include <set>
+
+#include "harness.hpp"
+
+using namespace fanout::test;
+
+namespace {
+
+const char* kScript = R"PY(
+import os, time
+def run(mini_batch):
+    name = os.path.basename(mini_batch[0])
+    with open(os.environ["RUNS"], "a") as f:
+        f.write(name + "\n")
+    time.sleep(float(os.environ.get("NAP", "0.2")))
+    return [name]
+)PY";
+
+std::string job_yaml(const std::string& runs, const std::string& nap) {
+  return R"(type: parallel
+name: ix-restart
+inputs:
+  files: {type: uri_folder, path: ./data}
+outputs:
+  out: {type: uri_file, path: ./out.txt}
+input_data: ${{inputs.files}}
+mini_batch_size: "1"
+max_concurrency_per_instance: 2
+retry_settings:
+  max_retries: 3
+  timeout: 120
+environment_variables:
+  RUNS: )" + runs + R"(
+  NAP: ")" + nap + R"("
+task:
+  type: run_function
+  code: ./src
+  entry_script: score.py
+  append_row_to: ${{outputs.out}}
+)";
+}
+
+const std::vector<std::string> kFastBeats = {"--heartbeat-period-ms", "200",
+                                             "--heartbeat-threshold-ms", "2000"};
+
+std::vector<std::string> ix_args(const std::vector<std::string>& more) {
+  std::vector<std::string> a = kFastBeats;
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+fanout::ChildProcess spawn(const std::vector<std::string>& argv, const std::string& out,
+                           const std::string& err) {
+  fanout::SpawnOptions so;
+  so.argv = argv;
+  so.stdin_file = "null";
+  so.stdout_file = out;
+  so.stderr_file = err;
+  auto c = fanout::ChildProcess::spawn(so);
+  REQUIRE(c.has_value());
+  return std::move(*c);
+}
+
+std::multiset<std::string> lines_of(const std::string& path) {
+  auto v = read_lines(path);
+  return {v.begin(), v.end()};
+}
+
+void check_rows_once(const std::string& out, unsigned n) {
+  auto lines = read_lines(out);
+  CHECK(lines.size() == n);
+  std::set<std::string> distinct(lines.begin(), lines.end());
+  CHECK(distinct.size() == n);
+}
+
+std::string file_name(const std::string& mb_index) {
+  char name[32];
+  std::snprintf(name, sizeof name, "file%05d.txt", std::stoi(mb_index));
+  return name;
+}
+
+}  // namespace
+
+TEST_CASE("integration.interchange_restart.job_completes_rows_once_nothing_succeeded_reruns") {
+  TempDir dir("ixrestart");
+  const std::string db = dir / "fanout.db";
+  make_files(dir / "data", 40);
+  write_file(dir / "src/score.py", kScript);
+  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.2"));
+  Cluster cl;
+  cl.start_interchange(dir.path(), db, ix_args({"--window", "8"}));
+  const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
+  cl.start_pool(dir.path(), "pool-a", 2);
+  auto client = spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", client_ep, "--db",
+                       db, "--python", python_bin(), "--quiet"},
+                      dir / "client.out", dir / "client.err");
+
+  REQUIRE(wait_until(
+      [&] { return sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 8; },
+      std::chrono::seconds(60)));
+  cl.interchange.signal(SIGKILL);
+  (void)cl.interchange.wait_for(std::chrono::seconds(10));
+  const auto done_before = sql_column(db, "select id from minibatches where state='succeeded'");
+  const auto known_before = sql_int(db, "select count(*) from minibatches");
+  // The window keeps the client submitting: the store knows only part of the input.
+  CHECK(known_before < 40);
+  CHECK(sql_int(db, "select submit_done from jobs where id=1") == 0);
+
+  // Same store, same endpoints.
+  const std::string first_log = cl.ix_log;
+  cl.start_interchange(dir.path(), db,
+                       ix_args({"--window", "8", "--client-endpoint", client_ep,
+                                "--pool-endpoint", pool_ep}));
+  REQUIRE(cl.client_ep == client_ep);
+
+  auto st = client.wait_for(std::chrono::seconds(180));
+  INFO("client stderr:\n" << read_text(dir / "client.err") << cl.logs());
+  REQUIRE(st.has_value());
+  CHECK(st->code == 0);
+  CHECK(read_text(dir / "client.err").find("reattached to job 1") != std::string::npos);
+  check_rows_once(dir / "out.txt", 40);
+  CHECK(sql_column(db, "select state from jobs where id=1") == std::vector<std::string>{"succeeded"});
+  CHECK(sql_int(db, "select total from jobs where id=1") == 40);
+  CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 40);
+  // At most one RUN_DONE per mini-batch: exactly one each.
+  CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 40);
+  CHECK(sql_int(db, "select count(*) from (select minibatch_id from attempts where "
+                    "status='RUN_DONE' group by minibatch_id having count(*) > 1)") == 0);
+  // No mini-batch that had succeeded before the crash ran again.
+  auto runs = lines_of(dir / "runs.txt");
+  REQUIRE(!done_before.empty());
+  for (const auto& id : done_before) {
+    CAPTURE(id);
+    CHECK(runs.count(file_name(id)) == 1);
+  }
+  // The pool was told it was not registered, and registered again with the new interchange.
+  CHECK(read_text(cl.pool_logs[0]).find("not registered") != std::string::npos);
+  CHECK(sql_int(db, "select count(*) from pools where name='pool-a'") >= 2);
+  CHECK(!cl.pools[0].poll().has_value());
+  // INFO lines reach the log file when the interchange stops.
+  cl.interchange.signal(SIGTERM);
+  CHECK(cl.interchange.wait_for(std::chrono::seconds(30)).has_value());
+  CHECK(read_text(cl.ix_log).find("resuming job 1") != std::string::npos);
+}
+
+TEST_CASE("integration.interchange_restart.job_without_client_finishes_and_wait_reports_it") {
+  TempDir dir("ixorphan");
+  const std::string db = dir / "fanout.db";
+  make_files(dir / "data", 24);
+  write_file(dir / "src/score.py", kScript);
+  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.2"));
+  Cluster cl;
+  cl.start_interchange(dir.path(), db, kFastBeats);
+  const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
+  cl.start_pool(dir.path(), "pool-a", 2);
+  auto client = spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", client_ep, "--db",
+                       db, "--python", python_bin(), "--quiet"},
+                      dir / "client.out", dir / "client.err");
+  REQUIRE(wait_until(
+      [&] {
+        return sql_int(db, "select submit_done from jobs where id=1") == 1 &&
+               sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 4;
+      },
+      std::chrono::seconds(60)));
+  // Both the client and the interchange die; the interchange comes back alone.
+  client.signal(SIGKILL);
+  cl.interchange.signal(SIGKILL);
+  (void)client.wait_for(std::chrono::seconds(10));
+  (void)cl.interchange.wait_for(std::chrono::seconds(10));
+  const auto done_before = sql_column(db, "select id from minibatches where state='succeeded'");
+  cl.start_interchange(dir.path(), db,
+                       ix_args({"--client-endpoint", client_ep, "--pool-endpoint", pool_ep}));
+  INFO(cl.logs());
+  REQUIRE(wait_until(
+      [&] { return sql_column(db, "select state from jobs where id=1")[0] != "running"; },
+      std::chrono::seconds(120)));
+  CHECK(sql_column(db, "select state from jobs where id=1") == std::vector<std::string>{"succeeded"});
+  check_rows_once(dir / "out.txt", 24);
+  auto runs = lines_of(dir / "runs.txt");
+  for (const auto& id : done_before) CHECK(runs.count(file_name(id)) == 1);
+
+  // fanout wait on the ended job reports it from the store.
+  auto w = run_capture({fanout_bin(), "wait", "1", "--db", db}, dir.path(), {},
+                       std::chrono::seconds(60));
+  CHECK(w.status.code == 0);
+  CHECK(w.err.find("job 1 succeeded") != std::string::npos);
+}
+
+TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_id") {
+  TempDir dir("ixresume");
+  const std::string db = dir / "fanout.db";
+  make_files(dir / "data", 24);
+  write_file(dir / "src/score.py", kScript);
+  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.2"));
+  Cluster cl;
+  cl.start_interchange(dir.path(), db, kFastBeats);
+  cl.start_pool(dir.path(), "pool-a", 2);
+  auto client = spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep,
+                       "--db", db, "--python", python_bin(), "--quiet"},
+                      dir / "client.out", dir / "client.err");
+  REQUIRE(wait_until(
+      [&] {
+        return sql_int(db, "select submit_done from jobs where id=1") == 1 &&
+               sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 4;
+      },
+      std::chrono::seconds(60)));
+  // Everything dies; `fanout resume` finishes the job on a private interchange and pool.
+  client.signal(SIGKILL);
+  cl.interchange.signal(SIGKILL);
+  cl.pools[0].signal(SIGKILL);
+  (void)client.wait_for(std::chrono::seconds(10));
+  (void)cl.interchange.wait_for(std::chrono::seconds(10));
+  (void)cl.pools[0].wait_for(std::chrono::seconds(10));
+  const auto done_before = sql_column(db, "select id from minibatches where state='succeeded'");
+  auto r = run_capture({fanout_bin(), "resume", "1", "--db", db, "--python", python_bin(),
+                        "--quiet"},
+                       dir.path(), {}, std::chrono::seconds(180));
+  INFO("resume stderr:\n" << r.err);
+  CHECK(r.status.code == 0);
+  CHECK(r.err.find("job 1 succeeded") != std::string::npos);
+  CHECK(sql_column(db, "select state from jobs where id=1") == std::vector<std::string>{"succeeded"});
+  check_rows_once(dir / "out.txt", 24);
+  auto runs = lines_of(dir / "runs.txt");
+  for (const auto& id : done_before) CHECK(runs.count(file_name(id)) == 1);
+  CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 24);
+
+  // A second job on a fresh interchange, cancelled by id from another process.
+  Cluster c2;
+  c2.start_interchange(dir.path(), db, kFastBeats);
+  c2.start_pool(dir.path(), "pool-c", 1);
+  write_file(dir / "slow.yaml", job_yaml(dir / "slow-runs.txt", "30"));
+  auto slow = spawn({fanout_bin(), "run", dir / "slow.yaml", "--interchange", c2.client_ep,
+                     "--db", db, "--python", python_bin(), "--quiet"},
+                    dir / "slow.out", dir / "slow.err");
+  REQUIRE(wait_until([&] { return !read_text(dir / "slow-runs.txt").empty(); },
+                     std::chrono::seconds(60)));
+  const auto job = sql_int(db, "select max(id) from jobs");
+  auto c = run_capture({fanout_bin(), "cancel", std::to_string(job), "--db", db}, dir.path(), {},
+                       std::chrono::seconds(60));
+  INFO("cancel stderr:\n" << c.err << c2.logs());
+  CHECK(c.status.code == 1);
+  CHECK(c.err.find("cancelled") != std::string::npos);
+  auto st = slow.wait_for(std::chrono::seconds(60));
+  REQUIRE(st.has_value());
+  CHECK(st->code == 1);
+  CHECK(sql_column(db, "select state from jobs where id=" + std::to_string(job)) ==
+        std::vector<std::string>{"cancelled"});
+  CHECK(sql_int(db, "select count(*) from attempts where status='CANCELLED' and job_id=" +
+                        std::to_string(job)) == 1);
+}

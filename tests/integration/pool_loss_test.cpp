@@ -1,0 +1,187 @@
+// Lost pools through the real binaries (issue 4): two pools on one standalone interchange, one
+// SIGKILLed (or frozen with SIGSTOP) while it runs attempts. The job completes on the other with
+// every row exactly once; the lost work is visible as POOL_LOST attempts; a pool that comes back
+// under the same name registers again, and what a frozen pool sends for work already reassigned
+// is discarded, never written twice.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <map>
+#include <set>
+
+#include "harness.hpp"
+
+using namespace fanout::test;
+
+namespace {
+
+// Each run appends to a side file, so a mini-batch that ran twice shows.
+const char* kScript = R"PY(
+import os, time
+def run(mini_batch):
+    name = os.path.basename(mini_batch[0])
+    with open(os.environ["RUNS"], "a") as f:
+        f.write(name + "\n")
+    time.sleep(float(os.environ.get("NAP", "0.2")))
+    return [name]
+)PY";
+
+std::string job_yaml(const std::string& runs, const std::string& nap) {
+  return R"(type: parallel
+name: pool-loss
+inputs:
+  files: {type: uri_folder, path: ./data}
+outputs:
+  out: {type: uri_file, path: ./out.txt}
+input_data: ${{inputs.files}}
+mini_batch_size: "1"
+retry_settings:
+  max_retries: 3
+  timeout: 120
+environment_variables:
+  RUNS: )" + runs + R"(
+  NAP: ")" + nap + R"("
+task:
+  type: run_function
+  code: ./src
+  entry_script: score.py
+  append_row_to: ${{outputs.out}}
+)";
+}
+
+const std::vector<std::string> kFastBeats = {"--heartbeat-period-ms", "200",
+                                             "--heartbeat-threshold-ms", "1500"};
+
+fanout::ChildProcess start_client(const TempDir& dir, const Cluster& cl, const std::string& db) {
+  fanout::SpawnOptions so;
+  so.argv = {fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep, "--db", db,
+             "--python", python_bin(), "--quiet"};
+  so.stdin_file = "null";
+  so.stdout_file = dir / "client.out";
+  so.stderr_file = dir / "client.err";
+  auto c = fanout::ChildProcess::spawn(so);
+  REQUIRE(c.has_value());
+  return std::move(*c);
+}
+
+void check_rows_once(const std::string& out, unsigned n) {
+  auto lines = read_lines(out);
+  CHECK(lines.size() == n);
+  std::set<std::string> distinct(lines.begin(), lines.end());
+  CHECK(distinct.size() == n);
+}
+
+}  // namespace
+
+TEST_CASE("integration.pool_loss.killed_pool_work_requeued_and_pool_reregisters") {
+  TempDir dir("poolkill");
+  const std::string db = dir / "fanout.db";
+  make_files(dir / "data", 40);
+  write_file(dir / "src/score.py", kScript);
+  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.2"));
+  Cluster cl;
+  cl.start_interchange(dir.path(), db, kFastBeats);
+  cl.start_pool(dir.path(), "pool-a", 2, kFastBeats);
+  cl.start_pool(dir.path(), "pool-b", 2, kFastBeats);
+  auto client = start_client(dir, cl, db);
+
+  // pool-a is busy: it has finished attempts and, with work queued, holds running ones.
+  REQUIRE(wait_until(
+      [&] {
+        return sql_int(db, "select count(*) from attempts where pool='pool-a' and "
+                           "status='RUN_DONE'") >= 2 &&
+               sql_int(db, "select count(*) from minibatches where state='pending'") > 4;
+      },
+      std::chrono::seconds(60)));
+  cl.pools[0].signal(SIGKILL);
+  (void)cl.pools[0].wait_for(std::chrono::seconds(10));
+
+  auto st = client.wait_for(std::chrono::seconds(180));
+  INFO("client stderr:\n" << read_text(dir / "client.err") << cl.logs());
+  REQUIRE(st.has_value());
+  CHECK(st->code == 0);
+  check_rows_once(dir / "out.txt", 40);
+  CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 40);
+  CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 40);
+  // The work pool-a held (running and queued: 2 workers, no prefetch) became POOL_LOST attempts.
+  const auto lost = sql_int(db, "select count(*) from attempts where status='POOL_LOST'");
+  CHECK(lost >= 1);
+  CHECK(lost <= 2);
+  CHECK(sql_int(db, "select count(*) from attempts where status='POOL_LOST' and "
+                    "error_message like '%pool-a%lost%'") == lost);
+  CHECK(sql_int(db, "select count(*) from attempts where status not in "
+                    "('RUN_DONE','POOL_LOST')") == 0);
+  // Every lost mini-batch succeeded on its next try.
+  CHECK(sql_int(db, "select count(*) from attempts a join attempts b on a.job_id=b.job_id and "
+                    "a.minibatch_id=b.minibatch_id and b.attempt=a.attempt+1 where "
+                    "a.status='POOL_LOST' and b.status='RUN_DONE'") == lost);
+  CHECK(sql_column(db, "select state from pools where name='pool-a'") ==
+        std::vector<std::string>{"lost"});
+
+  // pool-a comes back under the same name: it registers again, as a new pool row.
+  cl.start_pool(dir.path(), "pool-a", 2, kFastBeats);
+  CHECK(wait_until(
+      [&] {
+        return sql_int(db, "select count(*) from pools where name='pool-a' and "
+                           "state='connected'") == 1;
+      },
+      std::chrono::seconds(30)));
+  CHECK(sql_int(db, "select count(*) from pools where name='pool-a'") == 2);
+  CHECK(!cl.interchange.poll().has_value());
+}
+
+TEST_CASE("integration.pool_loss.frozen_pool_declared_lost_its_late_results_discarded") {
+  TempDir dir("poolfreeze");
+  const std::string db = dir / "fanout.db";
+  make_files(dir / "data", 16);
+  write_file(dir / "src/score.py", kScript);
+  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.5"));
+  Cluster cl;
+  cl.start_interchange(dir.path(), db, kFastBeats);
+  cl.start_pool(dir.path(), "pool-a", 2, kFastBeats);
+  cl.start_pool(dir.path(), "pool-b", 2, kFastBeats);
+  auto client = start_client(dir, cl, db);
+
+  REQUIRE(wait_until(
+      [&] {
+        return sql_int(db, "select count(*) from attempts where pool='pool-a' and "
+                           "status='RUN_DONE'") >= 1 &&
+               sql_int(db, "select count(*) from minibatches where state='pending'") > 4;
+      },
+      std::chrono::seconds(60)));
+  // Frozen: its workers finish their runs, but the pool neither reads nor sends.
+  cl.pools[0].signal(SIGSTOP);
+  const bool declared_lost = wait_until(
+      [&] { return sql_int(db, "select count(*) from attempts where status='POOL_LOST'") >= 1; },
+      std::chrono::seconds(60));
+  cl.pools[0].signal(SIGCONT);
+  INFO(cl.logs());
+  REQUIRE(declared_lost);
+  const auto lost_mbs =
+      sql_column(db, "select minibatch_id from attempts where status='POOL_LOST'");
+
+  auto st = client.wait_for(std::chrono::seconds(180));
+  INFO("client stderr:\n" << read_text(dir / "client.err"));
+  REQUIRE(st.has_value());
+  CHECK(st->code == 0);
+  // The thawed pool sent results for work that was reassigned: refused (it is no longer
+  // registered), so each row is written once, though those mini-batches ran twice.
+  check_rows_once(dir / "out.txt", 16);
+  CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 16);
+  auto runs = read_lines(dir / "runs.txt");
+  std::map<std::string, int> ran;
+  for (const auto& r : runs) ++ran[r];
+  int twice = 0;
+  for (const auto& [name, n] : ran) twice += n >= 2 ? 1 : 0;
+  CHECK(twice >= 1);
+  CHECK(runs.size() >= 16 + lost_mbs.size());
+  // It was told it is not registered, and registered again.
+  CHECK(wait_until(
+      [&] {
+        return sql_int(db, "select count(*) from pools where name='pool-a' and "
+                           "state='connected'") == 1;
+      },
+      std::chrono::seconds(30)));
+  CHECK(sql_int(db, "select count(*) from pools where name='pool-a' and state='lost'") == 1);
+}
