@@ -316,7 +316,7 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
     net::Context ctx;
     net::Socket sock(ctx, net::Socket::Kind::Dealer);
     sock.connect(emb->client_endpoint());
-    (void)sock.send(proto::encode(proto::Shutdown{"fanout resume done"}));
+    (void)sock.send(proto::encode(proto::Shutdown{"fanout resume done", emb->shutdown_token()}));
     sock.set_linger(std::chrono::milliseconds(500));
   }
   emb->stop();
