@@ -86,6 +86,14 @@ void check_rows_once(const std::string& out, unsigned n) {
   CHECK(distinct.size() == n);
 }
 
+// Alive and not a zombie (an orphan is reaped by whoever adopted it, maybe late).
+bool running(long long pid) {
+  if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) return false;
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
+}
+
 std::string file_name(const std::string& mb_index) {
   char name[32];
   std::snprintf(name, sizeof name, "file%05d.txt", std::stoi(mb_index));
@@ -260,4 +268,34 @@ TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_i
         std::vector<std::string>{"cancelled"});
   CHECK(sql_int(db, "select count(*) from attempts where status='CANCELLED' and job_id=" +
                         std::to_string(job)) == 1);
+}
+
+TEST_CASE("integration.interchange_restart.embedded_job_outlives_its_client_and_wait_follows") {
+  TempDir dir("clientgone");
+  const std::string db = dir / "fanout.db";
+  make_files(dir / "data", 16);
+  write_file(dir / "src/score.py", kScript);
+  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.4"));
+  // The embedded default: a private interchange and pool, children of the client.
+  auto client = spawn({fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python",
+                       python_bin(), "--quiet"},
+                      dir / "client.out", dir / "client.err");
+  REQUIRE(wait_until(
+      [&] { return sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 2; },
+      std::chrono::seconds(60)));
+  client.signal(SIGKILL);
+  (void)client.wait_for(std::chrono::seconds(10));
+  // `fanout wait` finds the private interchange through the run folder and follows the job.
+  auto w = run_capture({fanout_bin(), "wait", "1", "--db", db}, dir.path(), {},
+                       std::chrono::seconds(120));
+  INFO("wait stderr:\n" << w.err);
+  CHECK(w.status.code == 0);
+  CHECK(w.err.find("job 1 succeeded") != std::string::npos);
+  CHECK(sql_column(db, "select state from jobs where id=1") == std::vector<std::string>{"succeeded"});
+  check_rows_once(dir / "out.txt", 16);
+  // The orphaned interchange exits once idle and stops its pool.
+  const auto ix_pid = std::stoll(
+      read_ready_file(sql_column(db, "select log_dir from jobs where id=1")[0] +
+                      "/../interchange.ready")["pid"]);
+  CHECK(wait_until([&] { return !running(ix_pid); }, std::chrono::seconds(60)));
 }
