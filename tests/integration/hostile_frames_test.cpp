@@ -123,8 +123,9 @@ TEST_CASE("integration.hostile_frames.forged_results_and_duplicate_registrations
   cl.start_interchange(dir.path(), db);
   cl.start_pool(dir.path(), "pool-a", 2);
   make_files(dir / "data", 12);
-  write_file(dir / "src/score.py",
-             "import os\ndef run(mini_batch):\n    return [os.path.basename(p) for p in mini_batch]\n");
+  write_file(
+      dir / "src/score.py",
+      "import os\ndef run(mini_batch):\n    return [os.path.basename(p) for p in mini_batch]\n");
   write_file(dir / "job.yaml", R"(type: parallel
 name: forged
 inputs:

@@ -4,7 +4,6 @@
 // under the same name registers again, and what a frozen pool sends for work already reassigned
 // is discarded, never written twice.
 #include <doctest/doctest.h>
-
 #include <signal.h>
 
 #include <map>
@@ -40,8 +39,10 @@ retry_settings:
   max_retries: 3
   timeout: 120
 environment_variables:
-  RUNS: )" + runs + R"(
-  NAP: ")" + nap + R"("
+  RUNS: )" +
+         runs + R"(
+  NAP: ")" +
+         nap + R"("
 task:
   type: run_function
   code: ./src
@@ -55,8 +56,8 @@ const std::vector<std::string> kFastBeats = {"--heartbeat-period-ms", "200",
 
 fanout::ChildProcess start_client(const TempDir& dir, const Cluster& cl, const std::string& db) {
   fanout::SpawnOptions so;
-  so.argv = {fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep, "--db", db,
-             "--python", python_bin(), "--quiet"};
+  so.argv = {fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep,
+             "--db",       db,    "--python",       python_bin(),    "--quiet"};
   so.stdin_file = "null";
   so.stdout_file = dir / "client.out";
   so.stderr_file = dir / "client.err";
@@ -89,8 +90,9 @@ TEST_CASE("integration.pool_loss.killed_pool_work_requeued_and_pool_reregisters"
   // pool-a is busy: it has finished attempts and, with work queued, holds running ones.
   REQUIRE(wait_until(
       [&] {
-        return sql_int(db, "select count(*) from attempts where pool='pool-a' and "
-                           "status='RUN_DONE'") >= 2 &&
+        return sql_int(db,
+                       "select count(*) from attempts where pool='pool-a' and "
+                       "status='RUN_DONE'") >= 2 &&
                sql_int(db, "select count(*) from minibatches where state='pending'") > 4;
       },
       std::chrono::seconds(60)));
@@ -108,14 +110,17 @@ TEST_CASE("integration.pool_loss.killed_pool_work_requeued_and_pool_reregisters"
   const auto lost = sql_int(db, "select count(*) from attempts where status='POOL_LOST'");
   CHECK(lost >= 1);
   CHECK(lost <= 2);
-  CHECK(sql_int(db, "select count(*) from attempts where status='POOL_LOST' and "
-                    "error_message like '%pool-a%lost%'") == lost);
-  CHECK(sql_int(db, "select count(*) from attempts where status not in "
-                    "('RUN_DONE','POOL_LOST')") == 0);
+  CHECK(sql_int(db,
+                "select count(*) from attempts where status='POOL_LOST' and "
+                "error_message like '%pool-a%lost%'") == lost);
+  CHECK(sql_int(db,
+                "select count(*) from attempts where status not in "
+                "('RUN_DONE','POOL_LOST')") == 0);
   // Every lost mini-batch succeeded on its next try.
-  CHECK(sql_int(db, "select count(*) from attempts a join attempts b on a.job_id=b.job_id and "
-                    "a.minibatch_id=b.minibatch_id and b.attempt=a.attempt+1 where "
-                    "a.status='POOL_LOST' and b.status='RUN_DONE'") == lost);
+  CHECK(sql_int(db,
+                "select count(*) from attempts a join attempts b on a.job_id=b.job_id and "
+                "a.minibatch_id=b.minibatch_id and b.attempt=a.attempt+1 where "
+                "a.status='POOL_LOST' and b.status='RUN_DONE'") == lost);
   CHECK(sql_column(db, "select state from pools where name='pool-a'") ==
         std::vector<std::string>{"lost"});
 
@@ -123,8 +128,9 @@ TEST_CASE("integration.pool_loss.killed_pool_work_requeued_and_pool_reregisters"
   cl.start_pool(dir.path(), "pool-a", 2, kFastBeats);
   CHECK(wait_until(
       [&] {
-        return sql_int(db, "select count(*) from pools where name='pool-a' and "
-                           "state='connected'") == 1;
+        return sql_int(db,
+                       "select count(*) from pools where name='pool-a' and "
+                       "state='connected'") == 1;
       },
       std::chrono::seconds(30)));
   CHECK(sql_int(db, "select count(*) from pools where name='pool-a'") == 2);
@@ -145,8 +151,9 @@ TEST_CASE("integration.pool_loss.frozen_pool_declared_lost_its_late_results_disc
 
   REQUIRE(wait_until(
       [&] {
-        return sql_int(db, "select count(*) from attempts where pool='pool-a' and "
-                           "status='RUN_DONE'") >= 1 &&
+        return sql_int(db,
+                       "select count(*) from attempts where pool='pool-a' and "
+                       "status='RUN_DONE'") >= 1 &&
                sql_int(db, "select count(*) from minibatches where state='pending'") > 4;
       },
       std::chrono::seconds(60)));
@@ -179,8 +186,9 @@ TEST_CASE("integration.pool_loss.frozen_pool_declared_lost_its_late_results_disc
   // It was told it is not registered, and registered again.
   CHECK(wait_until(
       [&] {
-        return sql_int(db, "select count(*) from pools where name='pool-a' and "
-                           "state='connected'") == 1;
+        return sql_int(db,
+                       "select count(*) from pools where name='pool-a' and "
+                       "state='connected'") == 1;
       },
       std::chrono::seconds(30)));
   CHECK(sql_int(db, "select count(*) from pools where name='pool-a' and state='lost'") == 1);

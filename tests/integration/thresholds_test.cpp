@@ -5,7 +5,6 @@
 // and the attempt still running is stopped: recorded CANCELLED, its worker killed by its pool
 // (DropJob), while the pool lives on and serves the next job.
 #include <doctest/doctest.h>
-
 #include <signal.h>
 
 #include <cerrno>
@@ -32,25 +31,30 @@ def run(mini_batch):
 std::string job_yaml(const std::string& name, const std::string& pidfile, const std::string& keys,
                      const std::string& args) {
   return R"(type: parallel
-name: )" + name + R"(
+name: )" +
+         name + R"(
 inputs:
   files: {type: uri_folder, path: ./data}
 outputs:
-  out: {type: uri_file, path: ./)" + name + R"(.txt}
+  out: {type: uri_file, path: ./)" +
+         name + R"(.txt}
 input_data: ${{inputs.files}}
 mini_batch_size: "1"
 retry_settings:
   max_retries: 0
   timeout: 900
-)" + keys + R"(
+)" + keys +
+         R"(
 environment_variables:
-  PIDFILE: )" + pidfile + R"(
+  PIDFILE: )" +
+         pidfile + R"(
 task:
   type: run_function
   code: ./src
   entry_script: score.py
   append_row_to: ${{outputs.out}}
-  program_arguments: ")" + args + R"("
+  program_arguments: ")" +
+         args + R"("
 )";
 }
 
@@ -105,8 +109,9 @@ TEST_CASE("integration.thresholds.each_threshold_fails_the_job_and_stops_running
     CHECK(sql_column(db, "select status" + a + " and minibatch_id=0") ==
           std::vector<std::string>{"CANCELLED"});
     CHECK(sql_int(db, "select count(*)" + a + " and status='RUN_DONE'") == 0);
-    CHECK(sql_int(db, "select count(*)" + a + " and status not in "
-                      "('RUN_EXCEPTION','CANCELLED')") == 0);
+    CHECK(sql_int(db, "select count(*)" + a +
+                          " and status not in "
+                          "('RUN_EXCEPTION','CANCELLED')") == 0);
     REQUIRE(wait_until([&] { return !read_text(pidfile).empty(); }, std::chrono::seconds(30)));
     const long long pid = std::stoll(read_text(pidfile));
     CHECK(wait_until([&] { return !process_alive(pid); }, std::chrono::seconds(60)));
