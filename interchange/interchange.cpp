@@ -388,7 +388,19 @@ void Interchange::on_pool(net::Message& msg) {
 }
 
 void Interchange::on_register(const std::string& peer, const proto::Register& reg) {
-  if (pools_.count(peer) != 0) {
+  if (auto it = pools_.find(peer); it != pools_.end()) {
+    Pool& known = it->second;
+    if (known.tasks.empty() && reg.workers > 0 && reg.pid == known.reg.pid &&
+        reg.pool_name == known.reg.pool_name && reg.workers == known.reg.workers &&
+        reg.prefetch == known.reg.prefetch) {
+      // The same process asking again with nothing to lose: Registers it queued while the
+      // interchange was away arrive in a burst. Answer each with the same registration.
+      known.last_seen = Clock::now();
+      send_pool(known, proto::encode(proto::Registered{
+                           known.id, static_cast<std::uint32_t>(opts_.heartbeat_period.count()),
+                           static_cast<std::uint32_t>(opts_.heartbeat_threshold.count())}));
+      return;
+    }
     // The same pool registering again lost its state (restart): what it held is requeued.
     ++stats_.reregistrations;
     lose_pool(peer, "registered again");

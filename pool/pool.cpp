@@ -183,8 +183,9 @@ int Pool::run() {
     if (!registered_ && now - last_register_ > register_backoff_) {
       // Unanswered: the interchange is away. Ask again, less and less often.
       register_backoff_ = std::min(register_backoff_ * 2, kMaxRegisterBackoff);
-      SPDLOG_LOGGER_DEBUG(log_, "no answer to Register; next try in {} ms",
-                          register_backoff_.count());
+      // WARN, once per try: the tries thin out to one per kMaxRegisterBackoff.
+      log_->warn("no answer to Register; trying again, then waiting {} ms",
+                 register_backoff_.count());
       send_register();
     }
     if (now - last_heard_ > hb_threshold_) {

@@ -181,8 +181,14 @@ task:
   evil.send(forged(static_cast<std::uint64_t>(real_task), 1, 0));
   evil.send(forged(987654321, 1, 2));
   evil.send(forged(987654322, 4242, 0));
-  // A duplicate registration: the old one is dropped, a new one made.
+  // The same Register again (as a pool queues while the interchange is away): the same answer.
   evil.send(proto::encode(proto::Register{"evil-pool", "nowhere", 1, 0, "x", 1}));
+  auto same = proto::decode<proto::Registered>(wait_for_type(evil, proto::MsgType::Registered));
+  REQUIRE(same.has_value());
+  CHECK(same->pool_id == first->pool_id);
+  // A registration from a restarted process (another pid): the old one is dropped, a new one
+  // made.
+  evil.send(proto::encode(proto::Register{"evil-pool", "nowhere", 1, 0, "x", 2}));
   auto second = proto::decode<proto::Registered>(wait_for_type(evil, proto::MsgType::Registered));
   REQUIRE(second.has_value());
   CHECK(second->pool_id != first->pool_id);

@@ -193,3 +193,47 @@ TEST_CASE("integration.pool_loss.frozen_pool_declared_lost_its_late_results_disc
       std::chrono::seconds(30)));
   CHECK(sql_int(db, "select count(*) from pools where name='pool-a' and state='lost'") == 1);
 }
+
+TEST_CASE("integration.pool_loss.pool_backs_off_while_interchange_is_away_then_reregisters") {
+  TempDir dir("backoff");
+  const std::string db = dir / "fanout.db";
+  Cluster cl;
+  cl.start_interchange(dir.path(), db,
+                       {"--heartbeat-period-ms", "200", "--heartbeat-threshold-ms", "1000"});
+  const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
+  cl.start_pool(dir.path(), "pool-stay", 1);
+  cl.start_pool(dir.path(), "pool-embedded", 1, {"--exit-on-lost"});
+  REQUIRE(wait_until(
+      [&] { return sql_int(db, "select count(*) from pools where state='connected'") == 2; },
+      std::chrono::seconds(30)));
+  cl.interchange.signal(SIGKILL);
+  (void)cl.interchange.wait_for(std::chrono::seconds(10));
+
+  // The --exit-on-lost pool exits; the other asks again, less and less often.
+  auto st = cl.pools[1].wait_for(std::chrono::seconds(60));
+  REQUIRE(st.has_value());
+  CHECK(st->code == 1);
+  INFO(cl.logs());
+  CHECK(wait_until(
+      [&] { return read_text(cl.pool_logs[0]).find("waiting 8000 ms") != std::string::npos; },
+      std::chrono::seconds(90)));
+  const std::string log = read_text(cl.pool_logs[0]);
+  const auto w2 = log.find("waiting 2000 ms"), w4 = log.find("waiting 4000 ms");
+  CHECK(w2 != std::string::npos);
+  CHECK(w4 != std::string::npos);
+  CHECK(w2 < w4);
+  CHECK(!cl.pools[0].poll().has_value());
+
+  // The interchange comes back on the same endpoints: the pool registers again.
+  cl.start_interchange(dir.path(), db,
+                       {"--heartbeat-period-ms", "200", "--heartbeat-threshold-ms", "1000",
+                        "--client-endpoint", client_ep, "--pool-endpoint", pool_ep});
+  CHECK(wait_until(
+      [&] {
+        return sql_int(db,
+                       "select count(*) from pools where name='pool-stay' and "
+                       "state='connected'") == 1 &&
+               sql_int(db, "select count(*) from pools where name='pool-stay'") == 2;
+      },
+      std::chrono::seconds(60)));
+}
