@@ -15,16 +15,22 @@ using namespace fanout::test;
 
 namespace {
 
-// file00000 sleeps (writing its pid first); every other mini-batch raises.
+// file00000 sleeps (writing its pid first); every other mini-batch raises, once file00000 is
+// running, so that a threshold is never crossed before there is a running attempt to stop.
 const char* kScript = R"PY(
 import os, time
 def run(mini_batch):
     name = os.path.basename(mini_batch[0])
+    pidfile = os.environ["PIDFILE"]
     if name == "file00000.txt":
-        with open(os.environ["PIDFILE"] + ".tmp", "w") as f:
+        with open(pidfile + ".tmp", "w") as f:
             f.write(str(os.getpid()))
-        os.rename(os.environ["PIDFILE"] + ".tmp", os.environ["PIDFILE"])
+        os.rename(pidfile + ".tmp", pidfile)
         time.sleep(600)
+    for _ in range(6000):
+        if os.path.exists(pidfile):
+            break
+        time.sleep(0.01)
     raise RuntimeError("broken " + name)
 )PY";
 
