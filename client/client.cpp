@@ -245,9 +245,9 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   auto last_heard = Clock::now();
   Clock::time_point last_probe{};
   bool probe_pending = false;
-  std::uint64_t unanswered_probes = 0;  // in a row: the interchange is unreachable
-  bool submit_ended = false;          // SubmitEnd sent
-  std::uint64_t submitted = 0;        // mini-batches sent (or known to the interchange)
+  std::uint64_t unanswered_probes = 0;         // in a row: the interchange is unreachable
+  bool submit_ended = false;                   // SubmitEnd sent
+  std::uint64_t submitted = 0;                 // mini-batches sent (or known to the interchange)
   std::optional<std::uint64_t> resubmit_from;  // set when the submission must restart
   std::uint64_t reattached = 0;
   std::uint64_t instance = 0;  // of the interchange that last answered
@@ -286,9 +286,10 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
               const bool lost_end = submit_ended && m->total == 0;
               if (lost_tasks || lost_end) {
                 resubmit_from = m->submitted;
-                log->warn("job {}: the interchange knows {} of {} mini-batches submitted; "
-                          "resubmitting from there",
-                          job_id, m->submitted, submitted);
+                log->warn(
+                    "job {}: the interchange knows {} of {} mini-batches submitted; "
+                    "resubmitting from there",
+                    job_id, m->submitted, submitted);
               }
             }
           }

@@ -286,10 +286,10 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
   cfg.fanout.heartbeat_period_ms = json_u32(settings, "heartbeat_period_ms", 2000);
   cfg.fanout.heartbeat_threshold_ms = json_u32(settings, "heartbeat_threshold_ms", 10000);
   if (auto lvl = json_value(settings, "logging_level"); !lvl.empty()) cfg.logging_level = lvl;
-  const std::uint32_t workers =
-      opts.workers > 0 ? opts.workers
-                       : json_u32(settings, "max_concurrency_per_instance",
-                                  std::max(1u, std::thread::hardware_concurrency()));
+  const std::uint32_t workers = opts.workers > 0
+                                    ? opts.workers
+                                    : json_u32(settings, "max_concurrency_per_instance",
+                                               std::max(1u, std::thread::hardware_concurrency()));
   const std::uint32_t pools =
       opts.pools > 0 ? opts.pools : std::max(1u, json_u32(settings, "instance_count", 1));
   std::string python = opts.python;
@@ -297,8 +297,8 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
   const std::string run_dir = fs::path(job->log_dir).parent_path().string();
   if (!opts.quiet) {
     std::fprintf(stderr, "fanout: resuming job %llu (%s) on %s, %u pool(s) x %u workers\n",
-                 static_cast<unsigned long long>(job_id), job->name.c_str(), opts.db.c_str(),
-                 pools, workers);
+                 static_cast<unsigned long long>(job_id), job->name.c_str(), opts.db.c_str(), pools,
+                 workers);
   }
   std::optional<Embedded> emb;
   try {

@@ -35,7 +35,7 @@ int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log);
 
 struct ResumeOptions {
   std::string db{};
-  std::string python{};     // empty: the job's
+  std::string python{};       // empty: the job's
   std::uint32_t workers = 0;  // per pool; 0: the job's
   std::uint32_t pools = 0;    // 0: the job's instance_count
   bool quiet = false;

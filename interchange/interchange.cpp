@@ -38,7 +38,8 @@ Interchange::Interchange(Options opts, Logger log)
   // Pool ids are never reused within a store, across restarts too.
   next_pool_id_ = store_->max_pool_id() + 1;
   std::random_device rd;
-  instance_ = (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(::getpid());
+  instance_ =
+      (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(::getpid());
   if (instance_ == 0) instance_ = 1;
   recover();
   log_->info("interchange {} listening: clients {} pools {} store {}", FANOUT_VERSION, client_ep_,
@@ -431,7 +432,19 @@ void Interchange::on_pool(net::Message& msg) {
 }
 
 void Interchange::on_register(const std::string& peer, const proto::Register& reg) {
-  if (pools_.count(peer) != 0) {
+  if (auto it = pools_.find(peer); it != pools_.end()) {
+    Pool& known = it->second;
+    if (known.tasks.empty() && reg.workers > 0 && reg.pid == known.reg.pid &&
+        reg.pool_name == known.reg.pool_name && reg.workers == known.reg.workers &&
+        reg.prefetch == known.reg.prefetch) {
+      // The same process asking again with nothing to lose: Registers it queued while the
+      // interchange was away arrive in a burst. Answer each with the same registration.
+      known.last_seen = Clock::now();
+      send_pool(known, proto::encode(proto::Registered{
+                           known.id, static_cast<std::uint32_t>(opts_.heartbeat_period.count()),
+                           static_cast<std::uint32_t>(opts_.heartbeat_threshold.count())}));
+      return;
+    }
     // The same pool registering again lost its state (restart): what it held is requeued.
     ++stats_.reregistrations;
     lose_pool(peer, "registered again");
@@ -831,13 +844,14 @@ void Interchange::log_stats(bool force) {
   last_stats_ = now;
   if (stats_ == logged_stats_) return;
   logged_stats_ = stats_;
-  log_->info("stats: frames in {} out {}, tasks {}, results {}, late {}, bad frames {}, "
-             "unregistered-pool frames {}, re-registrations {}, dropped submissions {}, "
-             "would-block {}, pools lost {}, pools {}, jobs {}",
-             stats_.frames_in, stats_.frames_out, stats_.tasks_dispatched, stats_.results,
-             stats_.late_results, stats_.bad_frames, stats_.unknown_pool_frames,
-             stats_.reregistrations, stats_.dropped_submissions, stats_.would_block,
-             stats_.pools_lost, pools_.size(), jobs_.size());
+  log_->info(
+      "stats: frames in {} out {}, tasks {}, results {}, late {}, bad frames {}, "
+      "unregistered-pool frames {}, re-registrations {}, dropped submissions {}, "
+      "would-block {}, pools lost {}, pools {}, jobs {}",
+      stats_.frames_in, stats_.frames_out, stats_.tasks_dispatched, stats_.results,
+      stats_.late_results, stats_.bad_frames, stats_.unknown_pool_frames, stats_.reregistrations,
+      stats_.dropped_submissions, stats_.would_block, stats_.pools_lost, pools_.size(),
+      jobs_.size());
 }
 
 }  // namespace fanout::ix

@@ -83,7 +83,7 @@ class Interchange final {
     Clock::time_point last_progress{};
     std::uint64_t finished_at_last_progress = 0;
     // For ParallelRunStep's job-level timeouts (JobSpec::*_timeout_s).
-    Clock::time_point accepted_at{};  // accepted, or resumed by this process
+    Clock::time_point accepted_at{};       // accepted, or resumed by this process
     Clock::time_point last_finished_at{};  // an attempt of this job last finished (or accepted_at)
     bool dispatched = false;               // a task of this job was sent to a pool
   };

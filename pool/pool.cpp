@@ -183,8 +183,9 @@ int Pool::run() {
     if (!registered_ && now - last_register_ > register_backoff_) {
       // Unanswered: the interchange is away. Ask again, less and less often.
       register_backoff_ = std::min(register_backoff_ * 2, kMaxRegisterBackoff);
-      SPDLOG_LOGGER_DEBUG(log_, "no answer to Register; next try in {} ms",
-                          register_backoff_.count());
+      // WARN, once per try: the tries thin out to one per kMaxRegisterBackoff.
+      log_->warn("no answer to Register; trying again, then waiting {} ms",
+                 register_backoff_.count());
       send_register();
     }
     if (now - last_heard_ > hb_threshold_) {
@@ -577,11 +578,11 @@ void Pool::log_stats(bool force) {
   last_stats_ = now;
   if (stats_ == logged_stats_) return;
   logged_stats_ = stats_;
-  log_->info("stats: tasks {}, results {}, workers started {}, lost {}, timeouts {}, "
-             "init failures {}, bad frames {}, registrations {}, jobs dropped {}",
-             stats_.tasks, stats_.results, stats_.workers_started, stats_.workers_lost,
-             stats_.timeouts, stats_.init_failures, stats_.bad_frames, stats_.registrations,
-             stats_.jobs_dropped);
+  log_->info(
+      "stats: tasks {}, results {}, workers started {}, lost {}, timeouts {}, "
+      "init failures {}, bad frames {}, registrations {}, jobs dropped {}",
+      stats_.tasks, stats_.results, stats_.workers_started, stats_.workers_lost, stats_.timeouts,
+      stats_.init_failures, stats_.bad_frames, stats_.registrations, stats_.jobs_dropped);
 }
 
 }  // namespace fanout::pool

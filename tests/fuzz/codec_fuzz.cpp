@@ -31,24 +31,42 @@ void decode_as_named(std::string_view frame) {
   auto h = proto::read_header(frame);
   if (!h) return;
   switch (h->type) {
-    case proto::MsgType::Register: return check<proto::Register>(frame);
-    case proto::MsgType::Registered: return check<proto::Registered>(frame);
-    case proto::MsgType::Reject: return check<proto::Reject>(frame);
-    case proto::MsgType::Heartbeat: return check<proto::Heartbeat>(frame);
-    case proto::MsgType::TaskBatch: return check<proto::TaskBatch>(frame);
-    case proto::MsgType::ResultBatch: return check<proto::ResultBatch>(frame);
-    case proto::MsgType::Drain: return check<proto::Drain>(frame);
-    case proto::MsgType::Shutdown: return check<proto::Shutdown>(frame);
-    case proto::MsgType::JobInfo: return check<proto::JobInfo>(frame);
-    case proto::MsgType::SubmitJob: return check<proto::SubmitJob>(frame);
-    case proto::MsgType::JobAccepted: return check<proto::JobAccepted>(frame);
-    case proto::MsgType::SubmitTasks: return check<proto::SubmitTasks>(frame);
-    case proto::MsgType::SubmitEnd: return check<proto::SubmitEnd>(frame);
-    case proto::MsgType::JobProgress: return check<proto::JobProgress>(frame);
-    case proto::MsgType::JobEnded: return check<proto::JobEnded>(frame);
-    case proto::MsgType::Attach: return check<proto::Attach>(frame);
-    case proto::MsgType::CancelJob: return check<proto::CancelJob>(frame);
-    case proto::MsgType::DropJob: return check<proto::DropJob>(frame);
+    case proto::MsgType::Register:
+      return check<proto::Register>(frame);
+    case proto::MsgType::Registered:
+      return check<proto::Registered>(frame);
+    case proto::MsgType::Reject:
+      return check<proto::Reject>(frame);
+    case proto::MsgType::Heartbeat:
+      return check<proto::Heartbeat>(frame);
+    case proto::MsgType::TaskBatch:
+      return check<proto::TaskBatch>(frame);
+    case proto::MsgType::ResultBatch:
+      return check<proto::ResultBatch>(frame);
+    case proto::MsgType::Drain:
+      return check<proto::Drain>(frame);
+    case proto::MsgType::Shutdown:
+      return check<proto::Shutdown>(frame);
+    case proto::MsgType::JobInfo:
+      return check<proto::JobInfo>(frame);
+    case proto::MsgType::SubmitJob:
+      return check<proto::SubmitJob>(frame);
+    case proto::MsgType::JobAccepted:
+      return check<proto::JobAccepted>(frame);
+    case proto::MsgType::SubmitTasks:
+      return check<proto::SubmitTasks>(frame);
+    case proto::MsgType::SubmitEnd:
+      return check<proto::SubmitEnd>(frame);
+    case proto::MsgType::JobProgress:
+      return check<proto::JobProgress>(frame);
+    case proto::MsgType::JobEnded:
+      return check<proto::JobEnded>(frame);
+    case proto::MsgType::Attach:
+      return check<proto::Attach>(frame);
+    case proto::MsgType::CancelJob:
+      return check<proto::CancelJob>(frame);
+    case proto::MsgType::DropJob:
+      return check<proto::DropJob>(frame);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <optional>
 #include <random>
 
 #include "fanout/protocol/codec.hpp"
@@ -152,8 +153,9 @@ TEST_CASE("integration.hostile_frames.forged_results_and_duplicate_registrations
   cl.start_interchange(dir.path(), db);
   cl.start_pool(dir.path(), "pool-a", 2);
   make_files(dir / "data", 12);
-  write_file(dir / "src/score.py",
-             "import os\ndef run(mini_batch):\n    return [os.path.basename(p) for p in mini_batch]\n");
+  write_file(
+      dir / "src/score.py",
+      "import os\ndef run(mini_batch):\n    return [os.path.basename(p) for p in mini_batch]\n");
   write_file(dir / "job.yaml", R"(type: parallel
 name: forged
 inputs:
@@ -209,8 +211,14 @@ task:
   evil.send(forged(static_cast<std::uint64_t>(real_task), 1, 0));
   evil.send(forged(987654321, 1, 2));
   evil.send(forged(987654322, 4242, 0));
-  // A duplicate registration: the old one is dropped, a new one made.
+  // The same Register again (as a pool queues while the interchange is away): the same answer.
   evil.send(proto::encode(proto::Register{"evil-pool", "nowhere", 1, 0, "x", 1}));
+  auto same = proto::decode<proto::Registered>(wait_for_type(evil, proto::MsgType::Registered));
+  REQUIRE(same.has_value());
+  CHECK(same->pool_id == first->pool_id);
+  // A registration from a restarted process (another pid): the old one is dropped, a new one
+  // made.
+  evil.send(proto::encode(proto::Register{"evil-pool", "nowhere", 1, 0, "x", 2}));
   auto second = proto::decode<proto::Registered>(wait_for_type(evil, proto::MsgType::Registered));
   REQUIRE(second.has_value());
   CHECK(second->pool_id != first->pool_id);
@@ -249,4 +257,63 @@ task:
   INFO("second run:\n" << r.err);
   CHECK(r.status.code == 0);
   CHECK(read_lines(dir / "out.txt").size() == 12);
+}
+
+// What a client resubmitting after an interchange restart relies on (issue 4): mini-batches are
+// accepted in input order only, so duplicates and gaps are dropped, never recorded twice, and a
+// SubmitEnd whose total disagrees is refused with the count the interchange has.
+TEST_CASE("integration.hostile_frames.resubmitted_and_out_of_order_minibatches") {
+  TempDir dir("resubmit");
+  const std::string db = dir / "fanout.db";
+  Cluster cl;
+  cl.start_interchange(dir.path(), db);
+  RawDealer client(cl.client_ep);
+  auto next_of = [&](proto::MsgType type) {
+    for (int k = 0; k < 50; ++k) {
+      auto reply = client.recv_within(5000);
+      if (reply.empty()) return std::string();
+      auto h = proto::read_header(reply);
+      if (h && h->type == type) return reply;
+    }
+    return std::string();
+  };
+  proto::JobSpec spec;
+  spec.name = "resubmit";
+  spec.runtime = "python";
+  client.send(proto::encode(proto::SubmitJob{spec}));
+  auto acc = proto::decode<proto::JobAccepted>(next_of(proto::MsgType::JobAccepted));
+  REQUIRE(acc.has_value());
+  const auto job = acc->job_id;
+  auto batches = [](std::uint64_t from, std::uint64_t to) {
+    std::vector<proto::MiniBatch> v;
+    for (auto i = from; i < to; ++i)
+      v.push_back(proto::MiniBatch{i, {"f" + std::to_string(i)}, ""});
+    return v;
+  };
+  client.send(proto::encode(proto::SubmitTasks{job, batches(0, 3)}));
+  client.send(proto::encode(proto::SubmitTasks{job, batches(5, 7)}));  // a gap: dropped
+  client.send(proto::encode(proto::SubmitTasks{job, batches(1, 5)}));  // 1, 2 again: dropped
+  client.send(proto::encode(proto::SubmitEnd{job, 7}));                // 5 known: refused
+  client.send(proto::encode(proto::Attach{job}));
+  std::optional<proto::JobProgress> p;
+  // The refused SubmitEnd and the Attach are each answered with a JobProgress.
+  for (int k = 0; k < 10 && (!p || p->submitted != 5); ++k) {
+    auto m = proto::decode<proto::JobProgress>(next_of(proto::MsgType::JobProgress));
+    if (!m) break;
+    p = *m;
+  }
+  REQUIRE(p.has_value());
+  CHECK(p->submitted == 5);
+  CHECK(p->total == 0);  // SubmitEnd was not taken
+  CHECK(p->instance != 0);
+  // The client resends from 5 and ends again.
+  client.send(proto::encode(proto::SubmitTasks{job, batches(5, 7)}));
+  client.send(proto::encode(proto::SubmitEnd{job, 7}));
+  CHECK(wait_until(
+      [&] { return sql_int(db, "select total from jobs where id=" + std::to_string(job)) == 7; },
+      std::chrono::seconds(30)));
+  CHECK(sql_int(db, "select count(*) from minibatches") == 7);
+  CHECK(sql_int(db, "select count(distinct id) from minibatches") == 7);
+  CHECK(sql_int(db, "select max(id) from minibatches") == 6);
+  CHECK(!cl.interchange.poll().has_value());
 }

@@ -7,7 +7,6 @@
 // still finishes, `fanout wait` reports it, `fanout resume` finishes a job on a private
 // interchange, and `fanout cancel` stops a running job by id.
 #include <doctest/doctest.h>
-
 #include <signal.h>
 
 #include <map>
@@ -43,8 +42,10 @@ retry_settings:
   max_retries: 3
   timeout: 120
 environment_variables:
-  RUNS: )" + runs + R"(
-  NAP: ")" + nap + R"("
+  RUNS: )" +
+         runs + R"(
+  NAP: ")" +
+         nap + R"("
 task:
   type: run_function
   code: ./src
@@ -86,6 +87,14 @@ void check_rows_once(const std::string& out, unsigned n) {
   CHECK(distinct.size() == n);
 }
 
+// Alive and not a zombie (an orphan is reaped by whoever adopted it, maybe late).
+bool running(long long pid) {
+  if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) return false;
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
+}
+
 std::string file_name(const std::string& mb_index) {
   char name[32];
   std::snprintf(name, sizeof name, "file%05d.txt", std::stoi(mb_index));
@@ -121,9 +130,9 @@ TEST_CASE("integration.interchange_restart.job_completes_rows_once_nothing_succe
 
   // Same store, same endpoints.
   const std::string first_log = cl.ix_log;
-  cl.start_interchange(dir.path(), db,
-                       ix_args({"--window", "8", "--client-endpoint", client_ep,
-                                "--pool-endpoint", pool_ep}));
+  cl.start_interchange(
+      dir.path(), db,
+      ix_args({"--window", "8", "--client-endpoint", client_ep, "--pool-endpoint", pool_ep}));
   REQUIRE(cl.client_ep == client_ep);
 
   auto st = client.wait_for(std::chrono::seconds(180));
@@ -132,13 +141,15 @@ TEST_CASE("integration.interchange_restart.job_completes_rows_once_nothing_succe
   CHECK(st->code == 0);
   CHECK(read_text(dir / "client.err").find("reattached to job 1") != std::string::npos);
   check_rows_once(dir / "out.txt", 40);
-  CHECK(sql_column(db, "select state from jobs where id=1") == std::vector<std::string>{"succeeded"});
+  CHECK(sql_column(db, "select state from jobs where id=1") ==
+        std::vector<std::string>{"succeeded"});
   CHECK(sql_int(db, "select total from jobs where id=1") == 40);
   CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 40);
   // At most one RUN_DONE per mini-batch: exactly one each.
   CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 40);
-  CHECK(sql_int(db, "select count(*) from (select minibatch_id from attempts where "
-                    "status='RUN_DONE' group by minibatch_id having count(*) > 1)") == 0);
+  CHECK(sql_int(db,
+                "select count(*) from (select minibatch_id from attempts where "
+                "status='RUN_DONE' group by minibatch_id having count(*) > 1)") == 0);
   // No mini-batch that had succeeded before the crash ran again.
   auto runs = lines_of(dir / "runs.txt");
   REQUIRE(!done_before.empty());
@@ -187,7 +198,8 @@ TEST_CASE("integration.interchange_restart.job_without_client_finishes_and_wait_
   REQUIRE(wait_until(
       [&] { return sql_column(db, "select state from jobs where id=1")[0] != "running"; },
       std::chrono::seconds(120)));
-  CHECK(sql_column(db, "select state from jobs where id=1") == std::vector<std::string>{"succeeded"});
+  CHECK(sql_column(db, "select state from jobs where id=1") ==
+        std::vector<std::string>{"succeeded"});
   check_rows_once(dir / "out.txt", 24);
   auto runs = lines_of(dir / "runs.txt");
   for (const auto& id : done_before) CHECK(runs.count(file_name(id)) == 1);
@@ -208,8 +220,8 @@ TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_i
   Cluster cl;
   cl.start_interchange(dir.path(), db, kFastBeats);
   cl.start_pool(dir.path(), "pool-a", 2);
-  auto client = spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep,
-                       "--db", db, "--python", python_bin(), "--quiet"},
+  auto client = spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep, "--db",
+                       db, "--python", python_bin(), "--quiet"},
                       dir / "client.out", dir / "client.err");
   REQUIRE(wait_until(
       [&] {
@@ -225,13 +237,14 @@ TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_i
   (void)cl.interchange.wait_for(std::chrono::seconds(10));
   (void)cl.pools[0].wait_for(std::chrono::seconds(10));
   const auto done_before = sql_column(db, "select id from minibatches where state='succeeded'");
-  auto r = run_capture({fanout_bin(), "resume", "1", "--db", db, "--python", python_bin(),
-                        "--quiet"},
-                       dir.path(), {}, std::chrono::seconds(180));
+  auto r =
+      run_capture({fanout_bin(), "resume", "1", "--db", db, "--python", python_bin(), "--quiet"},
+                  dir.path(), {}, std::chrono::seconds(180));
   INFO("resume stderr:\n" << r.err);
   CHECK(r.status.code == 0);
   CHECK(r.err.find("job 1 succeeded") != std::string::npos);
-  CHECK(sql_column(db, "select state from jobs where id=1") == std::vector<std::string>{"succeeded"});
+  CHECK(sql_column(db, "select state from jobs where id=1") ==
+        std::vector<std::string>{"succeeded"});
   check_rows_once(dir / "out.txt", 24);
   auto runs = lines_of(dir / "runs.txt");
   for (const auto& id : done_before) CHECK(runs.count(file_name(id)) == 1);
@@ -242,8 +255,8 @@ TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_i
   c2.start_interchange(dir.path(), db, kFastBeats);
   c2.start_pool(dir.path(), "pool-c", 1);
   write_file(dir / "slow.yaml", job_yaml(dir / "slow-runs.txt", "30"));
-  auto slow = spawn({fanout_bin(), "run", dir / "slow.yaml", "--interchange", c2.client_ep,
-                     "--db", db, "--python", python_bin(), "--quiet"},
+  auto slow = spawn({fanout_bin(), "run", dir / "slow.yaml", "--interchange", c2.client_ep, "--db",
+                     db, "--python", python_bin(), "--quiet"},
                     dir / "slow.out", dir / "slow.err");
   REQUIRE(wait_until([&] { return !read_text(dir / "slow-runs.txt").empty(); },
                      std::chrono::seconds(60)));
@@ -260,4 +273,41 @@ TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_i
         std::vector<std::string>{"cancelled"});
   CHECK(sql_int(db, "select count(*) from attempts where status='CANCELLED' and job_id=" +
                         std::to_string(job)) == 1);
+}
+
+TEST_CASE("integration.interchange_restart.embedded_job_outlives_its_client_and_wait_follows") {
+  TempDir dir("clientgone");
+  const std::string db = dir / "fanout.db";
+  make_files(dir / "data", 16);
+  write_file(dir / "src/score.py", kScript);
+  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.4"));
+  // The embedded default: a private interchange and pool, children of the client.
+  auto client = spawn(
+      {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(), "--quiet"},
+      dir / "client.out", dir / "client.err");
+  // The store exists once the private interchange has started (until then a query throws).
+  REQUIRE(wait_until(
+      [&] {
+        try {
+          return sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 2;
+        } catch (const std::exception&) {
+          return false;
+        }
+      },
+      std::chrono::seconds(60)));
+  client.signal(SIGKILL);
+  (void)client.wait_for(std::chrono::seconds(10));
+  // `fanout wait` finds the private interchange through the run folder and follows the job.
+  auto w = run_capture({fanout_bin(), "wait", "1", "--db", db}, dir.path(), {},
+                       std::chrono::seconds(120));
+  INFO("wait stderr:\n" << w.err);
+  CHECK(w.status.code == 0);
+  CHECK(w.err.find("job 1 succeeded") != std::string::npos);
+  CHECK(sql_column(db, "select state from jobs where id=1") ==
+        std::vector<std::string>{"succeeded"});
+  check_rows_once(dir / "out.txt", 16);
+  // The orphaned interchange exits once idle and stops its pool.
+  const auto ix_pid = std::stoll(read_ready_file(
+      sql_column(db, "select log_dir from jobs where id=1")[0] + "/../interchange.ready")["pid"]);
+  CHECK(wait_until([&] { return !running(ix_pid); }, std::chrono::seconds(60)));
 }

@@ -5,7 +5,6 @@
 // and the attempt still running is stopped: recorded CANCELLED, its worker killed by its pool
 // (DropJob), while the pool lives on and serves the next job.
 #include <doctest/doctest.h>
-
 #include <signal.h>
 
 #include <cerrno>
@@ -16,41 +15,52 @@ using namespace fanout::test;
 
 namespace {
 
-// file00000 sleeps (writing its pid first); every other mini-batch raises.
+// file00000 sleeps (writing its pid first); every other mini-batch raises, once file00000 is
+// running, so that a threshold is never crossed before there is a running attempt to stop.
 const char* kScript = R"PY(
 import os, time
 def run(mini_batch):
     name = os.path.basename(mini_batch[0])
+    pidfile = os.environ["PIDFILE"]
     if name == "file00000.txt":
-        with open(os.environ["PIDFILE"] + ".tmp", "w") as f:
+        with open(pidfile + ".tmp", "w") as f:
             f.write(str(os.getpid()))
-        os.rename(os.environ["PIDFILE"] + ".tmp", os.environ["PIDFILE"])
+        os.rename(pidfile + ".tmp", pidfile)
         time.sleep(600)
+    for _ in range(6000):
+        if os.path.exists(pidfile):
+            break
+        time.sleep(0.01)
     raise RuntimeError("broken " + name)
 )PY";
 
 std::string job_yaml(const std::string& name, const std::string& pidfile, const std::string& keys,
                      const std::string& args) {
   return R"(type: parallel
-name: )" + name + R"(
+name: )" +
+         name + R"(
 inputs:
   files: {type: uri_folder, path: ./data}
 outputs:
-  out: {type: uri_file, path: ./)" + name + R"(.txt}
+  out: {type: uri_file, path: ./)" +
+         name + R"(.txt}
 input_data: ${{inputs.files}}
 mini_batch_size: "1"
 retry_settings:
   max_retries: 0
   timeout: 900
-)" + keys + R"(
+)" + keys +
+         R"(
 environment_variables:
-  PIDFILE: )" + pidfile + R"(
+  PIDFILE: )" +
+         pidfile + R"(
 task:
   type: run_function
   code: ./src
   entry_script: score.py
   append_row_to: ${{outputs.out}}
-  program_arguments: ")" + args + R"("
+  program_arguments: ")" +
+         args + R"("
 )";
 }
 
@@ -105,8 +115,9 @@ TEST_CASE("integration.thresholds.each_threshold_fails_the_job_and_stops_running
     CHECK(sql_column(db, "select status" + a + " and minibatch_id=0") ==
           std::vector<std::string>{"CANCELLED"});
     CHECK(sql_int(db, "select count(*)" + a + " and status='RUN_DONE'") == 0);
-    CHECK(sql_int(db, "select count(*)" + a + " and status not in "
-                      "('RUN_EXCEPTION','CANCELLED')") == 0);
+    CHECK(sql_int(db, "select count(*)" + a +
+                          " and status not in "
+                          "('RUN_EXCEPTION','CANCELLED')") == 0);
     REQUIRE(wait_until([&] { return !read_text(pidfile).empty(); }, std::chrono::seconds(30)));
     const long long pid = std::stoll(read_text(pidfile));
     CHECK(wait_until([&] { return !process_alive(pid); }, std::chrono::seconds(60)));

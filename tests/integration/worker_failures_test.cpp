@@ -71,9 +71,9 @@ task:
   append_row_to: ${{outputs.out}}
 )");
   const std::string db = dir / "fanout.db";
-  auto r = run_capture({fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python",
-                        python_bin(), "--quiet"},
-                       dir.path(), {}, std::chrono::seconds(240));
+  auto r = run_capture(
+      {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(), "--quiet"},
+      dir.path(), {}, std::chrono::seconds(240));
   INFO("client stderr:\n" << r.err);
   // Thresholds are -1 by default: one failed mini-batch does not fail the job.
   CHECK(r.status.code == 0);
@@ -109,8 +109,9 @@ task:
   CHECK(sql_column(db, "select status from attempts where minibatch_id=4 and attempt=1")[0] ==
         "RUN_TIMEOUT");
   CHECK(msg_of(5).find("ValueError: always broken: file00005.txt") != std::string::npos);
-  CHECK(sql_column(db, "select error_category from attempts where minibatch_id=6 and "
-                       "status='RUN_EXCEPTION'")[0] == "KeyError");
+  CHECK(sql_column(db,
+                   "select error_category from attempts where minibatch_id=6 and "
+                   "status='RUN_EXCEPTION'")[0] == "KeyError");
 
   // The output: every succeeded mini-batch's row exactly once, nothing of file00005.
   auto lines = read_lines(dir / "out.txt");

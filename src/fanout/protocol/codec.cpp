@@ -29,10 +29,10 @@ const char* to_string(AttemptStatus s) noexcept {
 
 std::string type_name(std::uint8_t type) {
   static constexpr const char* kNames[] = {
-      nullptr,       "Register",  "Registered",  "Reject",   "Heartbeat", "TaskBatch",
-      "ResultBatch", "Drain",     "Shutdown",    "JobInfo",  "SubmitJob", "JobAccepted",
-      "SubmitTasks", "SubmitEnd", "JobProgress", "JobEnded", "Attach",    "CancelJob",
-      "DropJob",
+      nullptr,     "Register",    "Registered",  "Reject",    "Heartbeat",
+      "TaskBatch", "ResultBatch", "Drain",       "Shutdown",  "JobInfo",
+      "SubmitJob", "JobAccepted", "SubmitTasks", "SubmitEnd", "JobProgress",
+      "JobEnded",  "Attach",      "CancelJob",   "DropJob",
   };
   constexpr std::size_t n = sizeof(kNames) / sizeof(kNames[0]);
   if (type > 0 && type < n && kNames[type] != nullptr) return kNames[type];

@@ -19,14 +19,14 @@ inline constexpr std::uint8_t kProtocolVersion = 1;
 inline constexpr std::size_t kMaxFrameBytes = 256u * 1024u * 1024u;
 
 enum class MsgType : std::uint8_t {  // wire values: append only, never renumber or reuse
-  Register = 1,  // pool -> interchange
-  Registered,    // interchange -> pool
-  Reject,        // interchange -> pool or client
-  Heartbeat,     // both ways
-  TaskBatch,     // interchange -> pool
-  ResultBatch,   // pool -> interchange
-  Drain,         // interchange -> pool: finish what you hold, take nothing new
-  Shutdown,      // interchange -> pool, client -> interchange (embedded mode)
+  Register = 1,                      // pool -> interchange
+  Registered,                        // interchange -> pool
+  Reject,                            // interchange -> pool or client
+  Heartbeat,                         // both ways
+  TaskBatch,                         // interchange -> pool
+  ResultBatch,                       // pool -> interchange
+  Drain,                             // interchange -> pool: finish what you hold, take nothing new
+  Shutdown,                          // interchange -> pool, client -> interchange (embedded mode)
   JobInfo,       // interchange -> pool: what a job's tasks need, sent before its first task
   SubmitJob,     // client -> interchange
   JobAccepted,   // interchange -> client
@@ -236,8 +236,8 @@ struct JobProgress {
   std::uint32_t pools = 0;
   std::uint32_t workers = 0;
   std::uint64_t instance = 0;  // random per interchange process: a change means it restarted
-  MSGPACK_DEFINE_ARRAY(job_id, total, submitted, succeeded, failed, items_succeeded,
-                       items_failed, attempts_failed, pools, workers, instance)
+  MSGPACK_DEFINE_ARRAY(job_id, total, submitted, succeeded, failed, items_succeeded, items_failed,
+                       attempts_failed, pools, workers, instance)
 };
 
 struct JobEnded {

@@ -867,6 +867,11 @@ std::vector<UnfinishedJob> TaskStore::recover() {
     fail_job.run();
   }
   for (const auto& [path, end] : outputs) restore_output(path, end, impl_->log);
+  // Pools connected to the previous interchange process are gone with it: one that is still
+  // alive registers again, as a new row.
+  Statement stale(db, "UPDATE pools SET state = 'lost', last_seen = ?1 WHERE state = 'connected'");
+  stale.bind(1, now);
+  stale.run();
   tx.commit();
   return out;
 }

@@ -80,7 +80,8 @@ class TaskStore final {
   [[nodiscard]] std::uint64_t max_attempt_id();
   [[nodiscard]] std::uint64_t max_pool_id();
   // Jobs in state pending or running, with their remaining mini-batches. Each job's output file
-  // is truncated to the end of the last committed mini-batch's rows (created if missing).
+  // is truncated to the end of the last committed mini-batch's rows (created if missing). Pools
+  // still `connected` (to the previous interchange process) are marked `lost`.
   [[nodiscard]] std::vector<UnfinishedJob> recover();
 
   // ---- queued writes (any thread) ----
