@@ -14,9 +14,9 @@ Expected<MonitoringOptions> monitoring_options(const config::JobConfig& cfg) {
     char* end = nullptr;
     const double v = text.empty() ? -1 : std::strtod(text.c_str(), &end);
     if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(v) || v < 0) {
-      return make_error(ErrorCode::InvalidArgument,
-                        where + it->first + ": expected a number of seconds >= 0 (got '" + text +
-                            "')");
+      return make_error(
+          ErrorCode::InvalidArgument,
+          where + it->first + ": expected a number of seconds >= 0 (got '" + text + "')");
     }
     m.resource_monitor_interval_s = v;
   }

@@ -1,9 +1,8 @@
 // Progress display. See progress.hpp.
 #include "client/progress.hpp"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "fanout/util/json.hpp"
 
@@ -33,10 +32,10 @@ std::string progress_line(const proto::JobProgress& p, double elapsed_s) {
   const std::uint64_t done = p.succeeded + p.failed;
   const std::uint64_t items = p.items_succeeded + p.items_failed;
   const std::string total = p.total > 0 ? std::to_string(p.total) : fmt::format("{}+", p.submitted);
-  const std::string pct =
-      p.total > 0 ? fmt::format(" ({:.0f}%)", 100.0 * static_cast<double>(done) /
-                                                  static_cast<double>(p.total))
-                  : std::string();
+  const std::string pct = p.total > 0
+                              ? fmt::format(" ({:.0f}%)", 100.0 * static_cast<double>(done) /
+                                                              static_cast<double>(p.total))
+                              : std::string();
   const double rate = elapsed_s > 0 ? static_cast<double>(items) / elapsed_s : 0.0;
   const double eta = eta_of(p, elapsed_s);
   return fmt::format(

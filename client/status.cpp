@@ -1,9 +1,9 @@
 // fanout status and fanout report. See status.hpp.
 #include "client/status.hpp"
 
-#include <cstdio>
-
 #include <fmt/format.h>
+
+#include <cstdio>
 
 #include "fanout/store/report.hpp"
 #include "fanout/util/clock.hpp"
@@ -23,8 +23,8 @@ void print_json(const store::JobStatus& s) {
       s.id, json_quote(s.name), json_quote(s.state), json_quote(s.reason), s.total,
       s.total_known ? "true" : "false", s.succeeded, s.failed, s.pending, s.running,
       s.items_succeeded, s.items_failed, s.attempts, s.attempts_failed, s.started, s.ended,
-      s.elapsed_s, s.minibatches_per_s, s.items_per_s, s.eta_s, s.processes,
-      json_quote(s.log_dir), json_quote(s.output_path));
+      s.elapsed_s, s.minibatches_per_s, s.items_per_s, s.eta_s, s.processes, json_quote(s.log_dir),
+      json_quote(s.output_path));
   for (std::size_t i = 0; i < s.pools.size(); ++i) {
     const auto& p = s.pools[i];
     if (i > 0) out += ",";
@@ -38,8 +38,8 @@ void print_json(const store::JobStatus& s) {
     if (i > 0) out += ",";
     out += fmt::format(
         R"({{"minibatch":{},"attempt":{},"process":{},"status":{},"message":{},"time":{}}})",
-        e.minibatch, e.attempt, json_quote(e.process), json_quote(e.status),
-        json_quote(e.message), json_quote(e.time));
+        e.minibatch, e.attempt, json_quote(e.process), json_quote(e.status), json_quote(e.message),
+        json_quote(e.time));
   }
   out += "]}\n";
   std::fputs(out.c_str(), stdout);
@@ -53,8 +53,8 @@ void print_text(const store::JobStatus& s) {
   const std::string total = s.total_known ? std::to_string(s.total) : fmt::format("{}+", s.total);
   out += fmt::format("  mini-batches: {}/{} done", done, total);
   if (s.total_known && s.total > 0) {
-    out += fmt::format(" ({:.1f}%)", 100.0 * static_cast<double>(done) /
-                                         static_cast<double>(s.total));
+    out +=
+        fmt::format(" ({:.1f}%)", 100.0 * static_cast<double>(done) / static_cast<double>(s.total));
   }
   out += fmt::format(": {} succeeded, {} failed, {} running, {} pending\n", s.succeeded, s.failed,
                      s.running, s.pending);

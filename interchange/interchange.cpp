@@ -701,11 +701,9 @@ void Interchange::write_overviews() {
     ov.attempts_failed = job.attempts_failed;
     ov.started = job.started;
     ov.now = now;
-    const std::string path =
-        job.spec.log_dir + "/" + store::progress_overview_name(job.started);
+    const std::string path = job.spec.log_dir + "/" + store::progress_overview_name(job.started);
     if (auto r = store::write_file_atomic(path, store::format_progress_overview(ov)); !r) {
-      SPDLOG_LOGGER_DEBUG(log_, "job {}: progress overview not written: {}", id,
-                          r.error().message);
+      SPDLOG_LOGGER_DEBUG(log_, "job {}: progress overview not written: {}", id, r.error().message);
     }
   }
 }
@@ -729,11 +727,12 @@ void Interchange::log_stats(bool force) {
   last_stats_ = now;
   if (stats_ == logged_stats_) return;
   logged_stats_ = stats_;
-  log_->info("stats: frames in {} out {}, tasks {}, results {}, late {}, bad frames {}, "
-             "would-block {}, pools lost {}, resource samples {}, pools {}, jobs {}",
-             stats_.frames_in, stats_.frames_out, stats_.tasks_dispatched, stats_.results,
-             stats_.late_results, stats_.bad_frames, stats_.would_block, stats_.pools_lost,
-             stats_.resource_samples, pools_.size(), jobs_.size());
+  log_->info(
+      "stats: frames in {} out {}, tasks {}, results {}, late {}, bad frames {}, "
+      "would-block {}, pools lost {}, resource samples {}, pools {}, jobs {}",
+      stats_.frames_in, stats_.frames_out, stats_.tasks_dispatched, stats_.results,
+      stats_.late_results, stats_.bad_frames, stats_.would_block, stats_.pools_lost,
+      stats_.resource_samples, pools_.size(), jobs_.size());
 }
 
 }  // namespace fanout::ix

@@ -575,10 +575,11 @@ void Pool::log_stats(bool force) {
   last_stats_ = now;
   if (stats_ == logged_stats_) return;
   logged_stats_ = stats_;
-  log_->info("stats: tasks {}, results {}, workers started {}, lost {}, timeouts {}, "
-             "init failures {}, bad frames {}, resource samples {}",
-             stats_.tasks, stats_.results, stats_.workers_started, stats_.workers_lost,
-             stats_.timeouts, stats_.init_failures, stats_.bad_frames, stats_.resource_samples);
+  log_->info(
+      "stats: tasks {}, results {}, workers started {}, lost {}, timeouts {}, "
+      "init failures {}, bad frames {}, resource samples {}",
+      stats_.tasks, stats_.results, stats_.workers_started, stats_.workers_lost, stats_.timeouts,
+      stats_.init_failures, stats_.bad_frames, stats_.resource_samples);
 }
 
 }  // namespace fanout::pool

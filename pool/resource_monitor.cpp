@@ -89,7 +89,9 @@ std::string unescape_mount(std::string_view s) {
   return out;
 }
 
-std::uint64_t sub(std::uint64_t now, std::uint64_t before) { return now > before ? now - before : 0; }
+std::uint64_t sub(std::uint64_t now, std::uint64_t before) {
+  return now > before ? now - before : 0;
+}
 
 }  // namespace
 
@@ -171,10 +173,10 @@ void parse_pid_io(std::string_view text, ProcCounters& out) {
 std::vector<std::string> parse_mounts(std::string_view text) {
   // Kernel and virtual file systems that hold no user data.
   static const std::set<std::string_view> kPseudo = {
-      "proc",     "sysfs",     "devpts",    "cgroup",     "cgroup2",   "mqueue",
-      "devtmpfs", "securityfs", "debugfs",  "tracefs",    "pstore",    "bpf",
-      "autofs",   "hugetlbfs", "configfs",  "fusectl",    "binfmt_misc", "nsfs",
-      "rpc_pipefs", "efivarfs", "ramfs",    "selinuxfs",  "fuse.gvfsd-fuse", "squashfs"};
+      "proc",       "sysfs",      "devpts",   "cgroup",    "cgroup2",         "mqueue",
+      "devtmpfs",   "securityfs", "debugfs",  "tracefs",   "pstore",          "bpf",
+      "autofs",     "hugetlbfs",  "configfs", "fusectl",   "binfmt_misc",     "nsfs",
+      "rpc_pipefs", "efivarfs",   "ramfs",    "selinuxfs", "fuse.gvfsd-fuse", "squashfs"};
   std::vector<std::string> out;
   for_each_line(text, [&](std::string_view line) {
     const auto f = fields(line);
@@ -223,8 +225,10 @@ proto::ResourceSample ResourceMonitor::sample(const std::vector<WorkerRef>& work
   n.disk_write_mb = static_cast<double>(sub(cur.disk.write_bytes, prev_.disk.write_bytes)) / kMiB;
   n.net_sent_mb = static_cast<double>(sub(cur.net.sent_bytes, prev_.net.sent_bytes)) / kMiB;
   n.net_recv_mb = static_cast<double>(sub(cur.net.recv_bytes, prev_.net.recv_bytes)) / kMiB;
-  n.tcp_connections = count_sockets(slurp("/proc/net/tcp")) + count_sockets(slurp("/proc/net/tcp6"));
-  n.udp_connections = count_sockets(slurp("/proc/net/udp")) + count_sockets(slurp("/proc/net/udp6"));
+  n.tcp_connections =
+      count_sockets(slurp("/proc/net/tcp")) + count_sockets(slurp("/proc/net/tcp6"));
+  n.udp_connections =
+      count_sockets(slurp("/proc/net/udp")) + count_sockets(slurp("/proc/net/udp6"));
   prev_ = cur;
 
   std::map<std::int64_t, ProcCounters> procs;

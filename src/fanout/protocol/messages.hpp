@@ -219,8 +219,7 @@ struct ProcessUsage {
   std::uint64_t writes = 0;
   double read_mb = 0;  // bytes read from storage during the interval
   double write_mb = 0;
-  MSGPACK_DEFINE_ARRAY(job_id, process, pid, cpu_percent, rss_mb, reads, writes, read_mb,
-                       write_mb)
+  MSGPACK_DEFINE_ARRAY(job_id, process, pid, cpu_percent, rss_mb, reads, writes, read_mb, write_mb)
 };
 
 // Usage of one mounted file system, now.
@@ -235,8 +234,8 @@ struct DiskUsage {
 
 struct ResourceSample {
   static constexpr MsgType kType = MsgType::ResourceSample;
-  double time = 0;                      // Unix seconds: the end of the interval
-  double interval_s = 0;                // seconds since the previous sample (0 for the first)
+  double time = 0;                       // Unix seconds: the end of the interval
+  double interval_s = 0;                 // seconds since the previous sample (0 for the first)
   std::vector<std::uint64_t> job_ids{};  // jobs the pool held workers or tasks of
   NodeUsage node{};
   std::vector<ProcessUsage> processes{};

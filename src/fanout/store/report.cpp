@@ -1,6 +1,7 @@
 // The logs folder of a job, from the store. See report.hpp and docs/store.md ("Reports").
 #include "fanout/store/report.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -9,8 +10,6 @@
 #include <fstream>
 #include <memory>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "fanout/store/db.hpp"
 #include "fanout/store/task_store.hpp"
@@ -139,7 +138,8 @@ std::string job_result_text(Db& db, std::uint64_t job_id) {
       ended > 0 ? fmt::format("{:.3f}", ended - started) : std::string("-"), job.column_int64(5),
       job.column_int64(6), job.column_int64(7), job.column_int64(8), job.column_int64(9),
       job.column_int64(10), job.column_int64(11),
-      job.column_text(12).empty() ? std::string("(summary_only)") : std::string(job.column_text(12)));
+      job.column_text(12).empty() ? std::string("(summary_only)")
+                                  : std::string(job.column_text(12)));
   job.reset();
 
   // The first errors, in the order they happened: enough to see what went wrong without SQL.
@@ -155,10 +155,10 @@ std::string job_result_text(Db& db, std::uint64_t job_id) {
     std::string_view msg = errors.column_text(3);
     msg = msg.substr(0, msg.find('\n'));
     if (msg.size() > 300) msg = msg.substr(0, 300);
-    out += fmt::format("\n  mini-batch {} try {} on {}: {}: {}", errors.column_int64(0),
-                       errors.column_int64(1),
-                       errors.column_text(4).empty() ? std::string_view("-") : errors.column_text(4),
-                       errors.column_text(2), msg);
+    out += fmt::format(
+        "\n  mini-batch {} try {} on {}: {}: {}", errors.column_int64(0), errors.column_int64(1),
+        errors.column_text(4).empty() ? std::string_view("-") : errors.column_text(4),
+        errors.column_text(2), msg);
     any = true;
   }
   errors.reset();
@@ -346,10 +346,9 @@ Expected<JobStatus> read_job_status(const std::string& db_path, std::uint64_t jo
                    "WHERE a.job_id = ?1 AND a.pool_id != 0 GROUP BY a.pool_id ORDER BY a.pool_id");
       st.bind(1, job_id);
       while (st.step()) {
-        s.pools.push_back(JobStatus::PoolUse{std::string(st.column_text(0)),
-                                             std::string(st.column_text(1)),
-                                             std::string(st.column_text(2)), st.column_uint64(3),
-                                             st.column_uint64(4)});
+        s.pools.push_back(JobStatus::PoolUse{
+            std::string(st.column_text(0)), std::string(st.column_text(1)),
+            std::string(st.column_text(2)), st.column_uint64(3), st.column_uint64(4)});
       }
     }
     {
@@ -369,10 +368,10 @@ Expected<JobStatus> read_job_status(const std::string& db_path, std::uint64_t jo
       while (st.step()) {
         std::string_view msg = st.column_text(4);
         msg = msg.substr(0, msg.find('\n'));
-        s.last_errors.push_back(JobStatus::ErrorLine{
-            st.column_uint64(0), st.column_uint64(1), std::string(st.column_text(2)),
-            std::string(st.column_text(3)), std::string(msg.substr(0, 300)),
-            std::string(st.column_text(5))});
+        s.last_errors.push_back(
+            JobStatus::ErrorLine{st.column_uint64(0), st.column_uint64(1),
+                                 std::string(st.column_text(2)), std::string(st.column_text(3)),
+                                 std::string(msg.substr(0, 300)), std::string(st.column_text(5))});
       }
     }
     db.exec("COMMIT", "end a read transaction");

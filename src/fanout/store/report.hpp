@@ -66,7 +66,7 @@ struct JobStatus {
   std::uint64_t items_succeeded = 0, items_failed = 0, attempts = 0, attempts_failed = 0;
   double started = 0, ended = 0;  // Unix seconds; ended 0 while running
   double elapsed_s = 0, minibatches_per_s = 0, items_per_s = 0;
-  double eta_s = -1;  // -1: unknown or finished
+  double eta_s = -1;            // -1: unknown or finished
   std::uint64_t processes = 0;  // distinct worker processes that ran an attempt
   std::vector<PoolUse> pools{};
   std::vector<ErrorLine> last_errors{};  // newest first, at most 5
@@ -74,8 +74,7 @@ struct JobStatus {
 
 // Reads a job's status from the store (read-only). Errors: NotFound (no store, no such job),
 // Version, Database.
-[[nodiscard]] Expected<JobStatus> read_job_status(const std::string& db_path,
-                                                  std::uint64_t job_id);
+[[nodiscard]] Expected<JobStatus> read_job_status(const std::string& db_path, std::uint64_t job_id);
 
 // Quotes one CSV field when it needs it (RFC 4180: a comma, a double quote, CR or LF).
 void append_csv_field(std::string& out, std::string_view field);

@@ -34,14 +34,15 @@ std::uint64_t own_cpu_ticks() {
 TEST_CASE("pool.resource_monitor.parses_proc_stat") {
   const auto c = parse_proc_stat(
       "cpu  100 5 50 800 20 3 2 0 7 0\ncpu0 50 2 25 400 10 1 1 0 0 0\nintr 1 2 3\n");
-  CHECK(c.total == 980);      // the first eight fields; guest time is already in user
+  CHECK(c.total == 980);       // the first eight fields; guest time is already in user
   CHECK(c.busy == 980 - 820);  // idle + iowait are not busy
   CHECK(parse_proc_stat("garbage").total == 0);
 }
 
 TEST_CASE("pool.resource_monitor.parses_meminfo") {
-  const auto m = parse_meminfo("MemTotal:       16000000 kB\nMemFree:  100 kB\n"
-                               "MemAvailable:   12000000 kB\n");
+  const auto m = parse_meminfo(
+      "MemTotal:       16000000 kB\nMemFree:  100 kB\n"
+      "MemAvailable:   12000000 kB\n");
   CHECK(m.total_kb == 16000000);
   CHECK(m.available_kb == 12000000);
 }
@@ -75,15 +76,17 @@ TEST_CASE("pool.resource_monitor.counts_sockets_and_reads_pid_files") {
   CHECK(count_sockets("") == 0);
   ProcCounters c;
   // A command holding spaces and a ')' must not shift the fields.
-  parse_pid_stat("42 (my (odd) cmd) S 1 42 42 0 -1 4194304 100 0 0 0 700 300 0 0 20 0 1 0 "
-                 "123 4096000 250 18446744073709551615",
-                 c);
+  parse_pid_stat(
+      "42 (my (odd) cmd) S 1 42 42 0 -1 4194304 100 0 0 0 700 300 0 0 20 0 1 0 "
+      "123 4096000 250 18446744073709551615",
+      c);
   CHECK(c.ok);
   CHECK(c.cpu_ticks == 1000);
   CHECK(c.rss_pages == 250);
-  parse_pid_io("rchar: 1\nwchar: 2\nsyscr: 30\nsyscw: 40\nread_bytes: 4096\nwrite_bytes: 8192\n"
-               "cancelled_write_bytes: 0\n",
-               c);
+  parse_pid_io(
+      "rchar: 1\nwchar: 2\nsyscr: 30\nsyscw: 40\nread_bytes: 4096\nwrite_bytes: 8192\n"
+      "cancelled_write_bytes: 0\n",
+      c);
   CHECK(c.syscr == 30);
   CHECK(c.syscw == 40);
   CHECK(c.read_bytes == 4096);
@@ -140,7 +143,7 @@ TEST_CASE("pool.resource_monitor.samples_this_process") {
   CHECK(p.pid == ::getpid());
   CHECK(p.cpu_percent > 0);  // at least 3 ticks in the interval
   CHECK(p.rss_mb > 0);
-  CHECK(p.reads >= 20);      // first sample of a pid: counted from its start
+  CHECK(p.reads >= 20);  // first sample of a pid: counted from its start
   CHECK_FALSE(s.disks.empty());
   for (const auto& d : s.disks) {
     CAPTURE(d.mount);

@@ -820,7 +820,8 @@ TEST_CASE("protocol.codec.resource_sample_round_trips") {
   in.node = proto::NodeUsage{37.5, 16000, 12000, 4000, 11, 22, 1.5, 2.5, 0.25, 0.75, 42, 3};
   in.processes = {proto::ProcessUsage{7, "process001", 4242, 99.5, 120.25, 5, 6, 0.5, 0.125},
                   proto::ProcessUsage{7, "process002", 4243, 0, 0, 0, 0, 0, 0}};
-  in.disks = {proto::DiskUsage{"/", 100000, 40000, 60000, 40}, proto::DiskUsage{"/data", 1, 0, 1, 0}};
+  in.disks = {proto::DiskUsage{"/", 100000, 40000, 60000, 40},
+              proto::DiskUsage{"/data", 1, 0, 1, 0}};
   auto out = round_trip(in);
   CHECK(out.time == in.time);
   CHECK(out.interval_s == in.interval_s);

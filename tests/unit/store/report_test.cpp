@@ -143,7 +143,8 @@ void make_store(const std::string& db) {
   st.set_submit_done(1, 3);
   using S = proto::AttemptStatus;
   st.record_attempt(attempt(1, 0, 1, S::RunDone, "succeeded", "pool-a", "process001", 1700000001));
-  st.record_attempt(attempt(2, 1, 1, S::RunException, "pending", "pool-b", "process001", 1700000001.5));
+  st.record_attempt(
+      attempt(2, 1, 1, S::RunException, "pending", "pool-b", "process001", 1700000001.5));
   st.record_attempt(attempt(3, 2, 1, S::RunDone, "succeeded", "pool-a", "process002", 1700000002));
   st.record_attempt(attempt(4, 1, 2, S::RunDone, "succeeded", "pool-b", "process001", 1700000003));
   for (int i = 0; i < 4; ++i) {
@@ -176,23 +177,29 @@ TEST_CASE("store.report.views_agree_with_the_tables") {
   CHECK(column(db, "SELECT count(*) FROM processed_minibatches WHERE job_id = 1")[0] == "4");
   CHECK(column(db, "SELECT process FROM processed_minibatches WHERE attempt_id = 2")[0] ==
         "pool-b/process001");
-  CHECK(column(db, "SELECT process_start_time FROM processed_minibatches WHERE attempt_id = 2")[0] ==
-        "2023-11-14T22:13:21.500Z");
+  CHECK(
+      column(db, "SELECT process_start_time FROM processed_minibatches WHERE attempt_id = 2")[0] ==
+      "2023-11-14T22:13:21.500Z");
   CHECK(column(db, "SELECT minibatch_detail FROM processed_minibatches WHERE attempt_id = 3")[0] ==
         R"({"files": ["e,1", "f"]})");
-  CHECK(column(db, "SELECT picked_count FROM processed_minibatches WHERE attempt_id = 4")[0] == "2");
-  CHECK(column(db, "SELECT error_category || '|' || status FROM processed_minibatches "
-                   "WHERE attempt_id = 2")[0] == "ValueError|RUN_EXCEPTION");
+  CHECK(column(db, "SELECT picked_count FROM processed_minibatches WHERE attempt_id = 4")[0] ==
+        "2");
+  CHECK(column(db,
+               "SELECT error_category || '|' || status FROM processed_minibatches "
+               "WHERE attempt_id = 2")[0] == "ValueError|RUN_EXCEPTION");
   // process_summary: pool-a/process001, pool-a/process002, pool-b/process001.
   CHECK(column(db, "SELECT count(*) FROM process_summary WHERE job_id = 1")[0] == "3");
-  CHECK(column(db, "SELECT attempts || ',' || failed_attempts || ',' || items_failed FROM "
-                   "process_summary WHERE process = 'pool-b/process001'")[0] == "2,1,2");
+  CHECK(column(db,
+               "SELECT attempts || ',' || failed_attempts || ',' || items_failed FROM "
+               "process_summary WHERE process = 'pool-b/process001'")[0] == "2,1,2");
   // node_summary: one node, two pools, three processes.
-  CHECK(column(db, "SELECT pools || ',' || processes || ',' || attempts FROM node_summary "
-                   "WHERE job_id = 1")[0] == "2,3,4");
+  CHECK(column(db,
+               "SELECT pools || ',' || processes || ',' || attempts FROM node_summary "
+               "WHERE job_id = 1")[0] == "2,3,4");
   // job_progress: everything done, no ETA.
-  CHECK(column(db, "SELECT done || ',' || total || ',' || percent_done || ',' || "
-                   "coalesce(eta_seconds, 'none') FROM job_progress WHERE job_id = 1")[0] ==
+  CHECK(column(db,
+               "SELECT done || ',' || total || ',' || percent_done || ',' || "
+               "coalesce(eta_seconds, 'none') FROM job_progress WHERE job_id = 1")[0] ==
         "3,3,100.0,none");
   CHECK(column(db, "SELECT elapsed_seconds FROM job_progress WHERE job_id = 1")[0] == "4.0");
   // job_settings: one row per key, typed.
@@ -327,8 +334,7 @@ TEST_CASE("store.report.progress_overview_text") {
   p.now = 1700000008;
   const std::string t = store::format_progress_overview(p);
   CHECK(t.find("job 3 (demo): running\n") == 0);
-  CHECK(t.find("mini-batches: 4 of 10 done (40.0%): 3 succeeded, 1 failed\n") !=
-        std::string::npos);
+  CHECK(t.find("mini-batches: 4 of 10 done (40.0%): 3 succeeded, 1 failed\n") != std::string::npos);
   CHECK(t.find("rate: 0.500 mini-batches/s, 5.000 items/s\n") != std::string::npos);
   CHECK(t.find("eta_seconds: 12.0\n") != std::string::npos);
   CHECK(store::progress_overview_name(1700000000) == "job_progress_overview.2023111422.txt");
