@@ -1,7 +1,7 @@
 // Progress display of `fanout run` (and any command that follows a job): on a terminal, one line
 // rewritten in place (carriage return) with mini-batches done/total, items/s, failures and ETA;
 // otherwise a plain line at a modest interval; with --json, one JSON object per line on stdout
-// (docs/cli.md describes the events). Not thread-safe.
+// (docs/reports.md describes the events). Not thread-safe.
 #pragma once
 
 #include <cstdint>
