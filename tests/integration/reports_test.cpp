@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 const char* kScript = R"PY(
 import os, time
 def run(mini_batch):
-    time.sleep(0.15)
+    time.sleep(0.3)
     if any("file00013" in p for p in mini_batch):
         raise ValueError("cannot score, " + os.path.basename(mini_batch[0]))
     return [os.path.basename(p) for p in mini_batch]
@@ -363,4 +363,39 @@ TEST_CASE("integration.reports.history_limit_state_json") {
   auto none = run_capture({fanout_bin(), "history", "--db", db, "--state", "cancelled", "--json"},
                           dir.path());
   CHECK(none.out == "[]\n");
+}
+
+TEST_CASE("integration.reports.bad_monitoring_arguments_are_refused_before_start") {
+  TempDir dir("bad-monitor");
+  make_files(dir / "data", 2);
+  write_file(dir / "src/score.py", "def run(mb):\n    return mb\n");
+  const std::string py = env_or("FANOUT_TEST_PYTHON", "/usr/bin/python3");
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"--profiling_module yappi",
+       "job.yaml: program_arguments: --profiling_module: expected cProfile or profile (got "
+       "'yappi')"},
+      {"--resource_monitor_interval soon",
+       "job.yaml: program_arguments: --resource_monitor_interval: expected a number of seconds "
+       ">= 0 (got 'soon')"},
+      {"--resource_monitor_interval -1",
+       "--resource_monitor_interval: expected a number of seconds >= 0 (got '-1')"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.args);
+    std::string yaml = job_yaml();
+    const auto at = yaml.find("  program_arguments:");
+    yaml.replace(at, std::string::npos, std::string("  program_arguments: ") + c.args + "\n");
+    write_file(dir / "job.yaml", yaml);
+    auto r = run_capture({fanout_bin(), "run", dir / "job.yaml", "--db", dir / "fanout.db",
+                          "--python", py, "--quiet"},
+                         dir.path());
+    CHECK(r.status.code == 2);
+    CHECK(r.err.find(c.message) != std::string::npos);
+    CHECK(r.err.find("error: ") == 0);
+  }
+  CHECK_FALSE(fs::exists(dir / "fanout.db"));  // nothing was started
 }
