@@ -521,6 +521,11 @@ void Pool::flush_results() {
 
 double Pool::monitor_interval_s() const {
   double interval = opts_.resource_monitor_interval_s;
+  // Called every loop turn: when no job asks for a monitor (the usual case), nothing is scanned.
+  const bool any_job_asks = std::any_of(jobs_.begin(), jobs_.end(), [](const auto& kv) {
+    return kv.second.resource_monitor_interval_s > 0;
+  });
+  if (!any_job_asks) return interval;
   auto consider = [&](std::uint64_t job_id) {
     auto it = jobs_.find(job_id);
     if (it == jobs_.end()) return;
