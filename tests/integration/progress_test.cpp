@@ -123,7 +123,7 @@ std::size_t fanout_log_lines(const std::string& logs) {
   return n;
 }
 
-std::string python() { return env_or("FANOUT_TEST_PYTHON", "/usr/bin/python3"); }
+std::string python() { return python_bin(); }
 
 }  // namespace
 

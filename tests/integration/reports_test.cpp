@@ -116,7 +116,7 @@ TEST_CASE("integration.reports.two_pool_job_with_failures") {
   write_file(dir / "src/score.py", kScript);
   write_file(dir / "job.yaml", job_yaml());
   const std::string db = dir / "fanout.db";
-  const std::string py = env_or("FANOUT_TEST_PYTHON", "/usr/bin/python3");
+  const std::string py = python_bin();
 
   auto r = run_capture(
       {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", py, "--quiet"}, dir.path());
@@ -336,7 +336,7 @@ TEST_CASE("integration.reports.history_limit_state_json") {
   bad += "error_threshold: 0\n";
   write_file(dir / "bad.yaml", bad);
   const std::string db = dir / "fanout.db";
-  const std::string py = env_or("FANOUT_TEST_PYTHON", "/usr/bin/python3");
+  const std::string py = python_bin();
   for (const char* job : {"ok.yaml", "bad.yaml", "ok.yaml"}) {
     auto r = run_capture({fanout_bin(), "run", dir / job, "--db", db, "--python", py, "--quiet"},
                          dir.path());
@@ -369,7 +369,7 @@ TEST_CASE("integration.reports.bad_monitoring_arguments_are_refused_before_start
   TempDir dir("bad-monitor");
   make_files(dir / "data", 2);
   write_file(dir / "src/score.py", "def run(mb):\n    return mb\n");
-  const std::string py = env_or("FANOUT_TEST_PYTHON", "/usr/bin/python3");
+  const std::string py = python_bin();
   struct Case {
     const char* args;
     const char* message;
