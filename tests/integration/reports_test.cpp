@@ -399,3 +399,33 @@ TEST_CASE("integration.reports.bad_monitoring_arguments_are_refused_before_start
   }
   CHECK_FALSE(fs::exists(dir / "fanout.db"));  // nothing was started
 }
+
+TEST_CASE("integration.reports.shared_pool_samples_for_the_job_that_asks") {
+  // A standalone interchange and pool started without a monitor: the job's own
+  // --resource_monitor_interval (JobSpec) turns the pool's monitor on while it runs the job.
+  TempDir dir("shared-monitor");
+  make_files(dir / "data", 16);
+  write_file(dir / "src/score.py", kScript);
+  std::string yaml = job_yaml();
+  yaml.replace(yaml.find("instance_count: 2"), 17, "instance_count: 1");
+  write_file(dir / "job.yaml", yaml);
+  const std::string db = dir / "fanout.db";
+  Cluster cl;
+  cl.start_interchange(dir.path(), db);
+  cl.start_pool(dir.path(), "shared-pool", 2);
+  INFO(cl.logs());
+  auto r = run_capture({fanout_bin(), "run", dir / "job.yaml", "--db", db, "--interchange",
+                        cl.client_ep, "--python", python_bin(), "--quiet"},
+                       dir.path());
+  INFO(r.err);
+  REQUIRE(r.status.code == 0);
+  CHECK(sql_int(db,
+                "select count(*) from node_resource_samples where job_id = 1 and "
+                "pool = 'shared-pool'") >= 3);
+  CHECK(sql_int(db,
+                "select count(distinct process) from process_resource_samples where "
+                "job_id = 1") == 2);
+  const std::string logs = sql_column(db, "select log_dir from jobs where id = 1")[0];
+  const std::string node = sql_column(db, "select distinct node from attempts")[0];
+  CHECK(read_lines(logs + "/sys/perf/" + node + "/node_resource_usage.csv").size() >= 4);
+}
