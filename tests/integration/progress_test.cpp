@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
@@ -94,8 +95,14 @@ PtyRun run_in_pty(const std::vector<std::string>& argv, std::chrono::seconds tim
       break;  // EIO: the child side closed (the child exited)
     }
   }
+  // The terminal closes while the child exits, a moment before it can be reaped.
   int st = 0;
-  if (::waitpid(pid, &st, WNOHANG) == 0) {
+  const bool exited =
+      wait_until([&] { return ::waitpid(pid, &st, WNOHANG) == pid; },
+                 std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::max(deadline - std::chrono::steady_clock::now(),
+                              std::chrono::steady_clock::duration(std::chrono::seconds(30)))));
+  if (!exited) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, &st, 0);
     r.status = -2;
