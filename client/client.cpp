@@ -25,6 +25,7 @@
 #include "fanout/util/fs.hpp"
 #include "fanout/util/json.hpp"
 #include "client/follow.hpp"
+#include "client/monitoring.hpp"
 
 namespace fanout::client {
 
@@ -104,6 +105,10 @@ std::string settings_json(const config::JobConfig& cfg, std::uint32_t workers) {
   kv("logging_level", cfg.logging_level, true);
   kv("python", cfg.fanout.python, true);
   kv("task_type", cfg.task_type, true);
+  if (auto mon = monitoring_options(cfg)) {
+    kv("resource_monitor_interval", fmt::format("{}", mon->resource_monitor_interval_s), false);
+    kv("profiling_module", mon->profiling_module, true);
+  }
   j += "}";
   return j;
 }
@@ -127,6 +132,7 @@ Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov) {
   if (ov.pools > 0) cfg.instance_count = ov.pools;
   if (!ov.db.empty()) cfg.fanout.db = ov.db;
   if (!ov.run_dir.empty()) cfg.fanout.run_dir = ov.run_dir;
+  if (auto mon = monitoring_options(cfg); !mon) return Unexpected{mon.error()};
   if (cfg.task_type != "run_function") return {};
   const std::string script = resolve_path(cfg.code_dir, cfg.entry_script);
   auto checker = ChildProcess::spawn(SpawnOptions{
@@ -195,6 +201,12 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   spec.task_overhead_timeout_s = cfg.task_overhead_timeout_s;
   spec.first_task_creation_timeout_s = cfg.first_task_creation_timeout_s;
   spec.progress_update_timeout_s = cfg.progress_update_timeout_s;
+  if (auto mon = monitoring_options(cfg)) {
+    spec.resource_monitor_interval_s = mon->resource_monitor_interval_s;
+    if (!mon->profiling_module.empty()) {
+      spec.env.push_back("FANOUT_PROFILING_MODULE=" + mon->profiling_module);
+    }
+  }
 
   for (const auto& n : cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());
 
@@ -232,7 +244,9 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   std::uint32_t window = 0;
   std::optional<proto::JobEnded> ended;
   proto::JobProgress progress;
-  ProgressPrinter printer(ov.quiet);
+  ProgressPrinter printer(ov.quiet  ? ProgressMode::Quiet
+                          : ov.json ? ProgressMode::Json
+                                    : ProgressMode::Human);
   bool cancel_sent = false;
   bool leave_running = false;
   std::string failure;
@@ -264,6 +278,7 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
           if (auto m = proto::decode<proto::JobAccepted>(msg.frame); m && job_id == 0) {
             job_id = m->job_id;
             window = std::max<std::uint32_t>(m->window, 1);
+            printer.accepted(job_id, spec.name, spec.log_dir);
           }
           break;
         case proto::MsgType::JobProgress:
@@ -418,6 +433,7 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     std::fprintf(stderr, "fanout: reattached to job %llu after the interchange restarted\n",
                  static_cast<unsigned long long>(job_id));
   }
+  if (ended) printer.ended(*ended);
 
   int rc = 3;
   if (ended) {

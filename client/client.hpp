@@ -21,6 +21,7 @@ struct RunOverrides {
   std::uint32_t workers = 0;
   std::uint32_t pools = 0;  // overrides resources.instance_count
   bool quiet = false;
+  bool json = false;  // progress as JSON events on stdout (see client/progress.hpp)
 };
 
 // The default store path: $FANOUT_DB, else $XDG_DATA_HOME/fanout/fanout.db, else

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "fanout/util/clock.hpp"
+#include "client/monitoring.hpp"
 #include "fanout/util/fs.hpp"
 
 namespace fanout::client {
@@ -127,6 +128,11 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
     if (!python.empty()) {
       ps.argv.push_back("--python");
       ps.argv.push_back(python);
+    }
+    // The pools of the embedded default serve this job only: they sample from their start.
+    if (auto mon = monitoring_options(cfg); mon && mon->resource_monitor_interval_s > 0) {
+      ps.argv.push_back("--resource-monitor-interval");
+      ps.argv.push_back(fmt::format("{}", mon->resource_monitor_interval_s));
     }
     ps.stdin_file = "null";
     ps.stderr_file = plog;

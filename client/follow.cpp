@@ -111,7 +111,7 @@ int follow_on(const std::string& endpoint, std::uint64_t job_id, const FollowOpt
   net::Poller poller;
   poller.add(sock);
   net::Message msg;
-  ProgressPrinter printer(opts.quiet);
+  ProgressPrinter printer(opts.quiet ? ProgressMode::Quiet : ProgressMode::Human);
   if (opts.cancel) {
     (void)sock.send(proto::encode(proto::CancelJob{job_id, "cancelled by fanout cancel"}), false);
   }

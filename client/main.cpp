@@ -4,6 +4,7 @@
 
 #include "client/client.hpp"
 #include "client/follow.hpp"
+#include "client/status.hpp"
 #include "fanout/config/job_spec.hpp"
 #include "fanout/util/log.hpp"
 
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   run->add_option("--workers", ov.workers, "worker processes per pool");
   run->add_option("--pools", ov.pools, "local pools (overrides resources.instance_count)");
   run->add_flag("--quiet,-q", ov.quiet, "no progress output");
+  run->add_flag("--json", ov.json, "progress as JSON events on stdout, one object per line");
   run->add_option("--log-level", log_level, "the client's own log level")->capture_default_str();
 
   std::string db;
@@ -63,6 +65,17 @@ int main(int argc, char** argv) {
   resume->add_option("--workers", ro.workers, "worker processes per pool (default: the job's)");
   resume->add_option("--pools", ro.pools, "local pools (default: the job's instance_count)");
   resume->add_flag("--quiet,-q", ro.quiet, "no progress output");
+  bool status_json = false;
+  auto* status = app.add_subcommand("status", "a job's counts, rate, pools and last errors");
+  status->add_option("job", job_id, "the job id")->required();
+  status->add_option("--db", db, "SQLite store");
+  status->add_flag("--json", status_json, "machine-readable output");
+
+  std::string report_out;
+  auto* report = app.add_subcommand("report", "regenerate a job's logs folder from the store");
+  report->add_option("job", job_id, "the job id")->required();
+  report->add_option("--out", report_out, "folder to write to (default: the job's logs folder)");
+  report->add_option("--db", db, "SQLite store");
 
   CLI11_PARSE(app, argc, argv);
 
@@ -98,6 +111,9 @@ int main(int argc, char** argv) {
     if (ro.db.empty()) ro.db = fanout::client::default_db_path();
     return fanout::client::resume_job(job_id, ro, log);
   }
+  const std::string store_path = db.empty() ? fanout::client::default_db_path() : db;
+  if (*status) return fanout::client::print_status(store_path, job_id, status_json);
+  if (*report) return fanout::client::write_report(store_path, job_id, report_out);
   if (*hist) {
     return fanout::client::print_history(db.empty() ? fanout::client::default_db_path() : db, limit,
                                          state, json);

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "fanout/protocol/codec.hpp"
+#include "fanout/store/report.hpp"
 #include "fanout/util/fs.hpp"
 
 namespace fanout::ix {
@@ -98,6 +99,7 @@ int Interchange::run() {
   poller.add(pools_sock_);
   auto now = Clock::now();
   auto next_heartbeat = now + opts_.heartbeat_period;
+  auto next_overview = now + opts_.overview_interval;
   last_stats_ = now;
   Clock::time_point idle_since{};
   bool idle = false;
@@ -124,6 +126,10 @@ int Interchange::run() {
     now = Clock::now();
     check_job_timeouts(now);
     for (auto& [id, job] : jobs_) send_progress(job, false);
+    if (now >= next_overview) {
+      next_overview = now + opts_.overview_interval;
+      write_overviews();
+    }
     if (now >= next_heartbeat) {
       next_heartbeat = now + opts_.heartbeat_period;
       const std::string hb = proto::encode(proto::Heartbeat{});
@@ -216,7 +222,8 @@ void Interchange::on_client(net::Message& msg) {
       job.last_progress = Clock::now();
       job.accepted_at = job.last_progress;
       job.last_finished_at = job.last_progress;
-      store_->create_job(job.id, job.spec, unix_now());
+      job.started = unix_now();
+      store_->create_job(job.id, job.spec, job.started);
       log_->info("job {} ({}) submitted: runtime {}, entry {}", job.id, job.spec.name,
                  job.spec.runtime, job.spec.entry_script);
       send_client(msg.peer, proto::encode(proto::JobAccepted{job.id, opts_.window}));
@@ -421,6 +428,12 @@ void Interchange::on_pool(net::Message& msg) {
       if (!m) return bad_frame("pool", msg.peer, m.error());
       pool.capacity = m->capacity;
       on_results(pool, *m);
+      return;
+    }
+    case proto::MsgType::ResourceSample: {
+      auto m = proto::decode<proto::ResourceSample>(msg.frame);
+      if (!m) return bad_frame("pool", msg.peer, m.error());
+      on_resource_sample(pool, *m);
       return;
     }
     default:
@@ -821,21 +834,68 @@ void Interchange::end_job(Job& job, const std::string& state, const std::string&
   store_->finish_job(job.id, state, reason, unix_now());
   store_->flush();  // the client is told only what is durable
   proto::JobEnded ended{job.id, state, reason, progress_of(job)};
-  if (!job.spec.log_dir.empty()) {
-    (void)make_dirs(job.spec.log_dir);
-    std::ofstream out(job.spec.log_dir + "/job_result.txt");
-    out << "job_id: " << job.id << "\nname: " << job.spec.name << "\nstate: " << state
-        << "\nreason: " << reason << "\nmini_batches_total: " << job.total
-        << "\nmini_batches_succeeded: " << job.succeeded << "\nmini_batches_failed: " << job.failed
-        << "\nitems_succeeded: " << job.items_succeeded << "\nitems_failed: " << job.items_failed
-        << "\nfailed_attempts: " << job.attempts_failed << "\n";
-  }
+  write_report(job);
   log_->info("job {} ({}) {}: {} ({} of {} mini-batches succeeded)", job.id, job.spec.name, state,
              reason, job.succeeded, job.total);
   auto frame = proto::encode(ended);
   for (const auto& c : job.clients) send_client(c, frame);
   ended_[job.id] = std::move(ended);
   jobs_.erase(job.id);
+}
+
+void Interchange::on_resource_sample(const Pool& pool, proto::ResourceSample& sample) {
+  ++stats_.resource_samples;
+  // Recorded only for jobs still running here: a finished job's report is final, and a sample
+  // that arrives after it ended would make `fanout report` differ from the files written at
+  // its end.
+  std::vector<std::uint64_t> live;
+  for (auto id : sample.job_ids) {
+    if (jobs_.count(id) != 0 && std::find(live.begin(), live.end(), id) == live.end()) {
+      live.push_back(id);
+    }
+  }
+  SPDLOG_LOGGER_DEBUG(log_, "pool {}: resource sample for {} of {} jobs", pool.id, live.size(),
+                      sample.job_ids.size());
+  if (live.empty()) return;
+  store_->record_resources(store::ResourceRecord{pool.id, pool.reg.pool_name, pool.reg.node,
+                                                 std::move(live), std::move(sample)});
+}
+
+void Interchange::write_overviews() {
+  const double now = unix_now();
+  for (const auto& [id, job] : jobs_) {
+    if (job.spec.log_dir.empty() || job.started <= 0) continue;
+    store::ProgressOverview ov;
+    ov.job_id = id;
+    ov.name = job.spec.name;
+    ov.state = job.state;
+    ov.total_known = job.submit_done;
+    ov.total = job.total;
+    ov.succeeded = job.succeeded;
+    ov.failed = job.failed;
+    ov.items_succeeded = job.items_succeeded;
+    ov.items_failed = job.items_failed;
+    ov.attempts_failed = job.attempts_failed;
+    ov.started = job.started;
+    ov.now = now;
+    const std::string path = job.spec.log_dir + "/" + store::progress_overview_name(job.started);
+    if (auto r = store::write_file_atomic(path, store::format_progress_overview(ov)); !r) {
+      SPDLOG_LOGGER_DEBUG(log_, "job {}: progress overview not written: {}", id, r.error().message);
+    }
+  }
+}
+
+// The job's logs folder, from the store (which end_job has just flushed).
+void Interchange::write_report(const Job& job) {
+  if (job.spec.log_dir.empty()) return;
+  auto r = store::write_job_report(opts_.db_path, job.id, job.spec.log_dir);
+  if (!r) {
+    log_->error("job {}: the report in {} could not be written: {}", job.id, job.spec.log_dir,
+                r.error().message);
+    return;
+  }
+  SPDLOG_LOGGER_DEBUG(log_, "job {}: report written to {} ({} files)", job.id, job.spec.log_dir,
+                      r->size());
 }
 
 void Interchange::log_stats(bool force) {
@@ -847,11 +907,11 @@ void Interchange::log_stats(bool force) {
   log_->info(
       "stats: frames in {} out {}, tasks {}, results {}, late {}, bad frames {}, "
       "unregistered-pool frames {}, re-registrations {}, dropped submissions {}, "
-      "would-block {}, pools lost {}, pools {}, jobs {}",
+      "would-block {}, pools lost {}, resource samples {}, pools {}, jobs {}",
       stats_.frames_in, stats_.frames_out, stats_.tasks_dispatched, stats_.results,
       stats_.late_results, stats_.bad_frames, stats_.unknown_pool_frames, stats_.reregistrations,
-      stats_.dropped_submissions, stats_.would_block, stats_.pools_lost, pools_.size(),
-      jobs_.size());
+      stats_.dropped_submissions, stats_.would_block, stats_.pools_lost, stats_.resource_samples,
+      pools_.size(), jobs_.size());
 }
 
 }  // namespace fanout::ix

@@ -33,6 +33,8 @@ struct Options {
   std::chrono::milliseconds heartbeat_threshold{10000};
   std::chrono::milliseconds stats_interval{30000};
   std::chrono::milliseconds progress_interval{250};
+  // How often a running job's logs/job_progress_overview.*.txt is rewritten.
+  std::chrono::milliseconds overview_interval{10000};
   std::uint32_t window = 20000;    // mini-batches a client may have queued per job
   std::uint32_t max_batch = 1024;  // tasks per TaskBatch frame
   bool exit_when_idle = false;     // embedded mode: exit once every job ended and clients left
@@ -44,6 +46,7 @@ struct LoopStats {
   std::uint64_t frames_in = 0, frames_out = 0, tasks_dispatched = 0, results = 0;
   std::uint64_t bad_frames = 0, late_results = 0, would_block = 0, pools_lost = 0;
   std::uint64_t unknown_pool_frames = 0, reregistrations = 0, dropped_submissions = 0;
+  std::uint64_t resource_samples = 0;
   bool operator==(const LoopStats&) const = default;
 };
 
@@ -86,6 +89,7 @@ class Interchange final {
     Clock::time_point accepted_at{};       // accepted, or resumed by this process
     Clock::time_point last_finished_at{};  // an attempt of this job last finished (or accepted_at)
     bool dispatched = false;               // a task of this job was sent to a pool
+    double started = 0;  // Unix seconds; 0 when resumed after a restart (not known here)
   };
   struct InFlight {
     std::string pool_peer;
@@ -120,6 +124,9 @@ class Interchange final {
   void maybe_finish(Job& job);
   void end_job(Job& job, const std::string& state, const std::string& reason);
   void send_progress(Job& job, bool force);
+  void on_resource_sample(const Pool& pool, proto::ResourceSample& sample);
+  void write_overviews();
+  void write_report(const Job& job);
   proto::JobProgress progress_of(const Job& job) const;
   void send_client(const std::string& peer, const std::string& frame);
   bool send_pool(Pool& pool, const std::string& frame);

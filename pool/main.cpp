@@ -47,6 +47,11 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level)->capture_default_str();
   app.add_option("--log-file", log_file, "append logs here instead of stderr");
   app.add_flag("--exit-on-lost", opts.exit_on_lost, "exit when the interchange goes silent");
+  app.add_option("--resource-monitor-interval", opts.resource_monitor_interval_s,
+                 "sample node and worker resources every this many seconds (0: only for jobs "
+                 "that ask for it)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   auto level = fanout::parse_log_level(log_level);

@@ -157,6 +157,7 @@ int Pool::run() {
         }
       }
     }
+    if (monitor_) wake = std::min(wake, next_sample_);
     auto timeout = std::chrono::duration_cast<Millis>(wake - now) + Millis(1);
     // poll_ms bounds the wait like Parsl's poll period: deadlines are re-checked at least that often.
     poller.wait(std::clamp(timeout, Millis(0), std::min(hb_period_, opts_.poll)));
@@ -179,6 +180,7 @@ int Pool::run() {
     check_deadlines(now);
     assign();
     flush_results();
+    run_monitor(now);
     if (now - last_sent_ >= hb_period_) send(proto::encode(proto::Heartbeat{capacity()}));
     if (!registered_ && now - last_register_ > register_backoff_) {
       // Unanswered: the interchange is away. Ask again, less and less often.
@@ -572,6 +574,61 @@ void Pool::flush_results() {
   results_.clear();
 }
 
+double Pool::monitor_interval_s() const {
+  double interval = opts_.resource_monitor_interval_s;
+  // Called every loop turn: when no job asks for a monitor (the usual case), nothing is scanned.
+  const bool any_job_asks = std::any_of(jobs_.begin(), jobs_.end(), [](const auto& kv) {
+    return kv.second.resource_monitor_interval_s > 0;
+  });
+  if (!any_job_asks) return interval;
+  auto consider = [&](std::uint64_t job_id) {
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end()) return;
+    const double j = it->second.resource_monitor_interval_s;
+    if (j > 0 && (interval <= 0 || j < interval)) interval = j;
+  };
+  for (const auto& w : slots_) {
+    if (w) consider(w->job_id());
+  }
+  for (const auto& t : queue_) consider(t.job_id);
+  return interval;
+}
+
+void Pool::run_monitor(Clock::time_point now) {
+  const double interval = monitor_interval_s();
+  if (interval <= 0) {
+    if (monitor_) SPDLOG_LOGGER_DEBUG(log_, "resource monitor off");
+    monitor_.reset();
+    return;
+  }
+  const auto period =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval));
+  if (!monitor_) {
+    monitor_.emplace();
+    next_sample_ = now + period;
+    SPDLOG_LOGGER_DEBUG(log_, "resource monitor on, every {} s", interval);
+    return;
+  }
+  if (now < next_sample_) return;
+  // The next deadline follows from this one, so the series keeps its period under load.
+  next_sample_ = std::max(next_sample_ + period, now + period / 2);
+  std::vector<WorkerRef> workers;
+  std::vector<std::uint64_t> job_ids;
+  for (const auto& w : slots_) {
+    if (!w || w->state() == Worker::State::Dead) continue;
+    workers.push_back(WorkerRef{w->job_id(), w->name(), w->pid()});
+    job_ids.push_back(w->job_id());
+  }
+  for (const auto& t : queue_) job_ids.push_back(t.job_id);
+  std::sort(job_ids.begin(), job_ids.end());
+  job_ids.erase(std::unique(job_ids.begin(), job_ids.end()), job_ids.end());
+  auto sample = monitor_->sample(workers, job_ids);
+  ++stats_.resource_samples;
+  SPDLOG_LOGGER_DEBUG(log_, "resource sample: cpu {:.1f}%, {} workers, {} disks",
+                      sample.node.cpu_percent, sample.processes.size(), sample.disks.size());
+  if (registered_) send(proto::encode(sample, 512 + 64 * sample.disks.size()));
+}
+
 void Pool::log_stats(bool force) {
   auto now = Clock::now();
   if (!force && now - last_stats_ < std::chrono::seconds(30)) return;
@@ -580,9 +637,10 @@ void Pool::log_stats(bool force) {
   logged_stats_ = stats_;
   log_->info(
       "stats: tasks {}, results {}, workers started {}, lost {}, timeouts {}, "
-      "init failures {}, bad frames {}, registrations {}, jobs dropped {}",
+      "init failures {}, bad frames {}, registrations {}, jobs dropped {}, resource samples {}",
       stats_.tasks, stats_.results, stats_.workers_started, stats_.workers_lost, stats_.timeouts,
-      stats_.init_failures, stats_.bad_frames, stats_.registrations, stats_.jobs_dropped);
+      stats_.init_failures, stats_.bad_frames, stats_.registrations, stats_.jobs_dropped,
+      stats_.resource_samples);
 }
 
 }  // namespace fanout::pool

@@ -17,6 +17,7 @@
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/log.hpp"
+#include "pool/resource_monitor.hpp"
 #include "pool/worker.hpp"
 
 namespace fanout::pool {
@@ -35,11 +36,15 @@ struct Options {
   std::string shim_dir{};                          // folder of fanout_worker.py
   std::string python{};                            // overrides the job's interpreter when set
   bool exit_on_lost = false;  // embedded mode: exit when the interchange goes silent
+  // Resource monitor period in seconds; 0: only while running a job that asks for one
+  // (JobSpec::resource_monitor_interval_s). The smallest non-zero period wins.
+  double resource_monitor_interval_s = 0;
 };
 
 struct PoolStats {
   std::uint64_t tasks = 0, results = 0, workers_started = 0, workers_lost = 0, timeouts = 0;
   std::uint64_t init_failures = 0, bad_frames = 0, registrations = 0, jobs_dropped = 0;
+  std::uint64_t resource_samples = 0;
   bool operator==(const PoolStats&) const = default;
 };
 
@@ -73,6 +78,10 @@ class Pool final {
   void send(const std::string& frame);
   std::uint32_t capacity() const;
   void log_stats(bool force);
+  // The resource monitor's period now (0: off), from the option and the jobs held.
+  double monitor_interval_s() const;
+  // Starts, stops or samples the monitor as its period and deadline say.
+  void run_monitor(Clock::time_point now);
 
   Options opts_;
   Logger log_;
@@ -96,6 +105,8 @@ class Pool final {
   std::vector<proto::TaskResult> results_{};
   PoolStats stats_{}, logged_stats_{};
   Clock::time_point last_stats_{};
+  std::optional<ResourceMonitor> monitor_{};
+  Clock::time_point next_sample_{};
 };
 
 }  // namespace fanout::pool

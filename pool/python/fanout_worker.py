@@ -476,6 +476,70 @@ def _write_rest(frame, done):
         view = view[os.write(REPLY_FD, view):]
 
 
+# ---------------------------------------------------------------------------
+# Profiling (--profiling_module cProfile|profile): run() calls only. The unprofiled path above
+# is not touched: profiling wraps run() before serve() starts.
+
+
+def _start_profiler(env):
+    """Returns a profiler (cProfile.Profile or profile.Profile) when one is asked for, else None."""
+    name = env.get("FANOUT_PROFILING_MODULE", "")
+    if not name:
+        return None
+    if name not in ("cProfile", "profile"):
+        sys.stderr.write("fanout: FANOUT_PROFILING_MODULE=%s: expected cProfile or profile; "
+                         "not profiling\n" % name)
+        return None
+    module = importlib.import_module(name)
+    return module.Profile()
+
+
+def _profiled(run, profiler, counter):
+    """run() called under the profiler; counter[0] counts the calls."""
+    runcall = profiler.runcall
+
+    def run_profiled(*args):
+        counter[0] += 1
+        return runcall(run, *args)
+
+    return run_profiled
+
+
+def profile_path(env):
+    """<log_dir>/sys/node/<node>/<process>.profile, or None without a log folder."""
+    log_dir = env.get("FANOUT_LOG_DIR", "")
+    if not log_dir:
+        return None
+    node = env.get("FANOUT_NODE", "") or "localhost"
+    process = env.get("FANOUT_PROCESS", "") or ("pid%d" % os.getpid())
+    return os.path.join(log_dir, "sys", "node", node, process + ".profile")
+
+
+def dump_profile(profiler, path):
+    """Writes the profile to `path` in pstats format, merged with what an earlier worker of the same
+    name (a restart, or a worker of another pool on this node) wrote there. A lock on the folder
+    keeps two workers from merging at once."""
+    import fcntl
+    import pstats
+
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    stats = pstats.Stats(profiler)
+    lock = os.open(folder, os.O_RDONLY)  # the folder itself is the lock: no file left behind
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(path):
+            try:
+                stats.add(path)
+            except Exception as e:  # a truncated or foreign file: replaced, and said so
+                sys.stderr.write("fanout: %s could not be merged (%s); replacing it\n" % (path, e))
+        tmp = "%s.tmp%d" % (path, os.getpid())
+        stats.dump_stats(tmp)
+        os.replace(tmp, path)
+    finally:
+        os.close(lock)
+
+
 def _protocol_exit(what):
     sys.stderr.write("fanout: worker pipe protocol error: %s\n" % what)
     _flush_std()
@@ -519,8 +583,20 @@ def main():
         call_shutdown(module)
         return EXIT_OK
 
+    profiler = _start_profiler(env)
+    calls = [0]
+    if profiler is not None:
+        run = _profiled(run, profiler, calls)
+
     serve(run, two_args, cfg)
     call_shutdown(module)
+    if profiler is not None and calls[0] > 0:
+        path = profile_path(env)
+        if path:
+            try:
+                dump_profile(profiler, path)
+            except Exception as e:
+                sys.stderr.write("fanout: the profile could not be written to %s: %s\n" % (path, e))
     return EXIT_OK
 
 

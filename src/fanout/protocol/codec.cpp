@@ -36,6 +36,7 @@ std::string type_name(std::uint8_t type) {
   };
   constexpr std::size_t n = sizeof(kNames) / sizeof(kNames[0]);
   if (type > 0 && type < n && kNames[type] != nullptr) return kNames[type];
+  if (type == static_cast<std::uint8_t>(MsgType::ResourceSample)) return "ResourceSample";
   return fmt::format("unknown({})", type);
 }
 
@@ -56,8 +57,10 @@ Expected<Header> read_header(std::string_view frame) {
         ErrorCode::Version,
         fmt::format("frame: expected protocol version {}, found {}", kProtocolVersion, version));
   }
-  if (type < static_cast<std::uint8_t>(MsgType::Register) ||
-      type > static_cast<std::uint8_t>(MsgType::DropJob)) {
+  const bool known = (type >= static_cast<std::uint8_t>(MsgType::Register) &&
+                      type <= static_cast<std::uint8_t>(MsgType::DropJob)) ||
+                     type == static_cast<std::uint8_t>(MsgType::ResourceSample);
+  if (!known) {
     return make_error(ErrorCode::Protocol, "frame: unknown message type " + std::to_string(type));
   }
   return Header{version, static_cast<MsgType>(type)};

@@ -37,6 +37,8 @@ enum class MsgType : std::uint8_t {  // wire values: append only, never renumber
   Attach,        // client -> interchange: follow an existing job
   CancelJob,     // client -> interchange
   DropJob = 18,  // interchange -> pool: a job ended; stop its running tasks, drop its queued ones
+  // 19..21 are reserved for other messages.
+  ResourceSample = 22,  // pool -> interchange: the resource monitor's sample of its node
 };
 
 // Outcome of one attempt, as recorded in attempts.status (see to_string below).
@@ -75,11 +77,13 @@ struct JobSpec {
   double task_overhead_timeout_s = 0;        // dispatch to result, beyond run_timeout_s
   double first_task_creation_timeout_s = 0;  // job accepted to its first task dispatched
   double progress_update_timeout_s = 0;      // no attempt finished for this long
+  double resource_monitor_interval_s = 0;    // pools sample resources this often while running
+                                             // the job's tasks; 0: off
   MSGPACK_DEFINE_ARRAY(name, spec_path, runtime, code_dir, entry_script, python, args, env,
                        output_path, log_dir, max_tries, run_timeout_s, error_threshold,
                        mini_batch_error_threshold, allowed_failed_percent, settings_json,
                        input_name, task_overhead_timeout_s, first_task_creation_timeout_s,
-                       progress_update_timeout_s)
+                       progress_update_timeout_s, resource_monitor_interval_s)
 };
 
 // One mini-batch as described by the client: never the data, only where to find it.
@@ -192,6 +196,60 @@ struct Shutdown {
   // its environment); a Shutdown without the right token is refused, so no peer can stop it.
   std::string token{};
   MSGPACK_DEFINE_ARRAY(reason, token)
+};
+
+// Node-wide usage over one resource-monitor interval (see ResourceSample).
+struct NodeUsage {
+  double cpu_percent = 0;  // all cores busy = 100
+  double mem_total_mb = 0;
+  double mem_available_mb = 0;
+  double mem_used_mb = 0;        // total - available
+  std::uint64_t disk_reads = 0;  // completed during the interval, whole disks
+  std::uint64_t disk_writes = 0;
+  double disk_read_mb = 0;
+  double disk_write_mb = 0;
+  double net_sent_mb = 0;  // during the interval, every interface but loopback
+  double net_recv_mb = 0;
+  std::uint32_t tcp_connections = 0;  // sockets listed in /proc/net/tcp and tcp6 now
+  std::uint32_t udp_connections = 0;  // sockets listed in /proc/net/udp and udp6 now
+  MSGPACK_DEFINE_ARRAY(cpu_percent, mem_total_mb, mem_available_mb, mem_used_mb, disk_reads,
+                       disk_writes, disk_read_mb, disk_write_mb, net_sent_mb, net_recv_mb,
+                       tcp_connections, udp_connections)
+};
+
+// One worker process's usage over the interval.
+struct ProcessUsage {
+  std::uint64_t job_id = 0;  // the job the worker runs
+  std::string process{};     // worker name, e.g. "process003"
+  std::int64_t pid = 0;
+  double cpu_percent = 0;  // of one core: a process busy on two cores shows 200
+  double rss_mb = 0;
+  std::uint64_t reads = 0;  // read syscalls during the interval
+  std::uint64_t writes = 0;
+  double read_mb = 0;  // bytes read from storage during the interval
+  double write_mb = 0;
+  MSGPACK_DEFINE_ARRAY(job_id, process, pid, cpu_percent, rss_mb, reads, writes, read_mb, write_mb)
+};
+
+// Usage of one mounted file system, now.
+struct DiskUsage {
+  std::string mount{};
+  double total_mb = 0;
+  double used_mb = 0;
+  double free_mb = 0;  // available to unprivileged users
+  double used_percent = 0;
+  MSGPACK_DEFINE_ARRAY(mount, total_mb, used_mb, free_mb, used_percent)
+};
+
+struct ResourceSample {
+  static constexpr MsgType kType = MsgType::ResourceSample;
+  double time = 0;                       // Unix seconds: the end of the interval
+  double interval_s = 0;                 // seconds since the previous sample (0 for the first)
+  std::vector<std::uint64_t> job_ids{};  // jobs the pool held workers or tasks of
+  NodeUsage node{};
+  std::vector<ProcessUsage> processes{};
+  std::vector<DiskUsage> disks{};
+  MSGPACK_DEFINE_ARRAY(time, interval_s, job_ids, node, processes, disks)
 };
 
 // ---- client <-> interchange ----

@@ -135,6 +135,150 @@ SELECT j.id AS job_id,
 FROM jobs j LEFT JOIN minibatches m ON m.job_id = j.id
 GROUP BY j.id;
 )sql",
+    // 1 -> 2: resource-monitor samples and the report views (docs/store.md, "Reports").
+    R"sql(
+CREATE TABLE node_resource_samples (
+  id               INTEGER PRIMARY KEY,
+  job_id           INTEGER NOT NULL,
+  pool_id          INTEGER,
+  pool             TEXT,
+  node             TEXT,
+  time             REAL NOT NULL,
+  interval_s       REAL,
+  cpu_percent      REAL,
+  mem_total_mb     REAL,
+  mem_available_mb REAL,
+  mem_used_mb      REAL,
+  disk_reads       INTEGER,
+  disk_writes      INTEGER,
+  disk_read_mb     REAL,
+  disk_write_mb    REAL,
+  net_sent_mb      REAL,
+  net_recv_mb      REAL,
+  tcp_connections  INTEGER,
+  udp_connections  INTEGER
+);
+CREATE INDEX node_resource_samples_job ON node_resource_samples (job_id, node, time);
+CREATE TABLE process_resource_samples (
+  id          INTEGER PRIMARY KEY,
+  job_id      INTEGER NOT NULL,
+  pool_id     INTEGER,
+  pool        TEXT,
+  node        TEXT,
+  time        REAL NOT NULL,
+  process     TEXT,
+  pid         INTEGER,
+  cpu_percent REAL,
+  rss_mb      REAL,
+  reads       INTEGER,
+  writes      INTEGER,
+  read_mb     REAL,
+  write_mb    REAL
+);
+CREATE INDEX process_resource_samples_job ON process_resource_samples (job_id, node, time);
+CREATE TABLE disk_usage_samples (
+  id           INTEGER PRIMARY KEY,
+  job_id       INTEGER NOT NULL,
+  pool_id      INTEGER,
+  pool         TEXT,
+  node         TEXT,
+  time         REAL NOT NULL,
+  mount        TEXT,
+  total_mb     REAL,
+  used_mb      REAL,
+  free_mb      REAL,
+  used_percent REAL
+);
+CREATE INDEX disk_usage_samples_job ON disk_usage_samples (job_id, node, time);
+CREATE VIEW processed_minibatches AS
+SELECT a.job_id AS job_id,
+       a.minibatch_id AS minibatch_id,
+       a.attempt AS picked_count,
+       CASE WHEN coalesce(a.process, '') = '' THEN ''
+            WHEN coalesce(a.pool, '') = '' THEN a.process
+            ELSE a.pool || '/' || a.process END AS process,
+       strftime('%Y-%m-%dT%H:%M:%fZ', a.start, 'unixepoch') AS process_start_time,
+       a.items AS total,
+       a.succeeded AS succeeded,
+       a.failed AS failed,
+       round(a.elapsed_s, 3) AS elapsed_seconds,
+       round(a.cpu_s, 3) AS process_seconds,
+       round(a.run_s, 3) AS run_method_seconds,
+       a.status AS status,
+       coalesce(a.error_category, '') AS error_category,
+       coalesce(a.error_message, '') AS error_message,
+       i.detail AS minibatch_detail,
+       a.node AS node,
+       a.pool AS pool,
+       a.id AS attempt_id,
+       a.start AS start
+FROM attempts a
+LEFT JOIN minibatch_inputs i ON i.job_id = a.job_id AND i.minibatch_id = a.minibatch_id;
+CREATE VIEW process_summary AS
+SELECT job_id,
+       node,
+       pool,
+       CASE WHEN coalesce(pool, '') = '' THEN process ELSE pool || '/' || process END AS process,
+       count(DISTINCT worker_pid) AS worker_starts,
+       count(*) AS attempts,
+       sum(status = 'RUN_DONE') AS succeeded_attempts,
+       sum(status != 'RUN_DONE') AS failed_attempts,
+       sum(items) AS items,
+       sum(succeeded) AS items_succeeded,
+       sum(failed) AS items_failed,
+       round(sum(elapsed_s), 3) AS elapsed_seconds,
+       round(sum(cpu_s), 3) AS process_seconds,
+       round(sum(run_s), 3) AS run_method_seconds,
+       round(avg(run_s), 4) AS avg_run_method_seconds,
+       round(sum(elapsed_s) - sum(run_s), 3) AS overhead_seconds,
+       strftime('%Y-%m-%dT%H:%M:%fZ', min(start), 'unixepoch') AS first_start_time,
+       strftime('%Y-%m-%dT%H:%M:%fZ', max(start + elapsed_s), 'unixepoch') AS last_end_time
+FROM attempts
+WHERE coalesce(process, '') != ''
+GROUP BY job_id, node, pool, process;
+CREATE VIEW node_summary AS
+SELECT job_id,
+       node,
+       count(DISTINCT pool) AS pools,
+       count(DISTINCT coalesce(pool, '') || '/' || process) AS processes,
+       count(*) AS attempts,
+       sum(status = 'RUN_DONE') AS succeeded_attempts,
+       sum(status != 'RUN_DONE') AS failed_attempts,
+       sum(items) AS items,
+       sum(succeeded) AS items_succeeded,
+       sum(failed) AS items_failed,
+       round(sum(elapsed_s), 3) AS elapsed_seconds,
+       round(sum(cpu_s), 3) AS process_seconds,
+       round(sum(run_s), 3) AS run_method_seconds,
+       strftime('%Y-%m-%dT%H:%M:%fZ', min(start), 'unixepoch') AS first_start_time,
+       strftime('%Y-%m-%dT%H:%M:%fZ', max(start + elapsed_s), 'unixepoch') AS last_end_time,
+       round(count(*) / (max(start + elapsed_s) - min(start)), 3) AS attempts_per_second
+FROM attempts
+WHERE coalesce(node, '') != '' AND coalesce(process, '') != ''
+GROUP BY job_id, node;
+CREATE VIEW job_progress AS
+SELECT job_id, name, state, reason, total, submitted, done, succeeded, failed, pending, running,
+       CASE WHEN total > 0 THEN round(100.0 * done / total, 1) END AS percent_done,
+       items_succeeded, items_failed, attempts, attempts_failed,
+       strftime('%Y-%m-%dT%H:%M:%fZ', started, 'unixepoch') AS started_time,
+       strftime('%Y-%m-%dT%H:%M:%fZ', ended, 'unixepoch') AS ended_time,
+       round(elapsed, 3) AS elapsed_seconds,
+       round(done / nullif(elapsed, 0), 3) AS minibatches_per_second,
+       round((items_succeeded + items_failed) / nullif(elapsed, 0), 3) AS items_per_second,
+       CASE WHEN ended IS NULL AND done > 0 AND total > done
+            THEN round((total - done) * elapsed / done, 1) END AS eta_seconds
+FROM (SELECT j.id AS job_id, j.name AS name, j.state AS state, j.reason AS reason,
+             c.total AS total, c.submitted AS submitted, c.succeeded + c.failed AS done,
+             c.succeeded AS succeeded, c.failed AS failed, c.pending AS pending,
+             c.running AS running, c.items_succeeded AS items_succeeded,
+             c.items_failed AS items_failed, c.attempts AS attempts,
+             c.attempts_failed AS attempts_failed, j.started AS started, j.ended AS ended,
+             coalesce(j.ended, (julianday('now') - 2440587.5) * 86400.0) - j.started AS elapsed
+      FROM jobs j JOIN job_counts c ON c.job_id = j.id);
+CREATE VIEW job_settings AS
+SELECT j.id AS job_id, s.key AS key, s.value AS value, s.type AS type
+FROM jobs j, json_each(CASE WHEN json_valid(j.settings) THEN j.settings ELSE '{}' END) s;
+)sql",
 };
 // The most queued operations applied in one transaction.
 constexpr std::size_t kMaxOpsPerTransaction = 32768;
@@ -291,9 +435,10 @@ struct FinishJob {
   double ended = 0;
 };
 
-// CreateJob is rare and large, so it is boxed to keep the queue's elements small.
+// CreateJob and ResourceRecord are rare and large, so they are boxed to keep the queue's
+// elements small.
 using Op = std::variant<std::unique_ptr<CreateJob>, AddMiniBatches, SetSubmitDone, MarkRunning,
-                        AttemptRecord, FinishJob, PoolRecord>;
+                        AttemptRecord, FinishJob, PoolRecord, std::unique_ptr<ResourceRecord>>;
 
 struct MiniBatchKey {
   std::uint64_t job_id = 0;
@@ -352,7 +497,21 @@ WHERE job_id = ?1 AND id = ?2)sql"),
 INSERT OR REPLACE INTO pools (id, name, node, workers, prefetch, pid, build, state, registered,
                               last_seen)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql"),
-        job_output_(db, "SELECT output_path FROM jobs WHERE id = ?1") {}
+        job_output_(db, "SELECT output_path FROM jobs WHERE id = ?1"),
+        insert_node_sample_(db, R"sql(
+INSERT INTO node_resource_samples (job_id, pool_id, pool, node, time, interval_s, cpu_percent,
+                                   mem_total_mb, mem_available_mb, mem_used_mb, disk_reads,
+                                   disk_writes, disk_read_mb, disk_write_mb, net_sent_mb,
+                                   net_recv_mb, tcp_connections, udp_connections)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18))sql"),
+        insert_process_sample_(db, R"sql(
+INSERT INTO process_resource_samples (job_id, pool_id, pool, node, time, process, pid,
+                                      cpu_percent, rss_mb, reads, writes, read_mb, write_mb)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13))sql"),
+        insert_disk_sample_(db, R"sql(
+INSERT INTO disk_usage_samples (job_id, pool_id, pool, node, time, mount, total_mb, used_mb,
+                                free_mb, used_percent)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql") {}
 
   // Applies `ops` in one transaction: rows first, then the output bytes are written and synced,
   // then the transaction commits, so a committed offset always points at durable bytes.
@@ -508,6 +667,65 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql"),
     upsert_pool_.run();
   }
 
+  void do_op(std::unique_ptr<ResourceRecord>& rec) {
+    const auto& smp = rec->sample;
+    const auto& n = smp.node;
+    for (const std::uint64_t job_id : rec->job_ids) {
+      insert_node_sample_.bind(1, job_id)
+          .bind(2, rec->pool_id)
+          .bind_text_or_null(3, rec->pool_name)
+          .bind_text_or_null(4, rec->node)
+          .bind(5, smp.time)
+          .bind(6, smp.interval_s)
+          .bind(7, n.cpu_percent)
+          .bind(8, n.mem_total_mb)
+          .bind(9, n.mem_available_mb)
+          .bind(10, n.mem_used_mb)
+          .bind(11, n.disk_reads)
+          .bind(12, n.disk_writes)
+          .bind(13, n.disk_read_mb)
+          .bind(14, n.disk_write_mb)
+          .bind(15, n.net_sent_mb)
+          .bind(16, n.net_recv_mb)
+          .bind(17, n.tcp_connections)
+          .bind(18, n.udp_connections);
+      insert_node_sample_.run();
+      for (const auto& d : smp.disks) {
+        insert_disk_sample_.bind(1, job_id)
+            .bind(2, rec->pool_id)
+            .bind_text_or_null(3, rec->pool_name)
+            .bind_text_or_null(4, rec->node)
+            .bind(5, smp.time)
+            .bind(6, d.mount)
+            .bind(7, d.total_mb)
+            .bind(8, d.used_mb)
+            .bind(9, d.free_mb)
+            .bind(10, d.used_percent);
+        insert_disk_sample_.run();
+      }
+    }
+    for (const auto& p : smp.processes) {
+      // A worker belongs to one job: its rows go to that job, if the sample counts for it.
+      if (std::find(rec->job_ids.begin(), rec->job_ids.end(), p.job_id) == rec->job_ids.end()) {
+        continue;
+      }
+      insert_process_sample_.bind(1, p.job_id)
+          .bind(2, rec->pool_id)
+          .bind_text_or_null(3, rec->pool_name)
+          .bind_text_or_null(4, rec->node)
+          .bind(5, smp.time)
+          .bind(6, p.process)
+          .bind(7, p.pid)
+          .bind(8, p.cpu_percent)
+          .bind(9, p.rss_mb)
+          .bind(10, p.reads)
+          .bind(11, p.writes)
+          .bind(12, p.read_mb)
+          .bind(13, p.write_mb);
+      insert_process_sample_.run();
+    }
+  }
+
   // The job's output file, opened on first use when the job was created before this process
   // started (a resumed job). Null when the job has no output file (summary_only).
   OutputFile* output_for(std::uint64_t job_id) {
@@ -596,6 +814,9 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql"),
   Statement finish_job_;
   Statement upsert_pool_;
   Statement job_output_;
+  Statement insert_node_sample_;
+  Statement insert_process_sample_;
+  Statement insert_disk_sample_;
   msgpack::sbuffer buf_{1024};
   std::string detail_;
   std::unordered_map<std::uint64_t, OutputFile> outputs_;
@@ -900,6 +1121,11 @@ void TaskStore::finish_job(std::uint64_t job_id, const std::string& state,
 }
 
 void TaskStore::upsert_pool(const PoolRecord& pool) { impl_->push(PoolRecord(pool)); }
+
+void TaskStore::record_resources(ResourceRecord rec) {
+  if (rec.job_ids.empty()) return;
+  impl_->push(std::make_unique<ResourceRecord>(std::move(rec)));
+}
 
 void TaskStore::flush() {
   std::unique_lock lk(impl_->mu);

@@ -19,7 +19,7 @@
 namespace fanout::store {
 
 // The current schema version; migrations bring any older store up to it.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // One attempt's outcome plus what it means for its mini-batch.
 struct AttemptRecord {
@@ -45,6 +45,17 @@ struct PoolRecord {
   std::string state{};  // "connected" | "lost" | "gone"
   double registered = 0;
   double last_seen = 0;
+};
+
+// One resource-monitor sample of a pool, recorded once for each job in `job_ids` (the jobs it
+// is attributed to; the caller keeps only running jobs). Worker rows are recorded for their own
+// job only, and only when that job is in `job_ids`.
+struct ResourceRecord {
+  std::uint64_t pool_id = 0;
+  std::string pool_name{};
+  std::string node{};
+  std::vector<std::uint64_t> job_ids{};
+  proto::ResourceSample sample{};
 };
 
 // A job the store holds as not finished, with what is left to run (for resume).
@@ -93,6 +104,7 @@ class TaskStore final {
   void finish_job(std::uint64_t job_id, const std::string& state, const std::string& reason,
                   double ended);
   void upsert_pool(const PoolRecord& pool);
+  void record_resources(ResourceRecord rec);
 
   // Blocks until everything queued before the call is committed (output data synced first).
   void flush();

@@ -104,6 +104,7 @@ proto::JobSpec sample_spec() {
   s.task_overhead_timeout_s = 30;
   s.first_task_creation_timeout_s = 600;
   s.progress_update_timeout_s = 90.5;
+  s.resource_monitor_interval_s = 2.5;
   return s;
 }
 
@@ -128,6 +129,7 @@ void check_spec(const proto::JobSpec& a, const proto::JobSpec& b) {
   CHECK(a.task_overhead_timeout_s == b.task_overhead_timeout_s);
   CHECK(a.first_task_creation_timeout_s == b.first_task_creation_timeout_s);
   CHECK(a.progress_update_timeout_s == b.progress_update_timeout_s);
+  CHECK(a.resource_monitor_interval_s == b.resource_monitor_interval_s);
 }
 
 proto::Task sample_task(std::uint64_t i) {
@@ -821,4 +823,72 @@ TEST_CASE("protocol.codec.mutated_frames_never_throw") {
     }
   }
   CHECK(throws == 0);
+}
+
+// ---------------------------------------------------------------- ResourceSample (issue 5)
+
+TEST_CASE("protocol.codec.resource_sample_round_trips") {
+  static_assert(static_cast<int>(MsgType::ResourceSample) == 22);
+  CHECK(proto::type_name(22) == "ResourceSample");
+  proto::ResourceSample in;
+  in.time = 1795000000.25;
+  in.interval_s = 2.0;
+  in.job_ids = {7, std::numeric_limits<std::uint64_t>::max()};
+  in.node = proto::NodeUsage{37.5, 16000, 12000, 4000, 11, 22, 1.5, 2.5, 0.25, 0.75, 42, 3};
+  in.processes = {proto::ProcessUsage{7, "process001", 4242, 99.5, 120.25, 5, 6, 0.5, 0.125},
+                  proto::ProcessUsage{7, "process002", 4243, 0, 0, 0, 0, 0, 0}};
+  in.disks = {proto::DiskUsage{"/", 100000, 40000, 60000, 40},
+              proto::DiskUsage{"/data", 1, 0, 1, 0}};
+  auto out = round_trip(in);
+  CHECK(out.time == in.time);
+  CHECK(out.interval_s == in.interval_s);
+  CHECK(out.job_ids == in.job_ids);
+  CHECK(out.node.cpu_percent == 37.5);
+  CHECK(out.node.mem_total_mb == 16000);
+  CHECK(out.node.mem_available_mb == 12000);
+  CHECK(out.node.mem_used_mb == 4000);
+  CHECK(out.node.disk_reads == 11);
+  CHECK(out.node.disk_writes == 22);
+  CHECK(out.node.disk_read_mb == 1.5);
+  CHECK(out.node.disk_write_mb == 2.5);
+  CHECK(out.node.net_sent_mb == 0.25);
+  CHECK(out.node.net_recv_mb == 0.75);
+  CHECK(out.node.tcp_connections == 42);
+  CHECK(out.node.udp_connections == 3);
+  REQUIRE(out.processes.size() == 2);
+  CHECK(out.processes[0].job_id == 7);
+  CHECK(out.processes[0].process == "process001");
+  CHECK(out.processes[0].pid == 4242);
+  CHECK(out.processes[0].cpu_percent == 99.5);
+  CHECK(out.processes[0].rss_mb == 120.25);
+  CHECK(out.processes[0].reads == 5);
+  CHECK(out.processes[0].writes == 6);
+  CHECK(out.processes[0].read_mb == 0.5);
+  CHECK(out.processes[0].write_mb == 0.125);
+  REQUIRE(out.disks.size() == 2);
+  CHECK(out.disks[0].mount == "/");
+  CHECK(out.disks[0].total_mb == 100000);
+  CHECK(out.disks[0].used_mb == 40000);
+  CHECK(out.disks[0].free_mb == 60000);
+  CHECK(out.disks[0].used_percent == 40);
+  CHECK(out.disks[1].mount == "/data");
+
+  SUBCASE("defaults") {
+    auto d = round_trip(proto::ResourceSample{});
+    CHECK(d.job_ids.empty());
+    CHECK(d.processes.empty());
+  }
+  SUBCASE("a wrong field type names the field") {
+    const std::string frame = frame_with_body(MsgType::ResourceSample, [](auto& pk) {
+      pk.pack_array(3);
+      pk.pack(1.0);
+      pk.pack(2.0);
+      pk.pack(std::string("not a list"));
+    });
+    auto m = proto::decode<proto::ResourceSample>(frame);
+    REQUIRE_FALSE(m.has_value());
+    CHECK(m.error().code == ErrorCode::Protocol);
+    CHECK(contains(m.error().message, "ResourceSample"));
+    CHECK(contains(m.error().message, "field 2"));
+  }
 }
