@@ -526,7 +526,8 @@ void Parser::parse_inputs(const Entry& e) {
       fail(in.where(), "expected a literal value or a mapping with type and path (got " +
                            describe(in.value) + ")");
     }
-    Fields f = fields(in, {"type", "path", "mode", "description", "optional", "default"});
+    Fields f = fields(in, {"type", "path", "mode", "description", "optional", "default",
+                           "partition_format"});
     spec.type = "uri_folder";  // Azure ML's default input type
     if (const Entry* t = f.get("type")) spec.type = std::string(trim(text(*t)));
     if (const Entry* m = f.get("mode")) spec.mode = text(*m);
@@ -547,6 +548,7 @@ void Parser::parse_inputs(const Entry& e) {
       if (!p) fail(f.missing("path"), "expected a local path (got nothing)");
       spec.path = local_path(*p, cfg_.base_dir);
       input_where_[spec.name] = p->where();
+      if (const Entry* pf = f.get("partition_format")) spec.partition_format = text(*pf);
     } else {
       const Entry* t = f.get("type");
       fail(t->where(),
@@ -636,6 +638,12 @@ void Parser::parse_limits(const Fields& root) {
         std::string s(trim(text(k)));
         if (s.empty()) fail(k.where(), "expected a column name (got \"\")");
         cfg_.partition_keys.push_back(std::move(s));
+      }
+      cfg_.partition_keys_line = e->where().line;
+      if (!cfg_.partition_keys.empty() && root.get("mini_batch_size")) {
+        // Azure ML v2: partition_keys decide the mini-batches; a size or count is not used.
+        cfg_.notices.push_back("mini_batch_size: " + cfg_.mini_batch_size +
+                               " ignored: partition_keys decide the mini-batches");
       }
     }
   }

@@ -1,0 +1,450 @@
+// ParallelRunStep compatibility through the real binaries (issue 3): entry scripts written for
+// Azure ML run unchanged — argument parsing, EntryScript, mini_batch_context, tabular (MLTable)
+// input with pandas, partition_keys — and bad tabular input fails before start with a located
+// error. Tests needing pandas run the workers with /usr/bin/python3 (Debian's python3-pandas).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "harness.hpp"
+
+using namespace fanout::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kPandasPython = "/usr/bin/python3";
+
+// Every regular file under `dir` whose name ends with `suffix`.
+std::vector<std::string> find_files(const std::string& dir, const std::string& suffix) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string p = it->path().string();
+    if (it->is_regular_file() && p.size() >= suffix.size() &&
+        p.compare(p.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      out.push_back(p);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string all_text(const std::vector<std::string>& files) {
+  std::string s;
+  for (const auto& f : files) s += read_text(f);
+  return s;
+}
+
+RunResult run_job(const TempDir& dir, const std::string& job, const std::string& python,
+                  const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> argv = {fanout_bin(), "run",    dir / job,  "--db",
+                                   dir / "store/fanout.db", "--python", python, "--quiet"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return run_capture(argv, dir.path());
+}
+
+// A table of `rows` rows: id,group,value,note where some notes are quoted with a comma or a line
+// break inside, so that a cut inside a quoted field would be seen.
+std::string make_csv(int first, int rows, bool header) {
+  std::ostringstream s;
+  if (header) s << "id,group,value,note\n";
+  for (int i = first; i < first + rows; ++i) {
+    s << i << ",g" << (i % 3) << "," << (i % 97) << ",";
+    if (i % 5 == 0) {
+      s << "\"multi\nline, " << i << "\"";
+    } else if (i % 7 == 0) {
+      s << "\"comma, \"\"quoted\"\"\"";
+    } else {
+      s << "plain note for row " << i;
+    }
+    s << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("integration.compat.file_list_script_with_parse_known_args_and_entry_script") {
+  TempDir dir("compat-args");
+  make_files(dir / "data", 10);
+  write_file(dir / "src/score.py", R"PY(
+import argparse, json, os, sys
+from azureml_user.parallel_run import EntryScript
+
+def init():
+    global args
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--job_output_path", required=True)
+    parser.add_argument("--threshold", type=float, default=0.0)
+    args, unknown = parser.parse_known_args()
+    es = EntryScript()
+    es.logger.info("init: job_output_path=%s", args.job_output_path)
+    print("hello from init on stdout")
+    sys.stderr.write("hello from init on stderr\n")
+    os.makedirs(args.job_output_path, exist_ok=True)
+    info = {"argv": sys.argv[1:], "unknown": unknown, "threshold": args.threshold,
+            "setting": os.environ.get("MY_SETTING"), "output_dir": es.output_dir,
+            "bi_output": os.environ.get("AZUREML_BI_OUTPUT_PATH"),
+            "output_dir_exists": os.path.isdir(es.output_dir),
+            "working_dir": es.working_dir, "cwd": os.getcwd(), "agent_name": es.agent_name,
+            "log_dir": es.log_dir}
+    with open(os.path.join(args.job_output_path, es.agent_name + ".json"), "w") as f:
+        json.dump(info, f)
+
+def run(mini_batch):
+    return [os.path.basename(p) + " " + str(args.threshold) for p in mini_batch]
+)PY");
+  write_file(dir / "job.yaml", R"(type: parallel
+name: compat-args
+inputs:
+  files:
+    type: uri_folder
+    path: ./data
+  threshold: 0.25
+outputs:
+  scores:
+    type: uri_file
+    path: ./out/scores.txt
+  job_output:
+    type: uri_folder
+    path: ./out/job_output
+input_data: ${{inputs.files}}
+mini_batch_size: "3"
+max_concurrency_per_instance: 2
+environment_variables:
+  MY_SETTING: hello
+task:
+  type: run_function
+  code: ./src
+  entry_script: score.py
+  program_arguments: >-
+    --error_threshold 5 --job_output_path ${{outputs.job_output}}
+    --logging_level INFO --threshold ${{inputs.threshold}}
+    --resource_monitor_interval 0 extra-word
+  append_row_to: ${{outputs.scores}}
+)");
+  auto r = run_job(dir, "job.yaml", python_bin());
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.status.code == 0);
+  auto lines = read_lines(dir / "out/scores.txt");
+  CHECK(lines.size() == 10);
+  CHECK(std::count(lines.begin(), lines.end(), "file00003.txt 0.25") == 1);
+
+  // Each worker that ran init() wrote what it saw.
+  auto infos = find_files(dir / "out/job_output", ".json");
+  REQUIRE(!infos.empty());
+  const std::string info = read_text(infos.front());
+  INFO("info: " << info);
+  const std::string out_path = dir / "out/job_output";
+  // System flags consumed; the user's flags reach sys.argv in order.
+  CHECK(info.find("\"argv\": [\"--job_output_path\", \"" + out_path +
+                  "\", \"--threshold\", \"0.25\", \"extra-word\"]") != std::string::npos);
+  CHECK(info.find("\"unknown\": [\"extra-word\"]") != std::string::npos);
+  CHECK(info.find("\"setting\": \"hello\"") != std::string::npos);
+  CHECK(info.find("\"output_dir\": \"" + dir.path() + "/out\"") != std::string::npos);
+  CHECK(info.find("\"bi_output\": \"" + dir.path() + "/out\"") != std::string::npos);
+  CHECK(info.find("\"output_dir_exists\": true") != std::string::npos);
+  CHECK(info.find("\"working_dir\": \"" + dir.path() + "/src\"") != std::string::npos);
+  CHECK(info.find("\"cwd\": \"" + dir.path() + "/src\"") != std::string::npos);
+  CHECK(info.find("\"agent_name\": \"process00") != std::string::npos);
+
+  // logs/: the EntryScript logger, and the workers' stdout and stderr, per node and process.
+  const std::string db = dir / "store/fanout.db";
+  const std::string log_dir = sql_column(db, "select log_dir from jobs")[0];
+  CHECK(info.find("\"log_dir\": \"" + log_dir + "\"") != std::string::npos);
+  auto logs = find_files(log_dir + "/user/entry_script_log", ".log.txt");
+  REQUIRE(!logs.empty());
+  for (const auto& l : logs) {
+    // logs/user/entry_script_log/<node>/<process>.log.txt
+    CHECK(fs::path(l).parent_path().parent_path().filename() == "entry_script_log");
+    CHECK(fs::path(l).filename().string().rfind("process00", 0) == 0);
+  }
+  CHECK(all_text(logs).find("init: job_output_path=" + out_path) != std::string::npos);
+  auto outs = find_files(log_dir + "/user/stdout", ".stdout.txt");
+  auto errs = find_files(log_dir + "/user/stderr", ".stderr.txt");
+  CHECK(all_text(outs).find("hello from init on stdout") != std::string::npos);
+  CHECK(all_text(errs).find("hello from init on stderr") != std::string::npos);
+  REQUIRE(!outs.empty());
+  CHECK(fs::path(outs.front()).parent_path().parent_path().filename() == "stdout");
+}
+
+TEST_CASE("integration.compat.two_argument_run_reads_partition_key_value_of_files") {
+  TempDir dir("compat-pkv");
+  // {user}/{season}/{genre}.wav: 3 users x 2 seasons x 2 genres = 6 partitions of 2 files.
+  for (const char* user : {"ann", "bob", "cy"}) {
+    for (const char* season : {"2020", "2021"}) {
+      for (const char* genre : {"jazz", "rock"}) {
+        write_file(dir / ("data/" + std::string(user) + "/" + season + "/" + genre + ".wav"), "x");
+      }
+    }
+  }
+  write_file(dir / "src/train.py", R"PY(
+import os
+def run(mini_batch, mini_batch_context):
+    kv = mini_batch_context.partition_key_value
+    return ["%s %s %s %s %d" % (kv["user"], kv["season"],
+                                os.path.relpath(p, os.path.dirname(os.path.dirname(os.path.dirname(p)))),
+                                mini_batch_context.dataset, mini_batch_context.minibatch_index)
+            for p in mini_batch]
+)PY");
+  write_file(dir / "job.yaml", R"(type: parallel
+name: compat-pkv
+inputs:
+  songs:
+    type: uri_folder
+    path: ./data
+    partition_format: "{user}/{season}/{genre}.wav"
+outputs:
+  rows:
+    type: uri_file
+    path: ./out/rows.txt
+input_data: ${{inputs.songs}}
+partition_keys: [user, season]
+max_concurrency_per_instance: 2
+task:
+  type: run_function
+  code: ./src
+  entry_script: train.py
+  append_row_to: ${{outputs.rows}}
+)");
+  auto r = run_job(dir, "job.yaml", python_bin());
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.status.code == 0);
+  auto lines = read_lines(dir / "out/rows.txt");
+  REQUIRE(lines.size() == 12);
+  std::set<std::string> indexes;
+  for (const auto& l : lines) {
+    std::istringstream in(l);
+    std::string user, season, rel, dataset, index;
+    in >> user >> season >> rel >> dataset >> index;
+    CAPTURE(l);
+    CHECK(rel.rfind(user + "/" + season + "/", 0) == 0);  // the file belongs to its partition
+    CHECK(dataset == "songs");
+    indexes.insert(index);
+  }
+  CHECK(indexes.size() == 6);
+  const std::string db = dir / "store/fanout.db";
+  CHECK(sql_int(db, "select count(*) from minibatches") == 6);
+  CHECK(sql_int(db, "select max(items) from minibatches") == 2);
+}
+
+TEST_CASE("integration.compat.tabular_mltable_dataframe_in_dataframe_out") {
+  TempDir dir("compat-tab");
+  // Two files under data/, read through a pattern; 1500 rows, ~70 KiB, cut at 10 KiB.
+  write_file(dir / "data/part-0.csv", make_csv(0, 800, true));
+  write_file(dir / "data/part-1.csv", make_csv(800, 700, true));
+  write_file(dir / "data/README.txt", "not part of the table\n");
+  write_file(dir / "data/MLTable", R"(type: mltable
+paths:
+  - pattern: ./*.csv
+transformations:
+  - read_delimited:
+      delimiter: ","
+      encoding: utf8
+      header: all_files_same_headers
+  - drop_columns: [note]
+)");
+  write_file(dir / "src/score.py", R"PY(
+import argparse
+import pandas as pd
+
+def init():
+    global args
+    p = argparse.ArgumentParser()
+    p.add_argument("--scale", type=int, required=True)
+    args, _ = p.parse_known_args()
+
+def run(mini_batch, mini_batch_context):
+    assert isinstance(mini_batch, pd.DataFrame), type(mini_batch)
+    assert list(mini_batch.columns) == ["id", "group", "value"], list(mini_batch.columns)
+    return pd.DataFrame({"id": mini_batch["id"], "score": mini_batch["value"] * args.scale,
+                         "offset": mini_batch_context.global_row_offset})
+)PY");
+  write_file(dir / "src/parallel_run_step.settings.json",
+             "{\"append_row_separator\": \",\", \"append_row_header\": false}\n");
+  write_file(dir / "job.yaml", R"(type: parallel
+name: compat-tabular
+inputs:
+  table:
+    type: mltable
+    path: ./data
+outputs:
+  scores:
+    type: uri_file
+    path: ./out/scores.csv
+input_data: ${{inputs.table}}
+mini_batch_size: "10kb"
+max_concurrency_per_instance: 2
+error_threshold: 0
+task:
+  type: run_function
+  code: ./src
+  entry_script: score.py
+  program_arguments: --allowed_failed_percent 0 --scale 3 --progress_update_timeout 60
+  append_row_to: ${{outputs.scores}}
+)");
+  auto r = run_job(dir, "job.yaml", kPandasPython);
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.status.code == 0);
+  auto lines = read_lines(dir / "out/scores.csv");
+  REQUIRE(lines.size() == 1500);
+  std::set<int> ids;
+  for (const auto& l : lines) {
+    CAPTURE(l);
+    const auto c1 = l.find(',');
+    const auto c2 = l.find(',', c1 + 1);
+    REQUIRE(c2 != std::string::npos);
+    const int id = std::stoi(l.substr(0, c1));
+    CHECK(std::stoi(l.substr(c1 + 1, c2 - c1 - 1)) == (id % 97) * 3);
+    ids.insert(id);
+  }
+  CHECK(ids.size() == 1500);
+  CHECK(*ids.begin() == 0);
+  CHECK(*ids.rbegin() == 1499);
+  const std::string db = dir / "store/fanout.db";
+  CHECK(sql_int(db, "select sum(items) from minibatches") == 1500);
+  CHECK(sql_int(db, "select count(*) from minibatches") >= 6);
+  CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") ==
+        sql_int(db, "select count(*) from minibatches"));
+  // Every mini-batch's byte range is at most 10 KiB and within one file.
+  CHECK(sql_int(db,
+                "select count(*) from minibatch_inputs i, json_each(i.detail, '$.parts') p "
+                "where json_extract(p.value, '$.end') - json_extract(p.value, '$.begin') > "
+                "10240") == 0);
+  CHECK(sql_int(db,
+                "select max(json_array_length(i.detail, '$.parts')) from minibatch_inputs i") == 1);
+}
+
+TEST_CASE("integration.compat.partition_keys_training_returning_nothing_succeeds") {
+  TempDir dir("compat-train");
+  write_file(dir / "data/a.csv", make_csv(0, 300, true));
+  write_file(dir / "data/b.csv", make_csv(300, 200, true));
+  write_file(dir / "src/train.py", R"PY(
+import os
+from azureml_user.parallel_run import EntryScript
+
+def run(mini_batch, mini_batch_context):
+    group = mini_batch_context.partition_key_value["group"]
+    assert set(mini_batch["group"]) == {group}, set(mini_batch["group"])
+    out = os.path.join(EntryScript().output_dir, "model-%s.txt" % group)
+    with open(out, "w") as f:
+        f.write("%d %d\n" % (len(mini_batch), int(mini_batch["id"].sum())))
+    return []
+)PY");
+  write_file(dir / "job.yaml", R"(type: parallel
+name: compat-train
+inputs:
+  table:
+    type: uri_folder
+    path: ./data
+outputs:
+  models:
+    type: uri_folder
+    path: ./out/models
+input_data: ${{inputs.table}}
+partition_keys:
+  - group
+mini_batch_size: "1kb"
+error_threshold: -1
+task:
+  type: run_function
+  code: ./src
+  entry_script: train.py
+  program_arguments: --output_dir ${{outputs.models}}
+)");
+  auto r = run_job(dir, "job.yaml", kPandasPython);
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.status.code == 0);
+  CHECK(r.err.find("partition_keys") != std::string::npos);  // the mini_batch_size warning
+  const std::string db = dir / "store/fanout.db";
+  CHECK(sql_int(db, "select count(*) from minibatches") == 3);
+  CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 3);
+  CHECK(sql_int(db, "select sum(items) from minibatches") == 500);
+  CHECK(sql_column(db, "select state from jobs")[0] == "succeeded");
+  CHECK(sql_int(db, "select sum(failed) from attempts where status = 'RUN_DONE'") == 500);
+  // Each partition saw exactly its rows: ids i with i % 3 == g.
+  const std::string out_dir =
+      fs::path(sql_column(db, "select log_dir from jobs")[0]).parent_path().string() + "/outputs";
+  for (int g = 0; g < 3; ++g) {
+    long long n = 0, sum = 0;
+    for (int i = 0; i < 500; ++i) {
+      if (i % 3 == g) {
+        ++n;
+        sum += i;
+      }
+    }
+    CHECK(read_text(out_dir + "/model-g" + std::to_string(g) + ".txt") ==
+          std::to_string(n) + " " + std::to_string(sum) + "\n");
+  }
+}
+
+TEST_CASE("integration.compat.bad_tabular_input_fails_before_start") {
+  struct Case {
+    std::string name;
+    std::string yaml_from, yaml_to;
+    std::string mltable;
+    std::vector<std::string> must_mention;
+    std::string python;
+  };
+  const std::string good_mltable =
+      "paths:\n  - file: ./t.csv\ntransformations:\n  - read_delimited:\n      header: "
+      "all_files_same_headers\n";
+  const std::string yaml = R"(type: parallel
+name: bad-tabular
+inputs:
+  table:
+    type: mltable
+    path: ./data
+input_data: ${{inputs.table}}
+mini_batch_size: "10kb"
+task:
+  code: ./src
+  entry_script: score.py
+)";
+  // An interpreter whose pandas cannot be imported.
+  TempDir nopandas("compat-nopandas");
+  write_file(nopandas / "shadow/pandas.py", "raise ImportError('no pandas here')\n");
+  write_file(nopandas / "python", "#!/bin/sh\nPYTHONPATH=" + nopandas.path() +
+                                      "/shadow exec /usr/bin/python3 \"$@\"\n");
+  fs::permissions(nopandas / "python", fs::perms::owner_all);
+
+  std::vector<Case> cases = {
+      {"unknown input type", "type: mltable", "type: mltabel", good_mltable,
+       {"job.yaml:5:", "inputs.table.type", "mltabel"}, kPandasPython},
+      {"malformed MLTable", "", "", "paths:\n  - file: ./t.csv\ntransformations:\n  - "
+       "read_delimited:\n      header: sometimes\n",
+       {"MLTable:5:", "read_delimited.header", "sometimes"}, kPandasPython},
+      {"MLTable that is not YAML", "", "", "paths: [file: ./t.csv\n", {"MLTable:", "YAML"},
+       kPandasPython},
+      {"partition key not a column", "mini_batch_size: \"10kb\"",
+       "partition_keys: [group, colour]", good_mltable,
+       {"job.yaml:8:", "partition_keys", "colour", "id, group, value, note"}, kPandasPython},
+      {"size in parsecs", "\"10kb\"", "\"10 parsecs\"", good_mltable,
+       {"job.yaml:8:", "mini_batch_size", "10 parsecs"}, kPandasPython},
+      {"pattern matching nothing", "", "", "paths:\n  - pattern: ./*.parquet\n",
+       {"MLTable:2:", "pattern", "*.parquet"}, kPandasPython},
+      {"interpreter without pandas", "", "", good_mltable, {"job.yaml", "pandas", "python"},
+       nopandas / "python"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    TempDir dir("compat-bad");
+    write_file(dir / "data/t.csv", make_csv(0, 20, true));
+    write_file(dir / "data/MLTable", c.mltable);
+    write_file(dir / "src/score.py", "def run(mini_batch):\n    return mini_batch\n");
+    std::string y = yaml;
+    if (!c.yaml_from.empty()) y.replace(y.find(c.yaml_from), c.yaml_from.size(), c.yaml_to);
+    write_file(dir / "job.yaml", y);
+    auto r = run_job(dir, "job.yaml", c.python);
+    INFO("stderr: " << r.err);
+    CHECK(r.status.code == 2);
+    CHECK(r.err.rfind("error: ", 0) == 0);
+    for (const auto& m : c.must_mention) CHECK(r.err.find(m) != std::string::npos);
+    CHECK(!fs::exists(dir / "store"));
+  }
+}
