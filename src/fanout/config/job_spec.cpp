@@ -17,6 +17,7 @@
 #include <system_error>
 #include <utility>
 
+#include "fanout/config/detail/job_node.hpp"
 #include "fanout/util/fs.hpp"
 
 namespace fanout::config {
@@ -241,7 +242,8 @@ std::optional<Ref> sole_ref(std::string_view s) {
 // Single use: construct, call run() once.
 class Parser final {
  public:
-  Parser(std::string file, std::string spec_path) : file_(std::move(file)) {
+  Parser(std::string file, std::string spec_path, bool check_files = true)
+      : file_(std::move(file)), check_files_(check_files) {
     cfg_.spec_path = std::move(spec_path);
     cfg_.base_dir = fs::path(cfg_.spec_path).parent_path().string();
   }
@@ -307,6 +309,7 @@ class Parser final {
   std::string file_;
   JobConfig cfg_{};
   std::map<std::string, std::string, std::less<>> set_by_{};  // field -> key that last set it
+  bool check_files_ = true;  // false: a pipeline step whose input an earlier step makes
   std::map<std::string, Where, std::less<>> input_where_{};   // input name -> its path's place
   Where input_data_where_{};
   Where code_where_{};
@@ -1000,7 +1003,7 @@ JobConfig Parser::run(const YAML::Node& root) {
   parse_limits(top);
   parse_task(top);
   if (const Entry* e = top.get("fanout")) parse_fanout(*e);
-  check_files();
+  if (check_files_) check_files();
   return std::move(cfg_);
 }
 
@@ -1125,6 +1128,24 @@ Expected<JobConfig> parse_job(const std::string& text, const std::string& path) 
     return make_error(ErrorCode::InvalidArgument, where + ": " + e.msg);
   }
 }
+
+namespace detail {
+
+Expected<JobConfig> parse_job_node(const YAML::Node& root, const std::string& file,
+                                   const std::string& spec_path, bool check_files) {
+  try {
+    Parser parser(file, spec_path, check_files);
+    return parser.run(root);
+  } catch (const SpecError& e) {
+    return make_error(ErrorCode::InvalidArgument, e.message);
+  } catch (const YAML::Exception& e) {
+    std::string where = file;
+    if (e.mark.line >= 0) where += ":" + std::to_string(e.mark.line + 1);
+    return make_error(ErrorCode::InvalidArgument, where + ": " + e.msg);
+  }
+}
+
+}  // namespace detail
 
 Expected<JobConfig> load_job(const std::string& path) {
   std::error_code ec;
