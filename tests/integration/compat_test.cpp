@@ -448,3 +448,174 @@ task:
     CHECK(!fs::exists(dir / "store"));
   }
 }
+
+namespace {
+
+const char* kPipelineYaml = R"(type: pipeline
+display_name: compat-pipeline
+settings:
+  default_compute: azureml:cpu-cluster
+inputs:
+  rows: 1200
+  scale: 3
+outputs:
+  scores:
+    type: uri_file
+    path: azureml://datastores/workspaceblobstore/paths/scores.txt
+jobs:
+  make:
+    type: command
+    code: ./prep
+    command: /usr/bin/python3 make.py --rows ${{inputs.rows}} --out ${{outputs.table}}
+    inputs:
+      rows: ${{parent.inputs.rows}}
+    outputs:
+      table:
+        type: mltable
+  score:
+    component: ./score_component.yml
+    inputs:
+      table: ${{parent.jobs.make.outputs.table}}
+      scale: ${{parent.inputs.scale}}
+    outputs:
+      predictions: ${{parent.outputs.scores}}
+)";
+
+const char* kScoreComponent = R"($schema: https://azuremlschemas.azureedge.net/latest/parallelComponent.schema.json
+type: parallel
+name: score
+inputs:
+  table:
+    type: mltable
+  scale:
+    type: number
+    default: 1
+outputs:
+  predictions:
+    type: uri_file
+input_data: ${{inputs.table}}
+mini_batch_size: "10kb"
+max_concurrency_per_instance: 2
+error_threshold: 0
+task:
+  type: run_function
+  code: ./src
+  entry_script: score.py
+  program_arguments: >-
+    --error_threshold 0 --scale ${{inputs.scale}} --task_overhead_timeout 30
+    --logging_level DEBUG --tag v1
+  append_row_to: ${{outputs.predictions}}
+)";
+
+}  // namespace
+
+TEST_CASE("integration.compat.pipeline_command_job_feeds_a_parallel_dataframe_job") {
+  TempDir dir("compat-pipe");
+  // The command job writes a table of the make_csv shape and its MLTable file.
+  write_file(dir / "prep/make.py", R"PY(
+import argparse, os
+p = argparse.ArgumentParser()
+p.add_argument("--rows", type=int, required=True)
+p.add_argument("--out", required=True)
+a = p.parse_args()
+os.makedirs(a.out, exist_ok=True)
+with open(os.path.join(a.out, "rows.csv"), "w") as f:
+    f.write("id,group,value,note\n")
+    for i in range(a.rows):
+        note = '"multi\nline, %d"' % i if i % 5 == 0 else "plain"
+        f.write("%d,g%d,%d,%s\n" % (i, i % 3, i % 97, note))
+with open(os.path.join(a.out, "MLTable"), "w") as f:
+    f.write("paths:\n  - file: ./rows.csv\ntransformations:\n  - read_delimited:\n"
+            "      header: all_files_same_headers\n  - keep_columns: [id, value]\n")
+)PY");
+  write_file(dir / "src/score.py", R"PY(
+import argparse, sys
+import pandas as pd
+
+def init():
+    global args
+    p = argparse.ArgumentParser()
+    p.add_argument("--scale", type=int, required=True)
+    p.add_argument("--tag", required=True)
+    args, _ = p.parse_known_args()
+    assert "--error_threshold" not in sys.argv and "--logging_level" not in sys.argv, sys.argv
+
+def run(mini_batch):
+    assert list(mini_batch.columns) == ["id", "value"], list(mini_batch.columns)
+    out = mini_batch.copy()
+    out["value"] = out["value"] * args.scale
+    out["tag"] = args.tag
+    return out
+)PY");
+  write_file(dir / "score_component.yml", kScoreComponent);
+  write_file(dir / "pipeline.yaml", kPipelineYaml);
+  auto r = run_job(dir, "pipeline.yaml", kPandasPython);
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.status.code == 0);
+  // The azureml:// output maps to a file under the pipeline's run folder, printed once.
+  CHECK(r.err.find("azureml://datastores/workspaceblobstore/paths/scores.txt is written to") !=
+        std::string::npos);
+  CHECK(r.err.find("default_compute: azureml:cpu-cluster ignored") != std::string::npos);
+  auto outs = find_files(dir / "store/runs", "/outputs/scores");
+  REQUIRE(outs.size() == 1);
+  auto lines = read_lines(outs.front());
+  REQUIRE(lines.size() == 1200);
+  std::set<int> ids;
+  for (const auto& l : lines) {
+    std::istringstream in(l);
+    int id = -1, value = -1;
+    std::string tag;
+    in >> id >> value >> tag;
+    CAPTURE(l);
+    CHECK(value == (id % 97) * 3);
+    CHECK(tag == "v1");
+    ids.insert(id);
+  }
+  CHECK(ids.size() == 1200);
+  // The command job's output has a folder of its own under the run folder.
+  CHECK(find_files(dir / "store/runs", "/make/table/MLTable").size() == 1);
+  const std::string db = dir / "store/fanout.db";
+  CHECK(sql_int(db, "select sum(items) from minibatches") == 1200);
+  CHECK(sql_int(db, "select count(*) from minibatches") >= 3);
+}
+
+TEST_CASE("integration.compat.bad_pipeline_fails_before_start") {
+  struct Case {
+    std::string name, from, to;
+    std::vector<std::string> must_mention;
+  };
+  std::vector<Case> cases = {
+      {"unknown job", "${{parent.jobs.make.outputs.table}}", "${{parent.jobs.mak.outputs.table}}",
+       {"pipeline.yaml:25:", "jobs.score.inputs", "\"mak\""}},
+      {"unknown output", "${{parent.jobs.make.outputs.table}}",
+       "${{parent.jobs.make.outputs.tabel}}", {"pipeline.yaml:25:", "tabel", "table"}},
+      {"unknown pipeline input", "${{parent.inputs.scale}}", "${{parent.inputs.scal}}",
+       {"pipeline.yaml:26:", "jobs.score.inputs.scale", "scal"}},
+      {"cycle", "      rows: ${{parent.inputs.rows}}",
+       "      rows: ${{parent.jobs.score.outputs.predictions}}", {"pipeline.yaml:", "cycle"}},
+      {"missing component", "./score_component.yml", "./nope.yml",
+       {"pipeline.yaml:23:", "jobs.score.component", "nope.yml"}},
+      {"unknown job type", "    type: command", "    type: sweep",
+       {"pipeline.yaml:14:", "jobs.make.type", "sweep"}},
+      {"unknown command reference", "${{outputs.table}}", "${{outputs.tables}}",
+       {"pipeline.yaml:16:", "jobs.make.command", "outputs.tables"}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    TempDir dir("compat-badpipe");
+    write_file(dir / "prep/make.py", "print('should not run')\n");
+    write_file(dir / "src/score.py", "def run(mini_batch):\n    return mini_batch\n");
+    write_file(dir / "score_component.yml", kScoreComponent);
+    std::string y = kPipelineYaml;
+    REQUIRE(y.find(c.from) != std::string::npos);
+    y.replace(y.find(c.from), c.from.size(), c.to);
+    write_file(dir / "pipeline.yaml", y);
+    auto r = run_job(dir, "pipeline.yaml", kPandasPython);
+    INFO("stderr: " << r.err);
+    CHECK(r.status.code == 2);
+    CHECK(r.err.rfind("error: ", 0) == 0);
+    for (const auto& m : c.must_mention) CHECK(r.err.find(m) != std::string::npos);
+    CHECK(r.err.find("should not run") == std::string::npos);
+    CHECK(!fs::exists(dir / "store"));
+  }
+}
