@@ -619,3 +619,56 @@ TEST_CASE("integration.compat.bad_pipeline_fails_before_start") {
     CHECK(!fs::exists(dir / "store"));
   }
 }
+
+TEST_CASE("integration.compat.output_semantics_summary_only_short_results_and_none") {
+  TempDir dir("compat-out");
+  make_files(dir / "data", 12);
+  // Mini-batches of 4: the one holding file00004 returns None (a failed attempt naming the
+  // script); the others return one row fewer than their items (failed items, not failures).
+  write_file(dir / "src/score.py", R"PY(
+import os
+def run(mini_batch):
+    if any("file00004" in p for p in mini_batch):
+        return None
+    return [os.path.basename(p) for p in mini_batch[1:]]
+)PY");
+  const std::string yaml = R"(type: parallel
+name: compat-out
+inputs:
+  files:
+    type: uri_folder
+    path: ./data
+input_data: ${{inputs.files}}
+mini_batch_size: "4"
+retry_settings:
+  max_retries: 0
+task:
+  type: run_function
+  code: ./src
+  entry_script: score.py
+)";
+  write_file(dir / "job.yaml", yaml);
+  auto r = run_job(dir, "job.yaml", python_bin());
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.status.code == 0);  // thresholds are -1 (ignored)
+  const std::string db = dir / "store/fanout.db";
+  // summary_only: no append_row output anywhere under the run folder.
+  CHECK(find_files(dir / "store/runs", "parallel_run_step.txt").empty());
+  CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 2);
+  CHECK(sql_int(db, "select count(*) from minibatches where state='failed'") == 1);
+  CHECK(sql_int(db, "select sum(succeeded) from attempts where status='RUN_DONE'") == 6);
+  CHECK(sql_int(db, "select sum(failed) from attempts where status='RUN_DONE'") == 2);
+  auto msg = sql_column(db, "select error_message from attempts where status != 'RUN_DONE'");
+  REQUIRE(msg.size() == 1);
+  CHECK(msg[0].find("score.py") != std::string::npos);
+  CHECK(msg[0].find("None") != std::string::npos);
+
+  // append_row with a uri_folder output: parallel_run_step.txt in it, rows as str(x).
+  write_file(dir / "job2.yaml",
+             yaml + "  append_row_to: ${{outputs.rows}}\noutputs:\n  rows:\n    type: uri_folder\n"
+                    "    path: ./out\n");
+  auto r2 = run_job(dir, "job2.yaml", python_bin());
+  INFO("stderr:\n" << r2.err);
+  REQUIRE(r2.status.code == 0);
+  CHECK(read_lines(dir / "out/parallel_run_step.txt").size() == 6);
+}
