@@ -1,13 +1,12 @@
 // Running pipeline files. See pipeline.hpp.
 #include "client/pipeline.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "fanout/config/pipeline.hpp"
 #include "fanout/util/child_process.hpp"
@@ -31,7 +30,8 @@ std::string stamp() {
 // Output folders exist before a job runs: a folder output is created, a file output's folder.
 Expected<void> make_outputs(const config::PipelineStep& s) {
   for (const auto& [name, b] : s.outputs) {
-    const std::string dir = b.type == "uri_file" ? fs::path(b.value).parent_path().string() : b.value;
+    const std::string dir =
+        b.type == "uri_file" ? fs::path(b.value).parent_path().string() : b.value;
     if (auto r = make_dirs(dir); !r) return r;
   }
   return {};
@@ -40,7 +40,8 @@ Expected<void> make_outputs(const config::PipelineStep& s) {
 int run_command(const config::PipelineStep& s, bool quiet) {
   std::vector<std::pair<std::string, std::string>> env(s.environment_variables.begin(),
                                                        s.environment_variables.end());
-  if (!quiet) std::fprintf(stderr, "fanout: job '%s' (command): %s\n", s.name.c_str(), s.command.c_str());
+  if (!quiet)
+    std::fprintf(stderr, "fanout: job '%s' (command): %s\n", s.name.c_str(), s.command.c_str());
   auto child = ChildProcess::spawn(SpawnOptions{
       .argv = {"/bin/sh", "-c", s.command},
       .env_set = env,
@@ -65,9 +66,11 @@ int run_command(const config::PipelineStep& s, bool quiet) {
 
 int run_pipeline(const std::string& path, const RunOverrides& ov, Logger log) {
   const std::string db = !ov.db.empty() ? ov.db : default_db_path();
-  const std::string root = !ov.run_dir.empty() ? ov.run_dir : fs::path(db).parent_path().string() + "/runs";
-  const std::string run_dir = fmt::format("{}/{}-{}-{}", resolve_path(fs::current_path().string(), root),
-                                          fs::path(path).stem().string(), stamp(), ::getpid());
+  const std::string root =
+      !ov.run_dir.empty() ? ov.run_dir : fs::path(db).parent_path().string() + "/runs";
+  const std::string run_dir =
+      fmt::format("{}/{}-{}-{}", resolve_path(fs::current_path().string(), root),
+                  fs::path(path).stem().string(), stamp(), ::getpid());
   auto p = config::load_pipeline(path, run_dir);
   if (!p) {
     std::fprintf(stderr, "error: %s\n", p.error().message.c_str());

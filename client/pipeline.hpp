@@ -1,5 +1,6 @@
 // fanout run on a pipeline file (type: pipeline): its jobs in dependency order, command jobs as
-// local shell commands and parallel jobs through prepare()/run_job(). See docs/job-spec.md#pipelines.
+// local shell commands and parallel jobs through prepare()/run_job(). See
+// docs/job-spec.md#pipelines.
 #pragma once
 
 #include <string>

@@ -82,8 +82,7 @@ std::uint64_t bom_size(const config::TableSpec& t, const std::string& path) {
   auto f = open_at(path, 0);
   if (!f) return 0;
   unsigned char b[3] = {0, 0, 0};
-  return std::fread(b, 1, 3, f->get()) == 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF ? 3
-                                                                                                : 0;
+  return std::fread(b, 1, 3, f->get()) == 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF ? 3 : 0;
 }
 
 // `first` is the first file's info (nullptr for the first file itself).
@@ -178,8 +177,8 @@ std::string tabular_detail(const config::TableSpec& t, const std::vector<Part>& 
     if (i > 0) j += ",";
     j += "{\"file\":";
     json_quote(j, parts[i].file->path);
-    j += ",\"begin\":" + std::to_string(parts[i].begin) + ",\"end\":" +
-         std::to_string(parts[i].end) + ",\"columns\":";
+    j += ",\"begin\":" + std::to_string(parts[i].begin) +
+         ",\"end\":" + std::to_string(parts[i].end) + ",\"columns\":";
     json_list(j, parts[i].file->columns);
     j += ",\"path_values\":";
     json_pairs(j, parts[i].file->path_values);
@@ -257,7 +256,8 @@ Expected<std::optional<config::TableSpec>> input_table(const config::JobConfig& 
   const bool by_size = cfg.mini_batch_bytes > 0 && cfg.partition_keys.empty();
   const bool by_column = !cfg.partition_keys.empty() && in->partition_format.empty();
   if ((in->type == "uri_file" || in->type == "uri_folder") && (by_size || by_column)) {
-    return std::optional<config::TableSpec>{config::plain_table(in->path, in->type == "uri_folder")};
+    return std::optional<config::TableSpec>{
+        config::plain_table(in->path, in->type == "uri_folder")};
   }
   return std::optional<config::TableSpec>{};
 }
@@ -285,8 +285,9 @@ Expected<TableLayout> check_table(const config::JobConfig& cfg, const config::Ta
     for (const auto& c : *list) {
       if (std::find(all.begin(), all.end(), c) == all.end()) {
         return make_error(ErrorCode::InvalidArgument,
-                          t.source + ": " + (list == &t.keep_columns ? "keep_columns" : "drop_columns") +
-                              ": '" + c + "' is not a column of " + layout.files.front() +
+                          t.source + ": " +
+                              (list == &t.keep_columns ? "keep_columns" : "drop_columns") + ": '" +
+                              c + "' is not a column of " + layout.files.front() +
                               " (columns: " + join(all) + ")");
       }
     }
@@ -386,9 +387,9 @@ Expected<std::uint64_t> stream_table(const config::JobConfig& cfg, const config:
       } else if (key == "Path" && t.include_path_column) {
         fixed[k] = path;
       } else {
-        return make_error(ErrorCode::InvalidArgument,
-                          cfg.spec_path + ": partition_keys: '" + key + "' is not a column of " +
-                              path + " (columns: " + join(fi.columns) + ")");
+        return make_error(ErrorCode::InvalidArgument, cfg.spec_path + ": partition_keys: '" + key +
+                                                          "' is not a column of " + path +
+                                                          " (columns: " + join(fi.columns) + ")");
       }
     }
     std::string combo;
@@ -452,8 +453,8 @@ Expected<std::uint64_t> stream_file_partitions(
   config::TableSpec listing = config::plain_table(input.path, input.type == "uri_folder");
   auto files = config::list_table_files(listing);
   if (!files) return Unexpected{files.error()};
-  const std::string base = input.type == "uri_folder" ? input.path
-                                                       : fs::path(input.path).parent_path().string();
+  const std::string base =
+      input.type == "uri_folder" ? input.path : fs::path(input.path).parent_path().string();
   for (const auto& f : *files) {
     const std::string rel = fs::path(f).lexically_relative(base).string();
     auto m = config::match_partition_format(input.partition_format, rel);

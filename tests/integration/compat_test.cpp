@@ -42,8 +42,8 @@ std::string all_text(const std::vector<std::string>& files) {
 
 RunResult run_job(const TempDir& dir, const std::string& job, const std::string& python,
                   const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> argv = {fanout_bin(), "run",    dir / job,  "--db",
-                                   dir / "store/fanout.db", "--python", python, "--quiet"};
+  std::vector<std::string> argv = {fanout_bin(), "run",  dir / job, "--db", dir / "store/fanout.db",
+                                   "--python",   python, "--quiet"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return run_capture(argv, dir.path());
 }
@@ -316,8 +316,8 @@ task:
                 "select count(*) from minibatch_inputs i, json_each(i.detail, '$.parts') p "
                 "where json_extract(p.value, '$.end') - json_extract(p.value, '$.begin') > "
                 "10240") == 0);
-  CHECK(sql_int(db,
-                "select max(json_array_length(i.detail, '$.parts')) from minibatch_inputs i") == 1);
+  CHECK(sql_int(db, "select max(json_array_length(i.detail, '$.parts')) from minibatch_inputs i") ==
+        1);
 }
 
 TEST_CASE("integration.compat.partition_keys_training_returning_nothing_succeeds") {
@@ -409,26 +409,53 @@ task:
   // An interpreter whose pandas cannot be imported.
   TempDir nopandas("compat-nopandas");
   write_file(nopandas / "shadow/pandas.py", "raise ImportError('no pandas here')\n");
-  write_file(nopandas / "python", "#!/bin/sh\nPYTHONPATH=" + nopandas.path() +
-                                      "/shadow exec /usr/bin/python3 \"$@\"\n");
+  write_file(nopandas / "python",
+             "#!/bin/sh\nPYTHONPATH=" + nopandas.path() + "/shadow exec /usr/bin/python3 \"$@\"\n");
   fs::permissions(nopandas / "python", fs::perms::owner_all);
 
   std::vector<Case> cases = {
-      {"unknown input type", "type: mltable", "type: mltabel", good_mltable,
-       {"job.yaml:5:", "inputs.table.type", "mltabel"}, kPandasPython},
-      {"malformed MLTable", "", "", "paths:\n  - file: ./t.csv\ntransformations:\n  - "
-       "read_delimited:\n      header: sometimes\n",
-       {"MLTable:5:", "read_delimited.header", "sometimes"}, kPandasPython},
-      {"MLTable that is not YAML", "", "", "paths: [file: ./t.csv\n", {"MLTable:", "YAML"},
+      {"unknown input type",
+       "type: mltable",
+       "type: mltabel",
+       good_mltable,
+       {"job.yaml:5:", "inputs.table.type", "mltabel"},
        kPandasPython},
-      {"partition key not a column", "mini_batch_size: \"10kb\"",
-       "partition_keys: [group, colour]", good_mltable,
-       {"job.yaml:8:", "partition_keys", "colour", "id, group, value, note"}, kPandasPython},
-      {"size in parsecs", "\"10kb\"", "\"10 parsecs\"", good_mltable,
-       {"job.yaml:8:", "mini_batch_size", "10 parsecs"}, kPandasPython},
-      {"pattern matching nothing", "", "", "paths:\n  - pattern: ./*.parquet\n",
-       {"MLTable:2:", "pattern", "*.parquet"}, kPandasPython},
-      {"interpreter without pandas", "", "", good_mltable, {"job.yaml", "pandas", "python"},
+      {"malformed MLTable",
+       "",
+       "",
+       "paths:\n  - file: ./t.csv\ntransformations:\n  - "
+       "read_delimited:\n      header: sometimes\n",
+       {"MLTable:5:", "read_delimited.header", "sometimes"},
+       kPandasPython},
+      {"MLTable that is not YAML",
+       "",
+       "",
+       "paths: [file: ./t.csv\n",
+       {"MLTable:", "YAML"},
+       kPandasPython},
+      {"partition key not a column",
+       "mini_batch_size: \"10kb\"",
+       "partition_keys: [group, colour]",
+       good_mltable,
+       {"job.yaml:8:", "partition_keys", "colour", "id, group, value, note"},
+       kPandasPython},
+      {"size in parsecs",
+       "\"10kb\"",
+       "\"10 parsecs\"",
+       good_mltable,
+       {"job.yaml:8:", "mini_batch_size", "10 parsecs"},
+       kPandasPython},
+      {"pattern matching nothing",
+       "",
+       "",
+       "paths:\n  - pattern: ./*.parquet\n",
+       {"MLTable:2:", "pattern", "*.parquet"},
+       kPandasPython},
+      {"interpreter without pandas",
+       "",
+       "",
+       good_mltable,
+       {"job.yaml", "pandas", "python"},
        nopandas / "python"},
   };
   for (const auto& c : cases) {
@@ -481,7 +508,8 @@ jobs:
       predictions: ${{parent.outputs.scores}}
 )";
 
-const char* kScoreComponent = R"($schema: https://azuremlschemas.azureedge.net/latest/parallelComponent.schema.json
+const char* kScoreComponent =
+    R"($schema: https://azuremlschemas.azureedge.net/latest/parallelComponent.schema.json
 type: parallel
 name: score
 inputs:
@@ -585,19 +613,33 @@ TEST_CASE("integration.compat.bad_pipeline_fails_before_start") {
     std::vector<std::string> must_mention;
   };
   std::vector<Case> cases = {
-      {"unknown job", "${{parent.jobs.make.outputs.table}}", "${{parent.jobs.mak.outputs.table}}",
+      {"unknown job",
+       "${{parent.jobs.make.outputs.table}}",
+       "${{parent.jobs.mak.outputs.table}}",
        {"pipeline.yaml:25:", "jobs.score.inputs", "\"mak\""}},
-      {"unknown output", "${{parent.jobs.make.outputs.table}}",
-       "${{parent.jobs.make.outputs.tabel}}", {"pipeline.yaml:25:", "tabel", "table"}},
-      {"unknown pipeline input", "${{parent.inputs.scale}}", "${{parent.inputs.scal}}",
+      {"unknown output",
+       "${{parent.jobs.make.outputs.table}}",
+       "${{parent.jobs.make.outputs.tabel}}",
+       {"pipeline.yaml:25:", "tabel", "table"}},
+      {"unknown pipeline input",
+       "${{parent.inputs.scale}}",
+       "${{parent.inputs.scal}}",
        {"pipeline.yaml:26:", "jobs.score.inputs.scale", "scal"}},
-      {"cycle", "      rows: ${{parent.inputs.rows}}",
-       "      rows: ${{parent.jobs.score.outputs.predictions}}", {"pipeline.yaml:", "cycle"}},
-      {"missing component", "./score_component.yml", "./nope.yml",
+      {"cycle",
+       "      rows: ${{parent.inputs.rows}}",
+       "      rows: ${{parent.jobs.score.outputs.predictions}}",
+       {"pipeline.yaml:", "cycle"}},
+      {"missing component",
+       "./score_component.yml",
+       "./nope.yml",
        {"pipeline.yaml:23:", "jobs.score.component", "nope.yml"}},
-      {"unknown job type", "    type: command", "    type: sweep",
+      {"unknown job type",
+       "    type: command",
+       "    type: sweep",
        {"pipeline.yaml:14:", "jobs.make.type", "sweep"}},
-      {"unknown command reference", "${{outputs.table}}", "${{outputs.tables}}",
+      {"unknown command reference",
+       "${{outputs.table}}",
+       "${{outputs.tables}}",
        {"pipeline.yaml:16:", "jobs.make.command", "outputs.tables"}},
   };
   for (const auto& c : cases) {
@@ -665,8 +707,9 @@ task:
 
   // append_row with a uri_folder output: parallel_run_step.txt in it, rows as str(x).
   write_file(dir / "job2.yaml",
-             yaml + "  append_row_to: ${{outputs.rows}}\noutputs:\n  rows:\n    type: uri_folder\n"
-                    "    path: ./out\n");
+             yaml +
+                 "  append_row_to: ${{outputs.rows}}\noutputs:\n  rows:\n    type: uri_folder\n"
+                 "    path: ./out\n");
   auto r2 = run_job(dir, "job2.yaml", python_bin());
   INFO("stderr:\n" << r2.err);
   REQUIRE(r2.status.code == 0);

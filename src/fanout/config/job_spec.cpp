@@ -309,12 +309,13 @@ class Parser final {
   std::string file_;
   JobConfig cfg_{};
   std::map<std::string, std::string, std::less<>> set_by_{};  // field -> key that last set it
-  bool check_files_ = true;  // false: a pipeline step whose input an earlier step makes
   std::map<std::string, Where, std::less<>> input_where_{};   // input name -> its path's place
   Where input_data_where_{};
   Where code_where_{};
   Where entry_where_{};
   Where library_where_{};
+  // false: a pipeline step whose input an earlier step makes; its paths are checked later.
+  bool check_files_ = true;
 };
 
 Fields Parser::collect(const Entry& parent) const {
@@ -529,8 +530,8 @@ void Parser::parse_inputs(const Entry& e) {
       fail(in.where(), "expected a literal value or a mapping with type and path (got " +
                            describe(in.value) + ")");
     }
-    Fields f = fields(in, {"type", "path", "mode", "description", "optional", "default",
-                           "partition_format"});
+    Fields f = fields(
+        in, {"type", "path", "mode", "description", "optional", "default", "partition_format"});
     spec.type = "uri_folder";  // Azure ML's default input type
     if (const Entry* t = f.get("type")) spec.type = std::string(trim(text(*t)));
     if (const Entry* m = f.get("mode")) spec.mode = text(*m);

@@ -27,7 +27,9 @@ constexpr std::array<std::string_view, 4> kHeaders = {
 constexpr std::array<std::string_view, 8> kEncodings = {
     "utf8", "iso88591", "latin1", "ascii", "utf16", "utf32", "utf8bom", "windows1252"};
 
-int line_of(const YAML::Node& n) { return n.IsDefined() && n.Mark().line >= 0 ? n.Mark().line + 1 : 0; }
+int line_of(const YAML::Node& n) {
+  return n.IsDefined() && n.Mark().line >= 0 ? n.Mark().line + 1 : 0;
+}
 
 std::string dq(const std::string& s) { return "\"" + s + "\""; }
 
@@ -58,8 +60,8 @@ class TableParser final {
 
   TableSpec run(const YAML::Node& root) {
     if (!root.IsDefined() || !root.IsMap()) {
-      fail(line_of(root), "", "expected a mapping with paths and transformations (got " +
-                                  describe(root) + ")");
+      fail(line_of(root), "",
+           "expected a mapping with paths and transformations (got " + describe(root) + ")");
     }
     for (const auto& kv : root) {
       const std::string k = kv.first.Scalar();
@@ -71,7 +73,8 @@ class TableParser final {
     }
     const YAML::Node paths = root["paths"];
     if (!paths.IsDefined() || paths.IsNull()) {
-      fail(line_of(root), "paths", "expected a list of file, folder or pattern entries (got nothing)");
+      fail(line_of(root), "paths",
+           "expected a list of file, folder or pattern entries (got nothing)");
     }
     parse_paths(paths);
     if (const YAML::Node tr = root["transformations"]; tr.IsDefined() && !tr.IsNull()) {
@@ -135,8 +138,8 @@ class TableParser final {
       const std::string key = "paths[" + std::to_string(i) + "]";
       if (!e.IsMap() || e.size() != 1) {
         fail(line_of(e), key,
-             "expected one of file: <path>, folder: <path> or pattern: <glob> (got " +
-                 describe(e) + ")");
+             "expected one of file: <path>, folder: <path> or pattern: <glob> (got " + describe(e) +
+                 ")");
       }
       const auto kv = *e.begin();
       TablePath p;
@@ -149,8 +152,8 @@ class TableParser final {
       if (v.empty()) fail(p.line, key + "." + p.kind, "expected a local path (got \"\")");
       if (v.find("://") != std::string::npos || v.rfind("azureml:", 0) == 0) {
         fail(p.line, key + "." + p.kind,
-             "expected a local path; remote URIs and Azure ML assets are not read (got " +
-                 dq(v) + ")");
+             "expected a local path; remote URIs and Azure ML assets are not read (got " + dq(v) +
+                 ")");
       }
       if (v.rfind("file://", 0) == 0) v = v.substr(7);
       p.value = p.kind == "pattern" ? v : resolve_path(t_.base_dir, v);
@@ -166,8 +169,8 @@ class TableParser final {
       const YAML::Node step = tr[i];
       const std::string key = "transformations[" + std::to_string(i) + "]";
       if (!step.IsMap() || step.size() != 1) {
-        fail(line_of(step), key, "expected one transformation such as read_delimited (got " +
-                                     describe(step) + ")");
+        fail(line_of(step), key,
+             "expected one transformation such as read_delimited (got " + describe(step) + ")");
       }
       const auto kv = *step.begin();
       const std::string name = kv.first.Scalar();
@@ -185,8 +188,8 @@ class TableParser final {
         }
         if (partition_format_keys(t_.partition_format).empty()) {
           fail(line_of(v), k,
-               "expected a format naming at least one {column} (got " +
-                   dq(t_.partition_format) + ")");
+               "expected a format naming at least one {column} (got " + dq(t_.partition_format) +
+                   ")");
         }
       } else if (name == "drop_columns") {
         auto n = names(v.IsMap() ? v["columns"] : v, k, v);
@@ -214,8 +217,9 @@ class TableParser final {
         t_.delimiter = scalar(x, ok, "one character");
         if (t_.delimiter == "\\t") t_.delimiter = "\t";
         if (t_.delimiter.size() != 1 || t_.delimiter == "\"" || t_.delimiter == "\n") {
-          fail(line_of(x), ok, "expected one character other than a quote or a line break (got " +
-                                   dq(t_.delimiter) + ")");
+          fail(line_of(x), ok,
+               "expected one character other than a quote or a line break (got " +
+                   dq(t_.delimiter) + ")");
         }
       } else if (opt == "encoding") {
         t_.encoding = scalar(x, ok, one_of(kEncodings));
@@ -419,9 +423,9 @@ TableSpec plain_table(const std::string& path, bool is_folder) {
 Expected<std::vector<std::string>> list_table_files(const TableSpec& t) {
   std::vector<std::string> out;
   for (const auto& p : t.paths) {
-    const std::string where =
-        t.source + (p.line > 0 ? ":" + std::to_string(p.line) : std::string()) + ": paths: " +
-        p.kind + ": ";
+    const std::string where = t.source +
+                              (p.line > 0 ? ":" + std::to_string(p.line) : std::string()) +
+                              ": paths: " + p.kind + ": ";
     std::error_code ec;
     if (p.kind == "file") {
       if (!fs::is_regular_file(p.value, ec)) {

@@ -22,12 +22,13 @@ struct TableSpec {
   std::string base_dir{};  // relative paths and patterns resolve against it
   std::vector<TablePath> paths{};
   std::string delimiter = ",";
-  std::string encoding = "utf8";  // utf8, iso88591, latin1, ascii, utf16, utf32, utf8bom, windows1252
+  std::string encoding =
+      "utf8";  // utf8, iso88591, latin1, ascii, utf16, utf32, utf8bom, windows1252
   // no_header | from_first_file | all_files_different_headers | all_files_same_headers
   std::string header = "all_files_same_headers";
   bool empty_as_string = false;
-  bool include_path_column = false;   // adds a "Path" column holding the file's path
-  std::string partition_format{};     // extract_columns_from_partition_format, e.g. "{a}/{b}.csv"
+  bool include_path_column = false;  // adds a "Path" column holding the file's path
+  std::string partition_format{};    // extract_columns_from_partition_format, e.g. "{a}/{b}.csv"
   std::vector<std::string> drop_columns{};
   std::vector<std::string> keep_columns{};
 };

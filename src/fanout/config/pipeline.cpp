@@ -32,7 +32,8 @@ std::string dq(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 std::string trimmed(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
+    s.remove_suffix(1);
   return std::string(s);
 }
 
@@ -62,8 +63,8 @@ std::vector<std::string> split_dots(const std::string& s) {
   return out;
 }
 
-constexpr std::string_view kPathTypes[] = {"uri_folder", "uri_file", "mltable", "custom_model",
-                                           "mlflow_model", "triton_model"};
+constexpr std::string_view kPathTypes[] = {"uri_folder",   "uri_file",     "mltable",
+                                           "custom_model", "mlflow_model", "triton_model"};
 constexpr std::string_view kLiteralTypes[] = {"string", "integer", "number", "boolean"};
 
 bool is_path_type(const std::string& t) {
@@ -89,10 +90,10 @@ class PipelineParser final {
   // A job's definition: its own node (inline) or its component file's.
   struct Def {
     std::string name{};
-    YAML::Node job{};   // the entry under jobs:
-    YAML::Node def{};   // the definition: the same node, or the component's root
-    std::string file{};       // file holding `def`, as shown in messages
-    std::string file_abs{};   // and its absolute path
+    YAML::Node job{};        // the entry under jobs:
+    YAML::Node def{};        // the definition: the same node, or the component's root
+    std::string file{};      // file holding `def`, as shown in messages
+    std::string file_abs{};  // and its absolute path
     std::vector<std::string> after{};
   };
 
@@ -195,8 +196,8 @@ void PipelineParser::parse_inputs(const YAML::Node& n) {
                  dq(type) + ")");
       }
     } else {
-      fail(line_of(v), key, "expected a literal value or a mapping with type and path (got " +
-                                describe(v) + ")");
+      fail(line_of(v), key,
+           "expected a literal value or a mapping with type and path (got " + describe(v) + ")");
     }
     inputs_[name] = b;
   }
@@ -209,7 +210,8 @@ void PipelineParser::parse_outputs(const YAML::Node& n) {
     const std::string name = kv.first.Scalar();
     const YAML::Node v = kv.second;
     BoundValue b{"uri_folder", ""};
-    if (v.IsMap() && v["type"]) b.type = trimmed(scalar(v["type"], "outputs." + name + ".type", "a type"));
+    if (v.IsMap() && v["type"])
+      b.type = trimmed(scalar(v["type"], "outputs." + name + ".type", "a type"));
     b.value = output_path(file_, v.IsMap() ? v["path"] : YAML::Node(), base_, "outputs." + name,
                           p_.run_dir + "/outputs/" + name);
     p_.outputs[name] = b;
@@ -236,7 +238,8 @@ PipelineParser::Def PipelineParser::load_def(const std::string& name, const YAML
       if (v.rfind("azureml:", 0) == 0) {
         fail(line_of(c), key + ".component",
              "expected a local component file such as ./score.yml; registered components are "
-             "not available locally (got " + dq(v) + ")");
+             "not available locally (got " +
+                 dq(v) + ")");
       }
       if (v.rfind("file:", 0) == 0) v = v.substr(5);
       const std::string path = resolve_path(base_, v);
@@ -252,7 +255,8 @@ PipelineParser::Def PipelineParser::load_def(const std::string& name, const YAML
       }
       d.file = v;
       d.file_abs = path;
-      if (!d.def.IsMap()) fail(v, 1, "", "expected a component mapping (got " + describe(d.def) + ")");
+      if (!d.def.IsMap())
+        fail(v, 1, "", "expected a component mapping (got " + describe(d.def) + ")");
     }
   }
   // Dependencies: ${{parent.jobs.<job>.outputs.<name>}} anywhere in the job's inputs.
@@ -314,8 +318,8 @@ std::vector<std::size_t> PipelineParser::order(const std::vector<Def>& defs) con
         cycle += (cycle.empty() ? "" : ", ") + defs[i].name;
         if (line == 0) line = line_of(defs[i].job);
       }
-      fail(line, "jobs", "expected jobs without circular dependencies (got a cycle among " +
-                             cycle + ")");
+      fail(line, "jobs",
+           "expected jobs without circular dependencies (got a cycle among " + cycle + ")");
     }
     taken[next] = true;
     placed.insert(defs[next].name);
@@ -331,8 +335,8 @@ BoundValue PipelineParser::bind_input(const Def& d, const std::string& key, cons
     if (parts.size() == 3 && parts[0] == "parent" && parts[1] == "inputs") {
       auto it = inputs_.find(parts[2]);
       if (it == inputs_.end()) {
-        fail(file, line_of(at), key, "refers to pipeline input " + dq(parts[2]) +
-                                         ", which is not defined under inputs");
+        fail(file, line_of(at), key,
+             "refers to pipeline input " + dq(parts[2]) + ", which is not defined under inputs");
       }
       return it->second;
     }
@@ -346,8 +350,8 @@ BoundValue PipelineParser::bind_input(const Def& d, const std::string& key, cons
         std::string names;
         for (const auto& [n, b] : job->second.outputs) names += (names.empty() ? "" : ", ") + n;
         fail(file, line_of(at), key,
-             "refers to output " + dq(parts[4]) + " of job " + dq(parts[2]) +
-                 ", which has " + (names.empty() ? "no outputs" : "outputs " + names));
+             "refers to output " + dq(parts[4]) + " of job " + dq(parts[2]) + ", which has " +
+                 (names.empty() ? "no outputs" : "outputs " + names));
       }
       return out->second;
     }
@@ -364,8 +368,8 @@ BoundValue PipelineParser::bind_input(const Def& d, const std::string& key, cons
     return BoundValue{"literal", v.Scalar()};
   }
   if (!v.IsMap()) {
-    fail(file, line_of(v), key, "expected a value, a ${{parent...}} reference or a mapping (got " +
-                                    describe(v) + ")");
+    fail(file, line_of(v), key,
+         "expected a value, a ${{parent...}} reference or a mapping (got " + describe(v) + ")");
   }
   const std::string type =
       v["type"] ? trimmed(scalar(v["type"], key + ".type", "a type")) : std::string();
@@ -377,7 +381,8 @@ BoundValue PipelineParser::bind_input(const Def& d, const std::string& key, cons
   if (!type.empty() && !is_path_type(type)) {
     fail(file, line_of(v["type"]), key + ".type",
          "expected uri_folder, uri_file, mltable, custom_model, mlflow_model, triton_model, "
-         "string, integer, number or boolean (got " + dq(type) + ")");
+         "string, integer, number or boolean (got " +
+             dq(type) + ")");
   }
   YAML::Node path = v["path"] ? v["path"] : v["default"];
   if (!path) return BoundValue{type.empty() ? "uri_folder" : type, ""};  // a declaration only
@@ -437,7 +442,8 @@ PipelineStep PipelineParser::resolve(const Def& d) {
   const std::string key = "jobs." + d.name;
   const std::string def_base = fs::path(d.file_abs).parent_path().string();
   const YAML::Node tnode = d.def["type"];
-  if (!tnode) fail(d.file, line_of(d.def), key + ".type", "expected command or parallel (got nothing)");
+  if (!tnode)
+    fail(d.file, line_of(d.def), key + ".type", "expected command or parallel (got nothing)");
   s.type = trimmed(scalar(tnode, key + ".type", "command or parallel"));
   if (s.type != "command" && s.type != "parallel") {
     fail(d.file, line_of(tnode), key + ".type",
@@ -448,7 +454,8 @@ PipelineStep PipelineParser::resolve(const Def& d) {
   // pipeline job's bindings over them.
   auto take_inputs = [&](const YAML::Node& n, const std::string& file, const std::string& base) {
     if (!n || n.IsNull()) return;
-    if (!n.IsMap()) fail(file, line_of(n), key + ".inputs", "expected a mapping (got " + describe(n) + ")");
+    if (!n.IsMap())
+      fail(file, line_of(n), key + ".inputs", "expected a mapping (got " + describe(n) + ")");
     for (const auto& kv : n) {
       const std::string in = kv.first.Scalar();
       BoundValue b = bind_input(d, key + ".inputs." + in, kv.second, file, base);
@@ -474,7 +481,8 @@ PipelineStep PipelineParser::resolve(const Def& d) {
   // Outputs: declared in the definition, bound in the pipeline job; a path everywhere.
   auto take_outputs = [&](const YAML::Node& n, const std::string& file, const std::string& base) {
     if (!n || n.IsNull()) return;
-    if (!n.IsMap()) fail(file, line_of(n), key + ".outputs", "expected a mapping (got " + describe(n) + ")");
+    if (!n.IsMap())
+      fail(file, line_of(n), key + ".outputs", "expected a mapping (got " + describe(n) + ")");
     for (const auto& kv : n) {
       const std::string out = kv.first.Scalar();
       const std::string where = key + ".outputs." + out;
@@ -486,8 +494,9 @@ PipelineStep PipelineParser::resolve(const Def& d) {
         if (parts.size() == 3 && parts[0] == "parent" && parts[1] == "outputs") {
           auto it = p_.outputs.find(parts[2]);
           if (it == p_.outputs.end()) {
-            fail(file, line_of(v), where, "refers to pipeline output " + dq(parts[2]) +
-                                              ", which is not defined under outputs");
+            fail(file, line_of(v), where,
+                 "refers to pipeline output " + dq(parts[2]) +
+                     ", which is not defined under outputs");
           }
           b.value = it->second.value;
           if (it->second.type != "uri_folder") b.type = it->second.type;
@@ -526,7 +535,8 @@ PipelineStep PipelineParser::resolve(const Def& d) {
     notice_ignored(d.job["compute"], key + ".compute");
     notice_ignored(d.def["environment"], key + ".environment");
     const YAML::Node cmd = d.def["command"];
-    if (!cmd) fail(d.file, line_of(d.def), key + ".command", "expected a command line (got nothing)");
+    if (!cmd)
+      fail(d.file, line_of(d.def), key + ".command", "expected a command line (got nothing)");
     s.command = substitute(d, s, scalar(cmd, key + ".command", "a command line"), cmd);
     s.cwd = def_base;
     if (const YAML::Node code = d.def["code"]; code && !code.IsNull()) {
@@ -585,9 +595,9 @@ Pipeline PipelineParser::run(const YAML::Node& root) {
     fail(line_of(root), "", "expected a mapping of pipeline keys (got " + describe(root) + ")");
   }
   static const std::set<std::string> kKeys = {
-      "type",     "$schema", "name",     "display_name", "description", "experiment_name",
-      "tags",     "properties", "settings", "inputs",   "outputs",     "jobs",
-      "compute",  "identity"};
+      "type",    "$schema",    "name",     "display_name", "description", "experiment_name",
+      "tags",    "properties", "settings", "inputs",       "outputs",     "jobs",
+      "compute", "identity"};
   for (const auto& kv : root) {
     if (!kKeys.count(kv.first.Scalar())) {
       fail(line_of(kv.first), kv.first.Scalar(),
@@ -634,7 +644,8 @@ Expected<std::string> job_file_type(const std::string& path) {
   if (!text) return Unexpected{text.error()};
   try {
     YAML::Node root = YAML::Load(*text);
-    if (root.IsMap() && root["type"] && root["type"].IsScalar()) return trimmed(root["type"].Scalar());
+    if (root.IsMap() && root["type"] && root["type"].IsScalar())
+      return trimmed(root["type"].Scalar());
     return std::string();
   } catch (const YAML::Exception&) {
     return std::string();  // load_job() reports the syntax error with its place
@@ -662,12 +673,12 @@ Expected<void> check_step_files(const PipelineStep& step) {
   std::error_code ec;
   for (const auto& in : c.inputs) {
     if (in.name != c.input_data) continue;
-    const bool ok = in.type == "uri_file"  ? fs::is_regular_file(in.path, ec)
-                    : in.type == "mltable" ? fs::exists(fs::is_directory(in.path, ec)
-                                                            ? fs::path(in.path) / "MLTable"
-                                                            : fs::path(in.path),
-                                                        ec)
-                                           : fs::is_directory(in.path, ec);
+    const bool ok = in.type == "uri_file" ? fs::is_regular_file(in.path, ec)
+                    : in.type == "mltable"
+                        ? fs::exists(fs::is_directory(in.path, ec) ? fs::path(in.path) / "MLTable"
+                                                                   : fs::path(in.path),
+                                     ec)
+                        : fs::is_directory(in.path, ec);
     if (!ok) {
       return make_error(ErrorCode::NotFound,
                         where + "inputs." + in.name + ": expected an existing " + in.type +
@@ -676,13 +687,14 @@ Expected<void> check_step_files(const PipelineStep& step) {
     }
   }
   if (!fs::is_directory(c.code_dir, ec)) {
-    return make_error(ErrorCode::NotFound,
-                      where + "task.code: expected an existing folder (got " + dq(c.code_dir) + ")");
+    return make_error(ErrorCode::NotFound, where + "task.code: expected an existing folder (got " +
+                                               dq(c.code_dir) + ")");
   }
   if (c.task_type == "run_function" &&
       !fs::is_regular_file(resolve_path(c.code_dir, c.entry_script), ec)) {
-    return make_error(ErrorCode::NotFound, where + "task.entry_script: expected an existing file (got " +
-                                               dq(resolve_path(c.code_dir, c.entry_script)) + ")");
+    return make_error(ErrorCode::NotFound,
+                      where + "task.entry_script: expected an existing file (got " +
+                          dq(resolve_path(c.code_dir, c.entry_script)) + ")");
   }
   return {};
 }

@@ -34,9 +34,9 @@ Expected<RowSettings> load_row_settings(const std::string& path) {
     if (YAML::Node n = root["append_row_header"]; n.IsDefined()) {
       const std::string v = n.IsScalar() ? n.Scalar() : "";
       if (v != "true" && v != "false") {
-        return make_error(ErrorCode::InvalidArgument,
-                          where(n) + "append_row_header: expected true or false (got \"" + v +
-                              "\")");
+        return make_error(
+            ErrorCode::InvalidArgument,
+            where(n) + "append_row_header: expected true or false (got \"" + v + "\")");
       }
       s.header = v == "true";
     }

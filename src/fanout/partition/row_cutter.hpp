@@ -38,9 +38,9 @@ class RowCutter final {
   void row_end(std::uint64_t end, std::vector<RowRange>& out);
   std::uint64_t max_;
   std::uint64_t pos_;
-  std::uint64_t start_;      // first byte of the range being built
-  std::uint64_t last_end_;   // end of the last complete row in it
-  std::uint64_t rows_ = 0;   // complete rows in [start_, last_end_)
+  std::uint64_t start_;     // first byte of the range being built
+  std::uint64_t last_end_;  // end of the last complete row in it
+  std::uint64_t rows_ = 0;  // complete rows in [start_, last_end_)
   bool quoted_ = false;
 };
 

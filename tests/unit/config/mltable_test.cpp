@@ -148,8 +148,7 @@ TEST_CASE("config.mltable.lists_files_in_a_stable_order") {
   d.write("data/2024/02/skip.txt", "x\n");
   d.write("data/top.csv", "x\n");
   d.write("one.csv", "x\n");
-  d.write("MLTable",
-          "paths:\n  - file: ./one.csv\n  - pattern: ./data/**/*.csv\n");
+  d.write("MLTable", "paths:\n  - file: ./one.csv\n  - pattern: ./data/**/*.csv\n");
   auto t = load_mltable(d.path());
   REQUIRE(t.has_value());
   auto files = list_table_files(*t);

@@ -20,10 +20,18 @@ std::vector<std::string> make_rows(std::size_t n, unsigned seed) {
   for (std::size_t i = 0; i < n; ++i) {
     std::string r = std::to_string(i) + ",";
     switch (rng() % 4) {
-      case 0: r += "plain"; break;
-      case 1: r += "\"a,b\nc\""; break;
-      case 2: r += "\"say \"\"hi\"\"\n\""; break;
-      default: r += std::string(rng() % 200, 'x'); break;
+      case 0:
+        r += "plain";
+        break;
+      case 1:
+        r += "\"a,b\nc\"";
+        break;
+      case 2:
+        r += "\"say \"\"hi\"\"\n\"";
+        break;
+      default:
+        r += std::string(rng() % 200, 'x');
+        break;
     }
     rows.push_back(r + "\n");
   }
