@@ -715,3 +715,89 @@ task:
   REQUIRE(r2.status.code == 0);
   CHECK(read_lines(dir / "out/parallel_run_step.txt").size() == 6);
 }
+
+TEST_CASE("integration.compat.mltable_header_modes_and_column_steps") {
+  // Each case: MLTable text, files, and the columns and row count run() must see in total.
+  struct Case {
+    std::string name, mltable;
+    std::vector<std::pair<std::string, std::string>> files;
+    std::string columns;  // repr of the first mini-batch's columns
+    int rows;
+  };
+  const std::vector<Case> cases = {
+      {"no_header",
+       "paths:\n  - file: ./a.csv\ntransformations:\n  - read_delimited:\n"
+       "      header: no_header\n",
+       {{"a.csv", "1,x\n2,y\n3,z\n"}},
+       "['Column1', 'Column2']",
+       3},
+      {"from_first_file",
+       "paths:\n  - folder: ./d\ntransformations:\n  - read_delimited:\n      header: "
+       "from_first_file\n",
+       {{"d/1.csv", "k,v\n1,a\n"}, {"d/2.csv", "2,b\n3,c\n"}},
+       "['k', 'v']",
+       3},
+      {"all_files_different_headers with a path column",
+       "paths:\n  - pattern: ./d/*.csv\ntransformations:\n  - read_delimited:\n      header: "
+       "all_files_different_headers\n      include_path_column: true\n",
+       {{"d/1.csv", "k,v\n1,a\n"}, {"d/2.csv", "x,y,z\n2,b,c\n"}},
+       "['k', 'v', 'Path']",
+       2},
+      {"tsv, latin1, partition columns, keep_columns",
+       "paths:\n  - pattern: ./**/*.tsv\ntransformations:\n  - read_delimited:\n      "
+       "delimiter: \"\\t\"\n      encoding: latin1\n  - extract_columns_from_partition_format: "
+       "\"{year}/{city}.tsv\"\n  - keep_columns: [city, n, note, year]\n",
+       {{"2023/Zurich.tsv", "n\tnote\n1\tcaf\xe9\n2\tb\n"}, {"2024/Bern.tsv", "n\tnote\n3\tc\n"}},
+       "['city', 'n', 'note', 'year']",
+       3},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    TempDir dir("compat-hdr");
+    for (const auto& [f, text] : c.files) write_file(dir / ("data/" + f), text);
+    write_file(dir / "data/MLTable", c.mltable);
+    write_file(dir / "src/s.py", R"PY(
+def run(mini_batch):
+    return ["%r %d %r" % (list(mini_batch.columns), len(mini_batch), mini_batch.values.tolist())]
+)PY");
+    write_file(dir / "job.yaml", R"(type: parallel
+inputs:
+  t:
+    type: mltable
+    path: ./data
+outputs:
+  o:
+    type: uri_file
+    path: ./out.txt
+input_data: ${{inputs.t}}
+mini_batch_size: 1mb
+task:
+  code: ./src
+  entry_script: s.py
+  append_row_to: ${{outputs.o}}
+)");
+    auto r = run_job(dir, "job.yaml", kPandasPython);
+    INFO("stderr:\n" << r.err);
+    REQUIRE(r.status.code == 0);
+    auto lines = read_lines(dir / "out.txt");
+    INFO("output:\n" << read_text(dir / "out.txt"));
+    REQUIRE(!lines.empty());
+    int rows = 0;
+    for (const auto& l : lines) {
+      if (l.rfind(c.columns, 0) == 0) {
+        rows += std::stoi(l.substr(c.columns.size() + 1));
+      } else if (c.name.rfind("all_files_different", 0) == 0) {
+        CHECK(l.rfind("['x', 'y', 'z', 'Path'] 1", 0) == 0);
+        ++rows;
+      } else {
+        FAIL("unexpected columns: " << l);
+      }
+    }
+    CHECK(rows == c.rows);
+    if (c.name.rfind("tsv", 0) == 0) {
+      CHECK(read_text(dir / "out.txt")
+                .find("[['Zurich', 1, 'caf\xc3\xa9', '2023'], ['Zurich', 2, 'b', '2023']]") !=
+            std::string::npos);
+    }
+  }
+}
