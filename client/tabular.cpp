@@ -204,12 +204,15 @@ std::string tabular_detail(const config::TableSpec& t, const std::vector<Part>& 
   return j;
 }
 
-// Calls fn(row bytes) for each row from `offset` to the end of the file, honouring quotes.
+// Calls fn(row bytes, offset of the row) for each row from `offset` to the end of the file,
+// honouring quotes.
 template <typename F>
 Expected<void> for_each_row(const std::string& path, std::uint64_t offset, F&& fn) {
   auto f = open_at(path, offset);
   if (!f) return Unexpected{f.error()};
   std::string row;
+  std::uint64_t row_begin = offset;
+  std::uint64_t pos = offset;  // file offset of buf[0]
   bool quoted = false;
   char buf[kChunk];
   for (;;) {
@@ -220,15 +223,17 @@ Expected<void> for_each_row(const std::string& path, std::uint64_t offset, F&& f
         quoted = !quoted;
       } else if (buf[i] == '\n' && !quoted) {
         row.append(buf + s, i + 1 - s);
-        fn(std::string_view(row));
+        fn(std::string_view(row), row_begin);
         row.clear();
         s = i + 1;
+        row_begin = pos + s;
       }
     }
     row.append(buf + s, n - s);
+    pos += n;
     if (n < sizeof buf) break;
   }
-  if (!row.empty()) fn(std::string_view(row));
+  if (!row.empty()) fn(std::string_view(row), row_begin);
   return {};
 }
 
@@ -355,11 +360,18 @@ Expected<std::uint64_t> stream_table(const config::JobConfig& cfg, const config:
     return count;
   }
 
-  // partition_keys: one mini-batch per distinct combination, in order of first appearance.
+  // partition_keys: one mini-batch per distinct combination, in order of first appearance. Each
+  // keeps, per file, the span from its first row to its last, so the worker reads only that
+  // (the whole file when rows are interleaved, a small part when the data is sorted by key).
+  struct Span {
+    std::size_t file = 0;
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+  };
   struct Group {
     std::vector<std::pair<std::string, std::string>> values{};
     std::uint64_t rows = 0;
-    std::vector<std::size_t> files{};
+    std::vector<Span> spans{};
   };
   std::vector<Group> groups;
   std::map<std::string, std::size_t> by_key;
@@ -393,36 +405,41 @@ Expected<std::uint64_t> stream_table(const config::JobConfig& cfg, const config:
       }
     }
     std::string combo;
-    auto r = for_each_row(path, fi.data_start, [&](std::string_view row) {
+    std::vector<std::string> key_values(field.size());
+    auto r = for_each_row(path, fi.data_start, [&](std::string_view row, std::uint64_t begin) {
       if (blank(row)) return;
       auto fields = part::split_row(row, delim);
-      std::vector<std::pair<std::string, std::string>> values;
       combo.clear();
       for (std::size_t k = 0; k < field.size(); ++k) {
-        std::string v = field[k] < 0 ? fixed[k]
-                        : static_cast<std::size_t>(field[k]) < fields.size()
-                            ? to_utf8(t.encoding, fields[static_cast<std::size_t>(field[k])])
-                            : std::string();
-        combo += v;
+        const auto col = static_cast<std::size_t>(field[k]);
+        key_values[k] = field[k] < 0          ? fixed[k]
+                        : col < fields.size() ? to_utf8(t.encoding, fields[col])
+                                              : std::string();
+        combo += key_values[k];
         combo += '\x1f';
-        values.emplace_back(cfg.partition_keys[k], std::move(v));
       }
       auto [it, fresh] = by_key.try_emplace(combo, groups.size());
-      if (fresh) groups.push_back(Group{std::move(values), 0, {}});
+      if (fresh) {
+        Group g;
+        for (std::size_t k = 0; k < field.size(); ++k) {
+          g.values.emplace_back(cfg.partition_keys[k], key_values[k]);
+        }
+        groups.push_back(std::move(g));
+      }
       Group& g = groups[it->second];
       ++g.rows;
-      if (g.files.empty() || g.files.back() != fidx) g.files.push_back(fidx);
+      const std::uint64_t end = begin + row.size();
+      if (g.spans.empty() || g.spans.back().file != fidx) {
+        g.spans.push_back(Span{fidx, begin, end});
+      } else {
+        g.spans.back().end = end;
+      }
     });
     if (!r) return Unexpected{r.error()};
   }
   for (const auto& g : groups) {
     std::vector<Part> parts;
-    for (std::size_t fidx : g.files) {
-      const FileInfo* fi = infos[fidx].get();
-      std::error_code ec;
-      const auto size = fs::file_size(fi->path, ec);
-      parts.push_back(Part{fi, fi->data_start, ec ? fi->data_start : size});
-    }
+    for (const Span& sp : g.spans) parts.push_back(Part{infos[sp.file].get(), sp.begin, sp.end});
     proto::MiniBatch mb;
     mb.index = count++;
     mb.items.assign(g.rows, std::string());
