@@ -557,7 +557,9 @@ PipelineStep PipelineParser::resolve(const Def& d) {
   }
 
   // type: parallel. Give the definition concrete inputs and outputs and parse it as a job.
-  YAML::Node job = YAML::Clone(d.def);
+  // Edited in place (a clone would lose the line marks that messages need); nothing reads the
+  // definition's inputs and outputs after this point.
+  YAML::Node job = d.def;
   job.remove("component");
   YAML::Node ins(YAML::NodeType::Map);
   for (const auto& [name, b] : s.inputs) {
