@@ -5,8 +5,8 @@
 
 #include "client/client.hpp"
 #include "client/pipeline.hpp"
-#include "fanout/config/pipeline.hpp"
 #include "fanout/config/job_spec.hpp"
+#include "fanout/config/pipeline.hpp"
 #include "fanout/util/log.hpp"
 
 int main(int argc, char** argv) {
