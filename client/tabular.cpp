@@ -467,7 +467,10 @@ Expected<std::uint64_t> stream_file_partitions(
   };
   std::vector<Group> groups;
   std::map<std::string, std::size_t> by_key;
-  config::TableSpec listing = config::plain_table(input.path, input.type == "uri_folder");
+  config::TableSpec listing;  // every file of the input, whatever its name
+  listing.source = input.path;
+  listing.paths.push_back(
+      config::TablePath{input.type == "uri_folder" ? "folder" : "file", input.path, 0});
   auto files = config::list_table_files(listing);
   if (!files) return Unexpected{files.error()};
   const std::string base =

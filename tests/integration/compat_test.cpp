@@ -324,6 +324,7 @@ TEST_CASE("integration.compat.partition_keys_training_returning_nothing_succeeds
   TempDir dir("compat-train");
   write_file(dir / "data/a.csv", make_csv(0, 300, true));
   write_file(dir / "data/b.csv", make_csv(300, 200, true));
+  write_file(dir / "data/README.txt", "not rows: a folder is read as its *.csv files\n");
   write_file(dir / "src/train.py", R"PY(
 import os
 from azureml_user.parallel_run import EntryScript

@@ -406,16 +406,23 @@ Expected<TableSpec> load_mltable(const std::string& path) {
 TableSpec plain_table(const std::string& path, bool is_folder) {
   TableSpec t;
   t.source = path;
-  t.base_dir = is_folder ? path : fs::path(path).parent_path().string();
-  t.paths.push_back(TablePath{is_folder ? "folder" : "file", path, 0});
-  bool tsv = fs::path(path).extension() == ".tsv";
-  if (is_folder) {
-    std::vector<std::string> files;
-    list_folder(path, files);
-    tsv = !files.empty() && std::all_of(files.begin(), files.end(), [](const std::string& f) {
-      return fs::path(f).extension() == ".tsv";
-    });
+  if (!is_folder) {
+    t.base_dir = fs::path(path).parent_path().string();
+    t.paths.push_back(TablePath{"file", path, 0});
+    if (fs::path(path).extension() == ".tsv") t.delimiter = "\t";
+    return t;
   }
+  // A folder is read as its *.csv files, or its *.tsv files when it has no .csv file: other
+  // files (a README, an MLTable) are not rows.
+  t.base_dir = path;
+  std::vector<std::string> files;
+  list_folder(path, files);
+  const auto has = [&](const char* ext) {
+    return std::any_of(files.begin(), files.end(),
+                       [&](const std::string& f) { return fs::path(f).extension() == ext; });
+  };
+  const bool tsv = !has(".csv") && has(".tsv");
+  t.paths.push_back(TablePath{"pattern", tsv ? "**/*.tsv" : "**/*.csv", 0});
   if (tsv) t.delimiter = "\t";
   return t;
 }

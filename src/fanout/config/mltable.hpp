@@ -40,8 +40,9 @@ struct TableSpec {
 [[nodiscard]] Expected<TableSpec> load_mltable(const std::string& path);
 [[nodiscard]] Expected<TableSpec> parse_mltable(const std::string& text, const std::string& file);
 
-// A plain delimited file or folder of them (uri_file / uri_folder): comma-separated, or
-// tab-separated when the file (or, for a folder, every file) ends in .tsv; every file has a header.
+// A plain delimited file or folder of them (uri_file / uri_folder), every file with a header: a
+// file is tab-separated when it ends in .tsv, else comma-separated; a folder is read as its
+// *.csv files (recursively), or as its *.tsv files, tab-separated, when it has no .csv file.
 TableSpec plain_table(const std::string& path, bool is_folder);
 
 // The files a table reads, in a stable order: each `paths` entry in turn; a folder's files and a
