@@ -387,8 +387,9 @@ def _classify(result, cfg):
 
 
 def _decode_detail(detail):
+    # surrogateescape: a file name that is not UTF-8 reaches open() as its original bytes.
     try:
-        obj = json.loads(detail)
+        obj = json.loads(bytes(detail).decode("utf-8", "surrogateescape"))
     except ValueError as e:
         raise ProtocolError("mini-batch detail is not valid JSON: %s" % e)
     return obj if isinstance(obj, dict) else {}

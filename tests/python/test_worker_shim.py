@@ -39,8 +39,7 @@ _HAS_PANDAS = []
 def has_pandas():
     """True if the interpreter that runs the worker can import pandas."""
     if not _HAS_PANDAS:
-        _HAS_PANDAS.append(subprocess.call([PYTHON, "-c", "import pandas"], stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.DEVNULL) == 0)
+        _HAS_PANDAS.append(_worker_has("pandas"))
     return _HAS_PANDAS[0]
 
 
@@ -493,6 +492,22 @@ class ShimTest(unittest.TestCase):
             self.assertEqual(d.status, 1)
             self.assertIn("pandas", d.err)
         self.assertEqual(w.task(2, ["f"]).out, b"f\n")
+
+    def test_tabular_file_name_that_is_not_utf8(self):
+        if not has_pandas():
+            self.skipTest("the worker's interpreter has no pandas")
+        w = self.started("""
+            def run(mini_batch):
+                return [repr(mini_batch.values.tolist())]
+        """)
+        data = os.path.join(os.fsencode(self.folder), b"Z\xfcrich.csv")
+        with open(data, "wb") as f:
+            f.write(b"1,a\n")
+        detail = ('{"kind": "tabular", "parts": [{"file": "%s", "begin": 0, "end": 4, '
+                  '"columns": ["n", "s"]}]}' % os.fsdecode(data)).encode("utf-8", "surrogateescape")
+        d = w.task(1, [""], detail=detail)
+        self.assertEqual(d.status, 0, d.err)
+        self.assertEqual(d.out, b"[[1, 'a']]\n")
 
     def test_tabular_partition_rows_are_filtered(self):
         if not has_pandas():
