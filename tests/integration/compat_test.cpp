@@ -802,3 +802,36 @@ task:
     }
   }
 }
+
+TEST_CASE("integration.compat.shipped_examples_run") {
+  const std::string root = env_or("FANOUT_SOURCE_ROOT", "");
+  REQUIRE_MESSAGE(!root.empty(), "FANOUT_SOURCE_ROOT is not set (tests/meson.build sets it)");
+  struct Example {
+    std::string folder, file;
+    std::string output;  // relative to the copy; "" when the output lives under the run folder
+    std::size_t rows;
+  };
+  const std::vector<Example> examples = {
+      {"tabular-scoring", "job.yaml", "out/prices.txt", 2100},
+      {"partitioned-training", "job.yaml", "", 0},
+      {"pipeline", "pipeline.yaml", "", 3000},
+  };
+  for (const auto& e : examples) {
+    CAPTURE(e.folder);
+    TempDir dir("compat-example");
+    fs::copy(root + "/docs/examples/" + e.folder, dir / "ex", fs::copy_options::recursive);
+    fs::remove_all(dir / "ex/out");
+    auto r = run_job(dir, "ex/" + e.file, kPandasPython);
+    INFO("stderr:\n" << r.err);
+    REQUIRE(r.status.code == 0);
+    if (!e.output.empty()) CHECK(read_lines(dir / ("ex/" + e.output)).size() == e.rows);
+    if (e.folder == "partitioned-training") {
+      CHECK(find_files(dir / "ex/out/models", ".json").size() == 6);
+    }
+    if (e.folder == "pipeline") {
+      auto out = find_files(dir / "store/runs", "/outputs/scores/parallel_run_step.txt");
+      REQUIRE(out.size() == 1);
+      CHECK(read_lines(out.front()).size() == e.rows);
+    }
+  }
+}
