@@ -26,6 +26,8 @@
 #include "fanout/util/json.hpp"
 #include "client/follow.hpp"
 #include "client/monitoring.hpp"
+#include "client/tabular.hpp"
+#include "fanout/config/row_settings.hpp"
 
 namespace fanout::client {
 
@@ -124,6 +126,36 @@ std::string default_db_path() {
   return std::string(home != nullptr ? home : ".") + "/.local/share/fanout/fanout.db";
 }
 
+namespace {
+
+// Tabular input: the table must be readable, its partition keys columns, and the interpreter
+// must have pandas, all before anything starts.
+Expected<void> check_tabular(const config::JobConfig& cfg) {
+  auto table = input_table(cfg);
+  if (!table) return Unexpected{table.error()};
+  if (!*table) return {};
+  auto layout = check_table(cfg, **table);
+  if (!layout) return Unexpected{layout.error()};
+  auto probe = ChildProcess::spawn(SpawnOptions{
+      .argv = {cfg.fanout.python, "-c", "import pandas"},
+      .stdin_file = "null",
+      .stdout_file = "/dev/null",
+      .stderr_file = "/dev/null",
+  });
+  if (!probe) return Unexpected{probe.error()};
+  if (auto st = probe->wait(); !st.success()) {
+    return make_error(ErrorCode::InvalidArgument,
+                      cfg.spec_path + ": inputs." + cfg.input_data +
+                          ": tabular input needs pandas, and the interpreter '" +
+                          cfg.fanout.python +
+                          "' cannot import it (install pandas for it, e.g. apt-get install "
+                          "python3-pandas, or choose another with --python / fanout.python)");
+  }
+  return {};
+}
+
+}  // namespace
+
 Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov) {
   if (!ov.python.empty()) cfg.fanout.python = ov.python;
   if (ov.workers > 0) cfg.fanout.workers = ov.workers;
@@ -157,7 +189,15 @@ Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov) {
     return make_error(ErrorCode::InvalidArgument,
                       where + ": could not be checked (" + st.describe() + ")");
   }
-  return {};
+  // parallel_run_step.settings.json beside the entry script; a `fanout:` value that differs from
+  // the default wins over it.
+  const std::string settings =
+      (fs::path(script).parent_path() / "parallel_run_step.settings.json").string();
+  auto rs = config::load_row_settings(settings);
+  if (!rs) return Unexpected{rs.error()};
+  if (rs->separator && cfg.fanout.row_separator == " ") cfg.fanout.row_separator = *rs->separator;
+  if (rs->header && !cfg.fanout.row_header) cfg.fanout.row_header = *rs->header;
+  return check_tabular(cfg);
 }
 
 int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {

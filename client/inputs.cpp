@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "client/tabular.hpp"
 #include "fanout/partition/file_batcher.hpp"
 
 namespace fanout::client {
@@ -50,6 +51,13 @@ Expected<std::uint64_t> stream_minibatches(const config::JobConfig& cfg,
   if (input == nullptr) {
     return make_error(ErrorCode::InvalidArgument,
                       cfg.spec_path + ": input_data: no input named '" + cfg.input_data + "'");
+  }
+  // Tables are cut by rows (or grouped by key values); partitioned files are grouped by key.
+  auto table = input_table(cfg);
+  if (!table) return Unexpected{table.error()};
+  if (*table) return stream_table(cfg, **table, emit);
+  if (!cfg.partition_keys.empty() && !input->partition_format.empty()) {
+    return stream_file_partitions(cfg, *input, emit);
   }
   part::FileBatcher batcher(std::max<std::uint64_t>(cfg.mini_batch_files, 1));
   std::uint64_t count = 0;

@@ -5,7 +5,9 @@
 #include "client/client.hpp"
 #include "client/follow.hpp"
 #include "client/status.hpp"
+#include "client/pipeline.hpp"
 #include "fanout/config/job_spec.hpp"
+#include "fanout/config/pipeline.hpp"
 #include "fanout/util/log.hpp"
 
 int main(int argc, char** argv) {
@@ -86,6 +88,15 @@ int main(int argc, char** argv) {
   }
   auto log = fanout::make_logger("client", *level);
   if (*run) {
+    // A pipeline file runs its jobs in order; anything else is a parallel job.
+    if (auto type = fanout::config::job_file_type(job_file); type && *type == "pipeline") {
+      try {
+        return fanout::client::run_pipeline(job_file, ov, log);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 3;
+      }
+    }
     auto cfg = fanout::config::load_job(job_file);
     if (!cfg) {
       std::fprintf(stderr, "error: %s\n", cfg.error().message.c_str());

@@ -78,16 +78,76 @@ class ProtocolError(Exception):
     pass
 
 
-def load_tabular(detail, items):
-    """Hook: turns a tabular mini-batch descriptor into a pandas DataFrame.
+# MLTable encoding names -> Python codec names.
+_ENCODINGS = {
+    "utf8": "utf-8", "utf8bom": "utf-8-sig", "iso88591": "iso-8859-1", "latin1": "latin-1",
+    "ascii": "ascii", "windows1252": "cp1252", "utf16": "utf-16", "utf32": "utf-32",
+}
+# pandas' default missing-value strings, without "" (for empty_as_string: true).
+_NA_NOT_EMPTY = ["#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+                 "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "n/a", "nan", "null"]
 
-    `detail` is the mini-batch's decoded JSON detail (it has "kind": "tabular"),
-    `items` the item strings of the T frame. Returns the DataFrame passed to
-    run(). Not implemented yet: tabular input is a separate issue.
+
+def load_tabular(detail, items):
+    """Turns a tabular mini-batch descriptor into the pandas DataFrame passed to run().
+
+    `detail` is the decoded "kind": "tabular" detail (docs/worker-pipe.md): a list of
+    parts, each a byte range of one file with its column names and the values taken
+    from its path, plus the read options. Only those byte ranges are read. With
+    partition_key_value, rows whose key columns hold other values are dropped (key
+    values compare as text). `items` (one empty string per row) is not needed.
     """
-    raise NotImplementedError(
-        "tabular input needs the tabular loader, which this fanout build does not have yet "
-        "(mini-batch detail: %s)" % (json.dumps(detail, sort_keys=True)[:200],))
+    import io
+
+    import pandas as pd
+
+    encoding = _ENCODINGS.get(detail.get("encoding") or "utf8", "utf-8")
+    sep = detail.get("delimiter") or ","
+    keys = detail.get("partition_key_value")
+    keys = keys if isinstance(keys, dict) else None
+    frames = []
+    for part in detail.get("parts") or []:
+        columns = list(part.get("columns") or [])
+        begin, end = int(part["begin"]), int(part["end"])
+        with open(part["file"], "rb") as f:
+            f.seek(begin)
+            data = f.read(max(0, end - begin))
+        kw = {"sep": sep, "header": None, "names": columns or None, "encoding": encoding,
+              "index_col": False}
+        if detail.get("empty_as_string"):
+            kw["keep_default_na"] = False
+            kw["na_values"] = _NA_NOT_EMPTY
+        if keys:
+            kw["dtype"] = dict((k, str) for k in keys if k in columns)
+        if data.strip():
+            df = pd.read_csv(io.BytesIO(data), **kw)
+        else:
+            df = pd.DataFrame(columns=columns)
+        for k, v in (part.get("path_values") or {}).items():
+            df[k] = v
+        if detail.get("include_path_column"):
+            df["Path"] = part["file"]
+        if keys:
+            mask = None
+            for k, v in keys.items():
+                m = df[k].fillna("").astype(str) == str(v)
+                mask = m if mask is None else (mask & m)
+            if mask is not None:
+                df = df[mask]
+        frames.append(df)
+    if not frames:
+        df = pd.DataFrame()
+    elif len(frames) == 1:
+        df = frames[0].reset_index(drop=True)
+    else:
+        df = pd.concat(frames, ignore_index=True)
+    keep = detail.get("keep_columns") or []
+    if keep:
+        df = df[list(keep)]
+    drop = [c for c in (detail.get("drop_columns") or []) if c in df.columns]
+    if drop:
+        df = df.drop(columns=drop)
+    return df
 
 
 # ---------------------------------------------------------------------------
@@ -327,8 +387,9 @@ def _classify(result, cfg):
 
 
 def _decode_detail(detail):
+    # surrogateescape: a file name that is not UTF-8 reaches open() as its original bytes.
     try:
-        obj = json.loads(detail)
+        obj = json.loads(bytes(detail).decode("utf-8", "surrogateescape"))
     except ValueError as e:
         raise ProtocolError("mini-batch detail is not valid JSON: %s" % e)
     return obj if isinstance(obj, dict) else {}

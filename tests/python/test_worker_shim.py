@@ -33,6 +33,16 @@ SHIM = os.path.join(SHIM_DIR, "fanout_worker.py")
 PYTHON = os.environ.get("FANOUT_TEST_PYTHON") or sys.executable
 TIMEOUT = 30.0
 
+_HAS_PANDAS = []
+
+
+def has_pandas():
+    """True if the interpreter that runs the worker can import pandas."""
+    if not _HAS_PANDAS:
+        _HAS_PANDAS.append(_worker_has("pandas"))
+    return _HAS_PANDAS[0]
+
+
 TASK = struct.Struct("<QQII")
 DONE = struct.Struct("<QBQQdd")
 LEN = struct.Struct("<I")
@@ -458,15 +468,63 @@ class ShimTest(unittest.TestCase):
         d = w.task(9, [])
         self.assertEqual((d.status, d.n_result, d.out), (0, 1, b"[]\n"))
 
-    def test_tabular_detail_uses_the_hook(self):
+    def test_tabular_detail_reads_only_its_byte_range(self):
         w = self.started("""
             def run(mini_batch):
-                return mini_batch
+                if isinstance(mini_batch, list):
+                    return mini_batch
+                return [repr(list(mini_batch.columns)), repr(mini_batch.values.tolist())]
         """)
-        d = w.task(1, ["/data/t.csv"], detail={"kind": "tabular", "path": "/data/t.csv", "offset": 0})
-        self.assertEqual(d.status, 1)
-        self.assertTrue(d.err.startswith("NotImplementedError: tabular input needs"), d.err)
+        data = os.path.join(self.folder, "t.csv")
+        with open(data, "wb") as f:
+            f.write(b'a,b,c\n1,x,"q,1"\n2,y,"q\n2"\n3,z,q3\n')
+        begin = len(b"a,b,c\n1,x,\"q,1\"\n")
+        end = begin + len(b'2,y,"q\n2"\n')
+        detail = {"kind": "tabular", "delimiter": ",", "encoding": "utf8",
+                  "parts": [{"file": data, "begin": begin, "end": end, "columns": ["a", "b", "c"],
+                             "path_values": {"day": "mon"}}],
+                  "drop_columns": ["b"], "global_row_offset": 1}
+        d = w.task(1, [""], detail=detail)
+        if has_pandas():
+            self.assertEqual(d.status, 0, d.err)
+            self.assertEqual(d.out, b"['a', 'c', 'day']\n[[2, 'q\\n2', 'mon']]\n")
+        else:
+            self.assertEqual(d.status, 1)
+            self.assertIn("pandas", d.err)
         self.assertEqual(w.task(2, ["f"]).out, b"f\n")
+
+    def test_tabular_file_name_that_is_not_utf8(self):
+        if not has_pandas():
+            self.skipTest("the worker's interpreter has no pandas")
+        w = self.started("""
+            def run(mini_batch):
+                return [repr(mini_batch.values.tolist())]
+        """)
+        data = os.path.join(os.fsencode(self.folder), b"Z\xfcrich.csv")
+        with open(data, "wb") as f:
+            f.write(b"1,a\n")
+        detail = ('{"kind": "tabular", "parts": [{"file": "%s", "begin": 0, "end": 4, '
+                  '"columns": ["n", "s"]}]}' % os.fsdecode(data)).encode("utf-8", "surrogateescape")
+        d = w.task(1, [""], detail=detail)
+        self.assertEqual(d.status, 0, d.err)
+        self.assertEqual(d.out, b"[[1, 'a']]\n")
+
+    def test_tabular_partition_rows_are_filtered(self):
+        if not has_pandas():
+            self.skipTest("the worker's interpreter has no pandas")
+        w = self.started("""
+            def run(mini_batch, ctx):
+                return [repr(ctx.partition_key_value), repr(mini_batch["v"].tolist())]
+        """)
+        data = os.path.join(self.folder, "p.csv")
+        with open(data, "wb") as f:
+            f.write(b"k,v\n01,1\n2,2\n01,3\n")
+        detail = {"kind": "tabular", "parts": [{"file": data, "begin": 4, "end": 19,
+                                                 "columns": ["k", "v"]}],
+                  "partition_key_value": {"k": "01"}}
+        d = w.task(1, ["", ""], detail=detail)
+        self.assertEqual(d.status, 0, d.err)
+        self.assertEqual(d.out, b"{'k': '01'}\n[1, 3]\n")
 
     # -- loading
     def test_init_raising_is_load_error(self):

@@ -17,6 +17,7 @@
 #include <system_error>
 #include <utility>
 
+#include "fanout/config/detail/job_node.hpp"
 #include "fanout/util/fs.hpp"
 
 namespace fanout::config {
@@ -241,7 +242,8 @@ std::optional<Ref> sole_ref(std::string_view s) {
 // Single use: construct, call run() once.
 class Parser final {
  public:
-  Parser(std::string file, std::string spec_path) : file_(std::move(file)) {
+  Parser(std::string file, std::string spec_path, bool check_files = true)
+      : file_(std::move(file)), check_files_(check_files) {
     cfg_.spec_path = std::move(spec_path);
     cfg_.base_dir = fs::path(cfg_.spec_path).parent_path().string();
   }
@@ -312,6 +314,8 @@ class Parser final {
   Where code_where_{};
   Where entry_where_{};
   Where library_where_{};
+  // false: a pipeline step whose input an earlier step makes; its paths are checked later.
+  bool check_files_ = true;
 };
 
 Fields Parser::collect(const Entry& parent) const {
@@ -526,7 +530,8 @@ void Parser::parse_inputs(const Entry& e) {
       fail(in.where(), "expected a literal value or a mapping with type and path (got " +
                            describe(in.value) + ")");
     }
-    Fields f = fields(in, {"type", "path", "mode", "description", "optional", "default"});
+    Fields f = fields(
+        in, {"type", "path", "mode", "description", "optional", "default", "partition_format"});
     spec.type = "uri_folder";  // Azure ML's default input type
     if (const Entry* t = f.get("type")) spec.type = std::string(trim(text(*t)));
     if (const Entry* m = f.get("mode")) spec.mode = text(*m);
@@ -547,6 +552,7 @@ void Parser::parse_inputs(const Entry& e) {
       if (!p) fail(f.missing("path"), "expected a local path (got nothing)");
       spec.path = local_path(*p, cfg_.base_dir);
       input_where_[spec.name] = p->where();
+      if (const Entry* pf = f.get("partition_format")) spec.partition_format = text(*pf);
     } else {
       const Entry* t = f.get("type");
       fail(t->where(),
@@ -636,6 +642,12 @@ void Parser::parse_limits(const Fields& root) {
         std::string s(trim(text(k)));
         if (s.empty()) fail(k.where(), "expected a column name (got \"\")");
         cfg_.partition_keys.push_back(std::move(s));
+      }
+      cfg_.partition_keys_line = e->where().line;
+      if (!cfg_.partition_keys.empty() && root.get("mini_batch_size")) {
+        // Azure ML v2: partition_keys decide the mini-batches; a size or count is not used.
+        cfg_.notices.push_back("mini_batch_size: " + cfg_.mini_batch_size +
+                               " ignored: partition_keys decide the mini-batches");
       }
     }
   }
@@ -1001,7 +1013,7 @@ JobConfig Parser::run(const YAML::Node& root) {
   parse_limits(top);
   parse_task(top);
   if (const Entry* e = top.get("fanout")) parse_fanout(*e);
-  check_files();
+  if (check_files_) check_files();
   return std::move(cfg_);
 }
 
@@ -1126,6 +1138,24 @@ Expected<JobConfig> parse_job(const std::string& text, const std::string& path) 
     return make_error(ErrorCode::InvalidArgument, where + ": " + e.msg);
   }
 }
+
+namespace detail {
+
+Expected<JobConfig> parse_job_node(const YAML::Node& root, const std::string& file,
+                                   const std::string& spec_path, bool check_files) {
+  try {
+    Parser parser(file, spec_path, check_files);
+    return parser.run(root);
+  } catch (const SpecError& e) {
+    return make_error(ErrorCode::InvalidArgument, e.message);
+  } catch (const YAML::Exception& e) {
+    std::string where = file;
+    if (e.mark.line >= 0) where += ":" + std::to_string(e.mark.line + 1);
+    return make_error(ErrorCode::InvalidArgument, where + ": " + e.msg);
+  }
+}
+
+}  // namespace detail
 
 Expected<JobConfig> load_job(const std::string& path) {
   std::error_code ec;

@@ -18,6 +18,7 @@ struct InputSpec {
   std::string path{};   // absolute, resolved against the YAML file's folder
   std::string mode{};   // as written (ro_mount, download, ...); informational
   std::string value{};  // literal inputs (strings, numbers) as text
+  std::string partition_format{};  // file inputs: "{user}/{season}/*.wav" groups files by key
 };
 
 struct OutputSpec {
@@ -84,6 +85,7 @@ struct JobConfig {
 
   FanoutSettings fanout{};
   std::vector<std::string> notices{};  // e.g. "compute: azureml:cpu-cluster ignored"
+  int partition_keys_line = 0;         // where partition_keys was written (0: not written)
 };
 
 // Reads and validates a job file. Every error names the file, the line where there is one, and

@@ -215,11 +215,13 @@ fanout:
   CHECK(c.fanout.row_separator == " ");
   CHECK(c.fanout.row_header == false);
   // compute, environment and task.environment are reported; the threshold override too.
-  REQUIRE(c.notices.size() == 4);
+  // partition_keys together with mini_batch_size: partition_keys win, with a warning (Azure ML v2).
+  REQUIRE(c.notices.size() == 5);
   CHECK(c.notices[0] == "compute: azureml:cpu-cluster ignored (fanout runs locally)");
   CHECK(c.notices[1].starts_with("environment: azureml:AzureML-sklearn@latest ignored"));
-  CHECK(c.notices[2].starts_with("task.environment:"));
-  CHECK(c.notices[3] == "task.program_arguments --error_threshold overrides error_threshold");
+  CHECK(c.notices[2] == "mini_batch_size: 10 ignored: partition_keys decide the mini-batches");
+  CHECK(c.notices[3].starts_with("task.environment:"));
+  CHECK(c.notices[4] == "task.program_arguments --error_threshold overrides error_threshold");
 }
 
 TEST_CASE("config.job_spec.accepts_table") {

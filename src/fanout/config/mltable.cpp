@@ -1,0 +1,484 @@
+// MLTable files and plain CSV/TSV inputs to TableSpec. See mltable.hpp and docs/job-spec.md.
+// yaml-cpp is used only in config/*.cpp; its exceptions never leave this file.
+#include "fanout/config/mltable.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <string_view>
+#include <system_error>
+
+#include "fanout/util/fs.hpp"
+
+namespace fanout::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The first error found; thrown only inside this file and turned into an Error by parse_mltable.
+struct TableError {
+  std::string message;
+};
+
+constexpr std::array<std::string_view, 4> kHeaders = {
+    "no_header", "from_first_file", "all_files_different_headers", "all_files_same_headers"};
+constexpr std::array<std::string_view, 8> kEncodings = {
+    "utf8", "iso88591", "latin1", "ascii", "utf16", "utf32", "utf8bom", "windows1252"};
+
+int line_of(const YAML::Node& n) {
+  return n.IsDefined() && n.Mark().line >= 0 ? n.Mark().line + 1 : 0;
+}
+
+std::string dq(const std::string& s) { return "\"" + s + "\""; }
+
+std::string describe(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return "nothing";
+  if (n.IsScalar()) return dq(n.Scalar());
+  if (n.IsSequence()) return "a list";
+  return "a mapping";
+}
+
+template <std::size_t N>
+std::string one_of(const std::array<std::string_view, N>& names) {
+  std::string s;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (i > 0) s += i + 1 == N ? " or " : ", ";
+    s += names[i];
+  }
+  return s;
+}
+
+class TableParser final {
+ public:
+  // `file` names the file in messages; `resolved` is its absolute path.
+  TableParser(std::string file, const std::string& resolved) : file_(std::move(file)) {
+    t_.source = file_;
+    t_.base_dir = fs::path(resolved).parent_path().string();
+  }
+
+  TableSpec run(const YAML::Node& root) {
+    if (!root.IsDefined() || !root.IsMap()) {
+      fail(line_of(root), "",
+           "expected a mapping with paths and transformations (got " + describe(root) + ")");
+    }
+    for (const auto& kv : root) {
+      const std::string k = kv.first.Scalar();
+      if (k != "paths" && k != "transformations" && k != "type" && k != "$schema" &&
+          k != "metadata" && k != "traits") {
+        fail(line_of(kv.first), k,
+             "unknown key; expected paths, transformations, type, metadata or traits");
+      }
+    }
+    const YAML::Node paths = root["paths"];
+    if (!paths.IsDefined() || paths.IsNull()) {
+      fail(line_of(root), "paths",
+           "expected a list of file, folder or pattern entries (got nothing)");
+    }
+    parse_paths(paths);
+    if (const YAML::Node tr = root["transformations"]; tr.IsDefined() && !tr.IsNull()) {
+      parse_transformations(tr);
+    }
+    return std::move(t_);
+  }
+
+ private:
+  [[noreturn]] void fail(int line, const std::string& key, const std::string& what) const {
+    std::string msg = file_;
+    if (line > 0) msg += ":" + std::to_string(line);
+    msg += ": ";
+    if (!key.empty()) msg += key + ": ";
+    msg += what;
+    throw TableError{std::move(msg)};
+  }
+
+  std::string scalar(const YAML::Node& n, const std::string& key, const std::string& expect) const {
+    if (!n.IsScalar()) fail(line_of(n), key, "expected " + expect + " (got " + describe(n) + ")");
+    return n.Scalar();
+  }
+
+  bool boolean(const YAML::Node& n, const std::string& key) const {
+    const std::string s = scalar(n, key, "true or false");
+    if (s == "true" || s == "True" || s == "TRUE") return true;
+    if (s == "false" || s == "False" || s == "FALSE") return false;
+    fail(line_of(n), key, "expected true or false (got " + dq(s) + ")");
+  }
+
+  // A column name or a list of them; `holder` is n's parent, for the line when n is missing.
+  std::vector<std::string> names(const YAML::Node& n, const std::string& key,
+                                 const YAML::Node& holder) const {
+    std::vector<std::string> out;
+    if (!n.IsDefined()) {
+      fail(line_of(holder), key, "expected a column name or a list of them (got a mapping)");
+    }
+    if (n.IsScalar()) {
+      out.push_back(n.Scalar());
+    } else if (n.IsSequence()) {
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        out.push_back(scalar(n[i], key + "[" + std::to_string(i) + "]", "a column name"));
+      }
+    } else {
+      fail(line_of(n), key, "expected a column name or a list of them (got " + describe(n) + ")");
+    }
+    for (const auto& s : out) {
+      if (s.empty()) fail(line_of(n), key, "expected a column name (got \"\")");
+    }
+    return out;
+  }
+
+  void parse_paths(const YAML::Node& paths) {
+    if (!paths.IsSequence() || paths.size() == 0) {
+      fail(line_of(paths), "paths",
+           "expected a list of file, folder or pattern entries (got " +
+               (paths.IsSequence() ? std::string("an empty list") : describe(paths)) + ")");
+    }
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      const YAML::Node e = paths[i];
+      const std::string key = "paths[" + std::to_string(i) + "]";
+      if (!e.IsMap() || e.size() != 1) {
+        fail(line_of(e), key,
+             "expected one of file: <path>, folder: <path> or pattern: <glob> (got " + describe(e) +
+                 ")");
+      }
+      const auto kv = *e.begin();
+      TablePath p;
+      p.kind = kv.first.Scalar();
+      p.line = line_of(kv.first);
+      if (p.kind != "file" && p.kind != "folder" && p.kind != "pattern") {
+        fail(p.line, key, "expected file, folder or pattern (got " + dq(p.kind) + ")");
+      }
+      std::string v = scalar(kv.second, key + "." + p.kind, "a local path");
+      if (v.empty()) fail(p.line, key + "." + p.kind, "expected a local path (got \"\")");
+      if (v.find("://") != std::string::npos || v.rfind("azureml:", 0) == 0) {
+        fail(p.line, key + "." + p.kind,
+             "expected a local path; remote URIs and Azure ML assets are not read (got " + dq(v) +
+                 ")");
+      }
+      if (v.rfind("file://", 0) == 0) v = v.substr(7);
+      p.value = p.kind == "pattern" ? v : resolve_path(t_.base_dir, v);
+      t_.paths.push_back(std::move(p));
+    }
+  }
+
+  void parse_transformations(const YAML::Node& tr) {
+    if (!tr.IsSequence()) {
+      fail(line_of(tr), "transformations", "expected a list (got " + describe(tr) + ")");
+    }
+    for (std::size_t i = 0; i < tr.size(); ++i) {
+      const YAML::Node step = tr[i];
+      const std::string key = "transformations[" + std::to_string(i) + "]";
+      if (!step.IsMap() || step.size() != 1) {
+        fail(line_of(step), key,
+             "expected one transformation such as read_delimited (got " + describe(step) + ")");
+      }
+      const auto kv = *step.begin();
+      const std::string name = kv.first.Scalar();
+      const std::string k = key + "." + name;
+      const YAML::Node v = kv.second;
+      if (name == "read_delimited") {
+        parse_read_delimited(v, k);
+      } else if (name == "extract_columns_from_partition_format") {
+        // Written either as the format itself or as {partition_format: ...}.
+        if (v.IsMap()) {
+          t_.partition_format = scalar(v["partition_format"], k + ".partition_format",
+                                       "a format such as {year}/{month}/*.csv");
+        } else {
+          t_.partition_format = scalar(v, k, "a format such as {year}/{month}/*.csv");
+        }
+        if (partition_format_keys(t_.partition_format).empty()) {
+          fail(line_of(v), k,
+               "expected a format naming at least one {column} (got " + dq(t_.partition_format) +
+                   ")");
+        }
+      } else if (name == "drop_columns") {
+        auto n = names(v.IsMap() ? v["columns"] : v, k, v);
+        t_.drop_columns.insert(t_.drop_columns.end(), n.begin(), n.end());
+      } else if (name == "keep_columns") {
+        auto n = names(v.IsMap() ? v["columns"] : v, k, v);
+        t_.keep_columns.insert(t_.keep_columns.end(), n.begin(), n.end());
+      } else {
+        fail(line_of(kv.first), key,
+             "expected read_delimited, extract_columns_from_partition_format, drop_columns or "
+             "keep_columns; fanout does not support " +
+                 dq(name) + " yet");
+      }
+    }
+  }
+
+  void parse_read_delimited(const YAML::Node& v, const std::string& k) {
+    if (v.IsNull()) return;
+    if (!v.IsMap()) fail(line_of(v), k, "expected a mapping of options (got " + describe(v) + ")");
+    for (const auto& kv : v) {
+      const std::string opt = kv.first.Scalar();
+      const std::string ok = k + "." + opt;
+      const YAML::Node x = kv.second;
+      if (opt == "delimiter") {
+        t_.delimiter = scalar(x, ok, "one character");
+        if (t_.delimiter == "\\t") t_.delimiter = "\t";
+        if (t_.delimiter.size() != 1 || t_.delimiter == "\"" || t_.delimiter == "\n") {
+          fail(line_of(x), ok,
+               "expected one character other than a quote or a line break (got " +
+                   dq(t_.delimiter) + ")");
+        }
+      } else if (opt == "encoding") {
+        t_.encoding = scalar(x, ok, one_of(kEncodings));
+        if (std::find(kEncodings.begin(), kEncodings.end(), t_.encoding) == kEncodings.end()) {
+          fail(line_of(x), ok, "expected " + one_of(kEncodings) + " (got " + dq(t_.encoding) + ")");
+        }
+      } else if (opt == "header") {
+        t_.header = scalar(x, ok, one_of(kHeaders));
+        if (std::find(kHeaders.begin(), kHeaders.end(), t_.header) == kHeaders.end()) {
+          fail(line_of(x), ok, "expected " + one_of(kHeaders) + " (got " + dq(t_.header) + ")");
+        }
+      } else if (opt == "empty_as_string") {
+        t_.empty_as_string = boolean(x, ok);
+      } else if (opt == "include_path_column") {
+        t_.include_path_column = boolean(x, ok);
+      } else if (opt == "infer_column_types" || opt == "support_multi_line") {
+        (void)boolean(x, ok);  // pandas infers types; quoted fields may always span lines
+      } else {
+        fail(line_of(kv.first), ok,
+             "unknown option; expected delimiter, encoding, header, empty_as_string, "
+             "include_path_column, infer_column_types or support_multi_line");
+      }
+    }
+  }
+
+  std::string file_;
+  TableSpec t_{};
+};
+
+// Lists `dir` recursively (regular files only), sorted by path.
+void list_folder(const fs::path& dir, std::vector<std::string>& out) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (it->is_regular_file(ec2)) found.push_back(it->path().string());
+  }
+  std::sort(found.begin(), found.end());
+  out.insert(out.end(), found.begin(), found.end());
+}
+
+bool segment_match(std::string_view p, std::string_view s) {
+  std::size_t pi = 0, si = 0, star_p = std::string_view::npos, star_s = 0;
+  while (si < s.size()) {
+    if (pi < p.size() && p[pi] == '[') {
+      const std::size_t close = p.find(']', pi + 1);
+      if (close != std::string_view::npos) {
+        std::string_view set = p.substr(pi + 1, close - pi - 1);
+        const bool neg = !set.empty() && (set[0] == '!' || set[0] == '^');
+        if (neg) set.remove_prefix(1);
+        bool hit = false;
+        for (std::size_t k = 0; k < set.size(); ++k) {
+          if (k + 2 < set.size() && set[k + 1] == '-') {
+            hit = hit || (s[si] >= set[k] && s[si] <= set[k + 2]);
+            k += 2;
+          } else {
+            hit = hit || s[si] == set[k];
+          }
+        }
+        if (hit != neg) {
+          pi = close + 1;
+          ++si;
+          continue;
+        }
+      }
+    } else if (pi < p.size() && (p[pi] == '?' || p[pi] == s[si])) {
+      ++pi;
+      ++si;
+      continue;
+    }
+    if (pi < p.size() && p[pi] == '*') {
+      star_p = pi++;
+      star_s = si;
+      continue;
+    }
+    if (star_p == std::string_view::npos) return false;
+    pi = star_p + 1;
+    si = ++star_s;
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
+std::vector<std::string_view> segments(std::string_view s) {
+  std::vector<std::string_view> out;
+  while (!s.empty()) {
+    const std::size_t slash = s.find('/');
+    std::string_view seg = s.substr(0, slash);
+    if (!seg.empty()) out.push_back(seg);
+    if (slash == std::string_view::npos) break;
+    s.remove_prefix(slash + 1);
+  }
+  return out;
+}
+
+bool match_segments(const std::vector<std::string_view>& p, std::size_t i,
+                    const std::vector<std::string_view>& s, std::size_t j) {
+  if (i == p.size()) return j == s.size();
+  if (p[i] == "**") {
+    for (std::size_t k = j; k <= s.size(); ++k) {
+      if (match_segments(p, i + 1, s, k)) return true;
+    }
+    return false;
+  }
+  return j < s.size() && segment_match(p[i], s[j]) && match_segments(p, i + 1, s, j + 1);
+}
+
+}  // namespace
+
+bool glob_match(std::string_view pattern, std::string_view path) {
+  return match_segments(segments(pattern), 0, segments(path), 0);
+}
+
+std::vector<std::string> partition_format_keys(std::string_view format) {
+  std::vector<std::string> keys;
+  for (std::size_t i = 0; (i = format.find('{', i)) != std::string_view::npos;) {
+    const std::size_t close = format.find('}', i);
+    if (close == std::string_view::npos) break;
+    keys.emplace_back(format.substr(i + 1, close - i - 1));
+    i = close + 1;
+  }
+  return keys;
+}
+
+FormatMatch match_partition_format(std::string_view format, std::string_view rel_path) {
+  while (!format.empty() && format.front() == '/') format.remove_prefix(1);
+  while (!rel_path.empty() && rel_path.front() == '/') rel_path.remove_prefix(1);
+  // Backtracking over the literal pieces; {name} and * never cross a '/'.
+  FormatMatch m;
+  std::vector<std::pair<std::string, std::string>> vals;
+  auto rec = [&](auto& self, std::size_t fi, std::size_t pi) -> bool {
+    if (fi == format.size()) return pi == rel_path.size();
+    const char c = format[fi];
+    if (c == '{' || c == '*') {
+      std::size_t next = fi + 1;
+      std::string name;
+      if (c == '{') {
+        const std::size_t close = format.find('}', fi);
+        if (close == std::string_view::npos) return false;
+        name = std::string(format.substr(fi + 1, close - fi - 1));
+        next = close + 1;
+      }
+      for (std::size_t end = pi; end <= rel_path.size(); ++end) {
+        if (end > pi && rel_path[end - 1] == '/') break;
+        if (c == '{' && end == pi) continue;  // a named value is never empty
+        if (c == '{') vals.emplace_back(name, std::string(rel_path.substr(pi, end - pi)));
+        if (self(self, next, end)) return true;
+        if (c == '{') vals.pop_back();
+      }
+      return false;
+    }
+    return pi < rel_path.size() && rel_path[pi] == c && self(self, fi + 1, pi + 1);
+  };
+  if (rec(rec, 0, 0)) {
+    m.ok = true;
+    m.values = std::move(vals);
+  }
+  return m;
+}
+
+Expected<TableSpec> parse_mltable(const std::string& text, const std::string& file) {
+  try {
+    TableParser p(file, resolve_path(fs::current_path().string(), file));
+    TableSpec t = p.run(YAML::Load(text));
+    t.source = file;
+    return t;
+  } catch (const TableError& e) {
+    return make_error(ErrorCode::InvalidArgument, e.message);
+  } catch (const YAML::Exception& e) {
+    std::string where = file;
+    if (e.mark.line >= 0) where += ":" + std::to_string(e.mark.line + 1);
+    return make_error(ErrorCode::InvalidArgument, where + ": YAML syntax error: " + e.msg);
+  }
+}
+
+Expected<TableSpec> load_mltable(const std::string& path) {
+  std::error_code ec;
+  std::string file = fs::is_directory(path, ec) ? (fs::path(path) / "MLTable").string() : path;
+  auto text = read_file(file);
+  if (!text) return Unexpected{text.error()};
+  return parse_mltable(*text, file);
+}
+
+TableSpec plain_table(const std::string& path, bool is_folder) {
+  TableSpec t;
+  t.source = path;
+  if (!is_folder) {
+    t.base_dir = fs::path(path).parent_path().string();
+    t.paths.push_back(TablePath{"file", path, 0});
+    if (fs::path(path).extension() == ".tsv") t.delimiter = "\t";
+    return t;
+  }
+  // A folder is read as its *.csv files, or its *.tsv files when it has no .csv file: other
+  // files (a README, an MLTable) are not rows.
+  t.base_dir = path;
+  std::vector<std::string> files;
+  list_folder(path, files);
+  const auto has = [&](const char* ext) {
+    return std::any_of(files.begin(), files.end(),
+                       [&](const std::string& f) { return fs::path(f).extension() == ext; });
+  };
+  const bool tsv = !has(".csv") && has(".tsv");
+  t.paths.push_back(TablePath{"pattern", tsv ? "**/*.tsv" : "**/*.csv", 0});
+  if (tsv) t.delimiter = "\t";
+  return t;
+}
+
+Expected<std::vector<std::string>> list_table_files(const TableSpec& t) {
+  std::vector<std::string> out;
+  for (const auto& p : t.paths) {
+    const std::string where = t.source +
+                              (p.line > 0 ? ":" + std::to_string(p.line) : std::string()) +
+                              ": paths: " + p.kind + ": ";
+    std::error_code ec;
+    if (p.kind == "file") {
+      if (!fs::is_regular_file(p.value, ec)) {
+        return make_error(ErrorCode::NotFound, where + "expected an existing file (got " +
+                                                   dq(p.value) + ", which does not exist)");
+      }
+      out.push_back(p.value);
+    } else if (p.kind == "folder") {
+      if (!fs::is_directory(p.value, ec)) {
+        return make_error(ErrorCode::NotFound, where + "expected an existing folder (got " +
+                                                   dq(p.value) + ", which does not exist)");
+      }
+      list_folder(p.value, out);
+    } else {
+      // Patterns are matched against paths relative to the base folder (or absolute ones).
+      const bool absolute = !p.value.empty() && p.value.front() == '/';
+      std::string pat = p.value;
+      if (pat.rfind("./", 0) == 0) pat = pat.substr(2);
+      // Walk only below the pattern's literal prefix.
+      std::string prefix;
+      for (auto seg : segments(pat)) {
+        if (seg.find_first_of("*?[") != std::string_view::npos) break;
+        prefix += std::string(seg) + "/";
+      }
+      const std::string root = absolute ? "/" + prefix : resolve_path(t.base_dir, prefix);
+      std::vector<std::string> all;
+      if (fs::is_directory(root, ec)) list_folder(root, all);
+      if (fs::is_regular_file(absolute ? pat : resolve_path(t.base_dir, pat), ec)) {
+        all.push_back(absolute ? pat : resolve_path(t.base_dir, pat));
+      }
+      std::size_t found = 0;
+      for (const auto& f : all) {
+        std::string rel = absolute ? f : fs::path(f).lexically_relative(t.base_dir).string();
+        if (glob_match(pat, rel)) {
+          out.push_back(f);
+          ++found;
+        }
+      }
+      if (found == 0) {
+        return make_error(ErrorCode::NotFound,
+                          where + "expected a pattern matching at least one file (got " +
+                              dq(p.value) + ", which matches none under " + t.base_dir + ")");
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace fanout::config

@@ -1,0 +1,193 @@
+// Tests for MLTable parsing (accepted files, near misses with code, key and line), table file
+// listing with patterns, glob_match and partition formats.
+#include "fanout/config/mltable.hpp"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using fanout::ErrorCode;
+using namespace fanout::config;
+
+namespace {
+
+class TempDir final {
+ public:
+  TempDir() {
+    static int counter = 0;
+    root_ = fs::temp_directory_path() /
+            ("fanout_mltable_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] std::string path(const std::string& rel = "") const {
+    return rel.empty() ? root_.string() : (root_ / rel).string();
+  }
+  void write(const std::string& rel, const std::string& text) const {
+    fs::create_directories((root_ / rel).parent_path());
+    std::ofstream(root_ / rel) << text;
+  }
+
+ private:
+  fs::path root_;
+};
+
+}  // namespace
+
+TEST_CASE("config.mltable.accepts") {
+  SUBCASE("full read_delimited and column steps") {
+    auto t = parse_mltable(R"(type: mltable
+paths:
+  - file: ./a.csv
+  - folder: ./more
+  - pattern: ./data/**/*.csv
+transformations:
+  - read_delimited:
+      delimiter: ';'
+      encoding: latin1
+      header: from_first_file
+      empty_as_string: true
+      include_path_column: true
+  - extract_columns_from_partition_format:
+      partition_format: "data/{year}/{month}/*.csv"
+  - drop_columns: [a, b]
+  - keep_columns: c
+)",
+                           "/x/MLTable");
+    REQUIRE(t.has_value());
+    REQUIRE(t->paths.size() == 3);
+    CHECK(t->paths[0].kind == "file");
+    CHECK(t->paths[0].value == "/x/a.csv");
+    CHECK(t->paths[1].value == "/x/more");
+    CHECK(t->paths[2].value == "./data/**/*.csv");
+    CHECK(t->delimiter == ";");
+    CHECK(t->encoding == "latin1");
+    CHECK(t->header == "from_first_file");
+    CHECK(t->empty_as_string);
+    CHECK(t->include_path_column);
+    CHECK(t->partition_format == "data/{year}/{month}/*.csv");
+    CHECK(t->drop_columns == std::vector<std::string>{"a", "b"});
+    CHECK(t->keep_columns == std::vector<std::string>{"c"});
+  }
+  SUBCASE("defaults") {
+    auto t = parse_mltable("paths:\n  - file: a.csv\n", "/x/MLTable");
+    REQUIRE(t.has_value());
+    CHECK(t->delimiter == ",");
+    CHECK(t->header == "all_files_same_headers");
+    CHECK(t->encoding == "utf8");
+    CHECK(!t->include_path_column);
+  }
+  SUBCASE("tab delimiter written as \\t and partition format as a string") {
+    auto t = parse_mltable(
+        "paths:\n  - file: a.tsv\ntransformations:\n  - read_delimited: {delimiter: '\\t'}\n"
+        "  - extract_columns_from_partition_format: '{k}.tsv'\n",
+        "/x/MLTable");
+    REQUIRE(t.has_value());
+    CHECK(t->delimiter == "\t");
+    CHECK(t->partition_format == "{k}.tsv");
+  }
+}
+
+TEST_CASE("config.mltable.rejects_near_misses") {
+  struct Case {
+    const char* text;
+    const char* key;
+    int line;
+  };
+  const std::vector<Case> cases = {
+      {"[1, 2]\n", "", 1},
+      {"transformations: []\n", "paths", 1},
+      {"paths: []\n", "paths", 1},
+      {"paths:\n  - files: a.csv\n", "paths[0]", 2},
+      {"paths:\n  - file: https://x/a.csv\n", "paths[0].file", 2},
+      {"paths:\n  - file: a.csv\npath: b\n", "path", 3},
+      {"paths:\n  - file: a.csv\ntransformations:\n  - read_delimited:\n      header: maybe\n",
+       "transformations[0].read_delimited.header", 5},
+      {"paths:\n  - file: a.csv\ntransformations:\n  - read_delimited:\n      delimiter: ';;'\n",
+       "transformations[0].read_delimited.delimiter", 5},
+      {"paths:\n  - file: a.csv\ntransformations:\n  - read_delimited:\n      encoding: ebcdic\n",
+       "transformations[0].read_delimited.encoding", 5},
+      {"paths:\n  - file: a.csv\ntransformations:\n  - read_delimited:\n      quoting: none\n",
+       "transformations[0].read_delimited.quoting", 5},
+      {"paths:\n  - file: a.csv\ntransformations:\n  - read_parquet: {}\n", "transformations[0]",
+       4},
+      {"paths:\n  - file: a.csv\ntransformations:\n  - drop_columns: {x: 1}\n",
+       "transformations[0].drop_columns", 4},
+      {"paths:\n  - file: a.csv\ntransformations:\n  - extract_columns_from_partition_format: "
+       "'a/b'\n",
+       "transformations[0].extract_columns_from_partition_format", 4},
+      {"paths:\n  - file: [a\n", "YAML", 3},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.text);
+    auto t = parse_mltable(c.text, "d/MLTable");
+    REQUIRE(!t.has_value());
+    CHECK(t.error().code == ErrorCode::InvalidArgument);
+    const std::string& m = t.error().message;
+    CAPTURE(m);
+    CHECK(m.rfind("d/MLTable:" + std::to_string(c.line) + ":", 0) == 0);
+    CHECK(m.find(c.key) != std::string::npos);
+  }
+}
+
+TEST_CASE("config.mltable.lists_files_in_a_stable_order") {
+  TempDir d;
+  d.write("data/2024/01/a.csv", "x\n");
+  d.write("data/2024/02/b.csv", "x\n");
+  d.write("data/2024/02/skip.txt", "x\n");
+  d.write("data/top.csv", "x\n");
+  d.write("one.csv", "x\n");
+  d.write("MLTable", "paths:\n  - file: ./one.csv\n  - pattern: ./data/**/*.csv\n");
+  auto t = load_mltable(d.path());
+  REQUIRE(t.has_value());
+  auto files = list_table_files(*t);
+  REQUIRE(files.has_value());
+  CHECK(*files == std::vector<std::string>{d.path("one.csv"), d.path("data/2024/01/a.csv"),
+                                           d.path("data/2024/02/b.csv"), d.path("data/top.csv")});
+  SUBCASE("a pattern matching nothing names its line") {
+    d.write("MLTable", "paths:\n  - file: ./one.csv\n  - pattern: ./data/*.parquet\n");
+    auto t2 = load_mltable(d.path("MLTable"));
+    REQUIRE(t2.has_value());
+    auto f2 = list_table_files(*t2);
+    REQUIRE(!f2.has_value());
+    CHECK(f2.error().code == ErrorCode::NotFound);
+    CHECK(f2.error().message.find("MLTable:3: paths: pattern") != std::string::npos);
+  }
+  SUBCASE("a missing MLTable is NotFound") {
+    auto t3 = load_mltable(d.path("nowhere"));
+    REQUIRE(!t3.has_value());
+    CHECK(t3.error().code == ErrorCode::NotFound);
+  }
+}
+
+TEST_CASE("config.mltable.glob_match") {
+  CHECK(glob_match("data/**/*.csv", "data/a.csv"));
+  CHECK(glob_match("data/**/*.csv", "data/x/y/a.csv"));
+  CHECK(!glob_match("data/*.csv", "data/x/a.csv"));
+  CHECK(glob_match("**", "a/b/c"));
+  CHECK(glob_match("d?t[a-c]/f[!0-9].txt", "data/fx.txt"));
+  CHECK(!glob_match("d?t[a-c]/f[!0-9].txt", "data/f1.txt"));
+  CHECK(!glob_match("*.csv", "a.tsv"));
+}
+
+TEST_CASE("config.mltable.partition_format") {
+  auto m = match_partition_format("{user}/{season}/{genre}.wav", "ann/2020/jazz.wav");
+  REQUIRE(m.ok);
+  CHECK(m.values == std::vector<std::pair<std::string, std::string>>{
+                        {"user", "ann"}, {"season", "2020"}, {"genre", "jazz"}});
+  CHECK(match_partition_format("/{a}/*.csv", "x/y.csv").ok);
+  CHECK(!match_partition_format("{a}/{b}.wav", "x/y/z.wav").ok);
+  CHECK(!match_partition_format("{a}.wav", ".wav").ok);
+  CHECK(partition_format_keys("{a}/x/{b}.csv") == std::vector<std::string>{"a", "b"});
+}
