@@ -12,6 +12,7 @@
 
 #include "fanout/protocol/codec.hpp"
 #include "fanout/util/fs.hpp"
+#include "pool/launch.hpp"
 
 namespace fanout::pool {
 
@@ -26,10 +27,6 @@ std::string category_of(const std::string& text, const char* fallback) {
   auto colon = first.find(':');
   if (colon == std::string::npos || colon == 0 || colon > 80) return fallback;
   return first.substr(0, colon);
-}
-
-std::string dir_of(const std::string& path) {
-  return std::filesystem::path(path).parent_path().string();
 }
 
 }  // namespace
@@ -233,40 +230,8 @@ void Pool::on_message(const std::string& frame) {
 bool Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
   const auto& spec = jobs_.at(job_id);
   const std::string process = fmt::format("process{:03}", slot + 1);
-  WorkerLaunch l;
-  const std::string python = opts_.python.empty() ? spec.python : opts_.python;
-  l.argv = {python.empty() ? std::string("python3") : python, "-u",
-            opts_.shim_dir + "/fanout_worker.py"};
-  l.argv.insert(l.argv.end(), spec.args.begin(), spec.args.end());
-  l.cwd = spec.code_dir;
-  const std::string output_dir = spec.output_path.empty()
-                                     ? dir_of(spec.log_dir) + "/outputs"
-                                     : dir_of(spec.output_path);
-  std::string pythonpath = opts_.shim_dir;
-  if (const char* pp = std::getenv("PYTHONPATH"); pp != nullptr && *pp != '\0') {
-    pythonpath += std::string(":") + pp;
-  }
-  l.env = {{"FANOUT_ENTRY_SCRIPT", resolve_path(spec.code_dir, spec.entry_script)},
-           {"FANOUT_NODE", opts_.node},
-           {"FANOUT_PROCESS", process},
-           {"FANOUT_LOG_DIR", spec.log_dir},
-           {"FANOUT_OUTPUT_DIR", output_dir},
-           {"FANOUT_INPUT_NAME", spec.input_name},
-           {"FANOUT_APPEND_ROW", spec.output_path.empty() ? "0" : "1"},
-           {"FANOUT_JOB_ID", std::to_string(job_id)},
-           {"PYTHONPATH", pythonpath}};
-  for (const auto& kv : spec.env) {
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) l.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  if (!spec.log_dir.empty()) {
-    const std::string out_dir = spec.log_dir + "/user/stdout/" + opts_.node;
-    const std::string err_dir = spec.log_dir + "/user/stderr/" + opts_.node;
-    (void)make_dirs(out_dir);
-    (void)make_dirs(err_dir);
-    l.stdout_file = out_dir + "/" + process + ".stdout.txt";
-    l.stderr_file = err_dir + "/" + process + ".stderr.txt";
-  }
+  const WorkerLaunch l = make_launch(
+      spec, LaunchContext{job_id, opts_.node, process, opts_.shim_dir, opts_.python, opts_.worker_bin});
   auto w = Worker::start(l, job_id, process);
   if (!w) {
     log_->error("cannot start a worker for job {}: {}", job_id, w.error().message);

@@ -34,6 +34,7 @@ struct Options {
   std::chrono::milliseconds load_timeout{600000};  // bound on a worker's start + init()
   std::string shim_dir{};     // folder of fanout_worker.py
   std::string python{};       // overrides the job's interpreter when set
+  std::string worker_bin{};   // fanout-worker, for the command and native runtimes
   bool exit_on_lost = false;  // embedded mode: exit when the interchange goes silent
 };
 
