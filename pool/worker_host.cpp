@@ -58,9 +58,21 @@ double cpu_seconds_with_children() {
 
 // ---------------------------------------------------------------- native
 
-// builtin:noop: the benchmark library. It keeps no rows and reports every item as succeeded.
-int noop_init(int, const char* const*) { return 0; }
+// builtin:noop: the benchmark library. It keeps no rows and reports every item as succeeded;
+// `--sleep-ms N` makes each mini-batch sleep N ms (fanout perf --sleep-ms).
+long g_noop_sleep_ms = 0;
+int noop_init(int argc, const char* const* argv) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--sleep-ms") == 0) g_noop_sleep_ms = std::atol(argv[i + 1]);
+  }
+  return 0;
+}
 std::int64_t noop_run(const fanout_batch* b, fanout_emit_fn, void*) {
+  if (g_noop_sleep_ms > 0) {
+    timespec ts{g_noop_sleep_ms / 1000, (g_noop_sleep_ms % 1000) * 1000000L};
+    while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+  }
   return static_cast<std::int64_t>(b->n_items);
 }
 
