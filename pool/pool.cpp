@@ -109,6 +109,7 @@ int Pool::run() {
         }
       }
     }
+    if (!results_.empty()) wake = std::min(wake, first_result_ + opts_.poll);
     auto timeout = std::chrono::duration_cast<Millis>(wake - now) + Millis(1);
     poller.wait(std::clamp(timeout, Millis(0), hb_period_));
 
@@ -129,7 +130,8 @@ int Pool::run() {
     now = Clock::now();
     check_deadlines(now);
     assign();
-    flush_results();
+    if (!results_.empty() && first_result_ == Clock::time_point{}) first_result_ = now;
+    if (results_due(now)) flush_results();
     if (now - last_sent_ >= hb_period_) send(proto::encode(proto::Heartbeat{capacity()}));
     if (!registered_ && now - last_register_ > std::max(hb_period_, Millis(1000))) {
       send_register();
@@ -470,7 +472,19 @@ void Pool::fail_task(const proto::Task& t, AttemptStatus status, const std::stri
   ++stats_.results;
 }
 
+// Results travel in batches: one frame per result would cost the pool and the interchange a
+// ZeroMQ send, a wake-up and a decode each, and make every TaskBatch in return just as small.
+// A result waits while the pool still holds enough queued tasks to keep its workers busy, until
+// a quarter of the capacity has finished or it is poll_ms old. See docs/performance.md.
+bool Pool::results_due(Clock::time_point now) const {
+  if (results_.empty()) return false;
+  if (results_.size() >= std::max<std::size_t>(1, capacity() / 4)) return true;
+  if (queue_.size() < opts_.workers) return true;  // running dry: the credit is needed now
+  return now - first_result_ >= opts_.poll;
+}
+
 void Pool::flush_results() {
+  first_result_ = {};
   if (results_.empty()) return;
   std::size_t bytes = 64;
   for (const auto& r : results_) bytes += 96 + r.output.size() + r.error_message.size();

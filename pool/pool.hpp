@@ -27,7 +27,7 @@ struct Options {
   std::string node{};         // default: host name
   std::uint32_t workers = 0;  // default: the machine's cores
   std::uint32_t prefetch = 0;
-  std::chrono::milliseconds poll{10};
+  std::chrono::milliseconds poll{10};  // longest a result waits to share a frame with others
   std::chrono::milliseconds heartbeat_period{2000};
   std::chrono::milliseconds heartbeat_threshold{10000};
   std::chrono::milliseconds kill_grace{2000};     // SIGTERM -> SIGKILL for a timed-out worker
@@ -67,6 +67,7 @@ class Pool final {
                  const std::string& message, const std::string& process, std::int64_t pid,
                  double start);
   void flush_results();
+  bool results_due(Clock::time_point now) const;
   void send(const std::string& frame);
   std::uint32_t capacity() const;
   void log_stats(bool force);
@@ -88,6 +89,7 @@ class Pool final {
   std::deque<proto::Task> queue_{};
   std::vector<std::optional<Worker>> slots_{};
   std::vector<proto::TaskResult> results_{};
+  Clock::time_point first_result_{};  // when the oldest unsent result was made
   PoolStats stats_{}, logged_stats_{};
   Clock::time_point last_stats_{};
 };
