@@ -247,8 +247,16 @@ bool Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
 
 void Pool::assign() {
   if (queue_.empty()) return;
+  // With no idle worker and no free slot nothing below can act on any task: return at once
+  // instead of walking the whole prefetched queue on every loop turn (it holds up to
+  // workers + prefetch tasks, so the walk was O(prefetch x workers) per result).
+  auto can_act = [&] {
+    return std::any_of(slots_.begin(), slots_.end(), [](const std::optional<Worker>& w) {
+      return !w || w->state() == Worker::State::Idle;
+    });
+  };
   // Hand queued tasks to idle workers of their job, in queue order.
-  for (auto it = queue_.begin(); it != queue_.end();) {
+  for (auto it = queue_.begin(); it != queue_.end() && can_act();) {
     auto job_it = jobs_.find(it->job_id);
     if (job_it == jobs_.end()) {
       // Tasks arrive after their JobInfo; without one we cannot run it.
