@@ -192,7 +192,12 @@ void Pool::on_message(const std::string& frame) {
         registered_ = false;
         queue_.clear();
         for (auto& w : slots_) {
-          if (w && w->task) w->task.reset();  // its result would be discarded anyway
+          if (!w) continue;
+          // Their results would be discarded anyway; the worker still answers each T frame it
+          // was sent, so those replies are counted off before it takes a new task.
+          w->stale += static_cast<std::uint32_t>((w->task ? 1 : 0) + w->queued.size());
+          w->task.reset();
+          w->queued.clear();
         }
         send_register();
       } else {
@@ -245,14 +250,26 @@ bool Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
   return true;
 }
 
+// A worker may hold one more task in its pipe when it runs a task of a job whose tasks are
+// short: there the pool's round trip between two tasks is a large share of the task, while a
+// long task queued behind another could wait for it although a sibling worker became free.
+bool Pool::pipelinable(const Worker& w) const {
+  if (w.state() != Worker::State::Busy || !w.task || !w.queued.empty() || w.stale > 0 ||
+      w.kill_at) {
+    return false;
+  }
+  auto m = mean_task_s_.find(w.job_id());
+  return m != mean_task_s_.end() && m->second > 0 && m->second < kPipelineMaxTaskS;
+}
+
 void Pool::assign() {
   if (queue_.empty()) return;
   // With no idle worker and no free slot nothing below can act on any task: return at once
   // instead of walking the whole prefetched queue on every loop turn (it holds up to
   // workers + prefetch tasks, so the walk was O(prefetch x workers) per result).
   auto can_act = [&] {
-    return std::any_of(slots_.begin(), slots_.end(), [](const std::optional<Worker>& w) {
-      return !w || w->state() == Worker::State::Idle;
+    return std::any_of(slots_.begin(), slots_.end(), [&](const std::optional<Worker>& w) {
+      return !w || w->state() == Worker::State::Idle || pipelinable(*w);
     });
   };
   // Hand queued tasks to idle workers of their job, in queue order.
@@ -309,6 +326,20 @@ void Pool::assign() {
       }
       continue;  // re-examine this task: the new worker is Starting
     }
+    // Every worker of the job is busy: queue the task in a busy worker's pipe, so that it starts
+    // the moment the current one ends instead of a pool round trip later (short tasks only).
+    bool piped = false;
+    for (auto& w : slots_) {
+      if (!w || w->job_id() != it->job_id || !pipelinable(*w)) continue;
+      if (w->send_task(*it)) {
+        SPDLOG_LOGGER_TRACE(log_, "task {} -> {} (queued in its pipe)", it->task_id, w->name());
+        w->queued.push_back(std::move(*it));
+        it = queue_.erase(it);
+        piped = true;
+      }
+      break;
+    }
+    if (piped) continue;
     if (!starting) {
       for (auto& w : slots_) {
         if (!w || w->state() != Worker::State::Idle) continue;
@@ -342,8 +373,15 @@ void Pool::on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events) 
       case WorkerEvent::Kind::Done: {
         if (!w.task || w.task->task_id != ev.task_id) {
           // A task dropped after a re-registration, or a confused worker: nothing to report.
-          w.task.reset();
-          if (w.state() == Worker::State::Busy) w.set_state(Worker::State::Idle);
+          if (w.stale > 0) {
+            --w.stale;
+            if (w.stale == 0 && !w.task && w.state() == Worker::State::Busy) {
+              w.set_state(Worker::State::Idle);
+            }
+          } else if (w.queued.empty()) {
+            w.task.reset();
+            if (w.state() == Worker::State::Busy) w.set_state(Worker::State::Idle);
+          }
           break;
         }
         const proto::Task& t = *w.task;
@@ -372,10 +410,22 @@ void Pool::on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events) 
           r.error_category = category_of(ev.error, ev.status == 2 ? "BadReturn" : "RunException");
           r.error_message = std::move(ev.error);
         }
+        // A running mean of the job's task time decides whether its tasks may queue in a
+        // worker's pipe (see pipelinable()).
+        double& mean = mean_task_s_[t.job_id];
+        mean = mean <= 0 ? r.elapsed_s : 0.8 * mean + 0.2 * r.elapsed_s;
         results_.push_back(std::move(r));
         ++stats_.results;
         w.task.reset();
-        if (w.state() == Worker::State::Busy) w.set_state(Worker::State::Idle);
+        if (!w.queued.empty()) {
+          // The next task was already in the worker's pipe: it starts now.
+          w.task = std::move(w.queued.front());
+          w.queued.pop_front();
+          w.task_start = Clock::now();
+          w.task_start_unix = unix_now();
+        } else if (w.state() == Worker::State::Busy) {
+          w.set_state(Worker::State::Idle);
+        }
         break;
       }
     }
@@ -427,6 +477,8 @@ void Pool::on_worker_gone(std::size_t slot) {
     fail_task(*w.task, status, timed_out ? "RunTimeout" : "WorkerLost", msg, w.name(), w.pid(),
               w.task_start_unix);
   }
+  // Tasks waiting in its pipe never started: they go back to the front of the queue, no try used.
+  for (auto it = w.queued.rbegin(); it != w.queued.rend(); ++it) queue_.push_front(std::move(*it));
   slots_[slot].reset();
 }
 

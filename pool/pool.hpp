@@ -61,6 +61,7 @@ class Pool final {
   void on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events);
   void on_worker_gone(std::size_t slot);
   void assign();
+  bool pipelinable(const Worker& w) const;
   bool start_worker(std::size_t slot, std::uint64_t job_id);
   void check_deadlines(Clock::time_point now);
   void fail_task(const proto::Task& t, proto::AttemptStatus status, const std::string& category,
@@ -86,6 +87,9 @@ class Pool final {
 
   std::map<std::uint64_t, proto::JobSpec> jobs_{};
   std::map<std::uint64_t, std::uint32_t> init_failures_{};  // consecutive, per job
+  std::map<std::uint64_t, double> mean_task_s_{};  // running mean of task time, per job
+  // Tasks of a job whose mean is below this may wait in a busy worker's pipe.
+  static constexpr double kPipelineMaxTaskS = 0.05;
   std::deque<proto::Task> queue_{};
   std::vector<std::optional<Worker>> slots_{};
   std::vector<proto::TaskResult> results_{};
