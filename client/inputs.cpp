@@ -23,12 +23,13 @@ constexpr std::size_t kSortRun = 65536;
 // before listing ends. Returns false when `emit` asks to stop.
 template <typename F>
 bool walk_sorted(const fs::path& dir, F& emit) {
-  std::vector<fs::directory_entry> run;
+  // Names are compared as plain strings taken once per entry: path::filename() in the comparator
+  // would build two paths per comparison.
+  std::vector<std::pair<std::string, fs::directory_entry>> run;
   auto flush = [&]() {
-    std::sort(run.begin(), run.end(), [](const auto& a, const auto& b) {
-      return a.path().filename() < b.path().filename();
-    });
-    for (const auto& e : run) {
+    std::sort(run.begin(), run.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [name, e] : run) {
       std::error_code ec2;
       if (e.is_directory(ec2)) {
         if (!walk_sorted(e.path(), emit)) return false;
@@ -41,7 +42,7 @@ bool walk_sorted(const fs::path& dir, F& emit) {
   };
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    run.push_back(*it);
+    run.emplace_back(it->path().filename().string(), *it);
     if (run.size() >= kSortRun && !flush()) return false;
   }
   return flush();
