@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   perf->add_option("--workers", po.workers, "workers per pool")->capture_default_str();
   perf->add_option("--pools", po.pools, "local pools")->capture_default_str();
-  perf->add_option("--prefetch", po.prefetch, "mini-batches per pool beyond free workers "
-                                              "(default 256)");
+  perf->add_option("--prefetch", po.prefetch,
+                   "mini-batches per pool beyond free workers (default 256)");
   perf->add_option("--poll-ms", po.poll_ms, "poll period of the pools")->capture_default_str();
   perf->add_option("--log-level", po.log_level, "log level of the interchange and pools")
       ->capture_default_str();

@@ -238,7 +238,8 @@ bool Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
   const auto& spec = jobs_.at(job_id);
   const std::string process = fmt::format("process{:03}", slot + 1);
   const WorkerLaunch l = make_launch(
-      spec, LaunchContext{job_id, opts_.node, process, opts_.shim_dir, opts_.python, opts_.worker_bin});
+      spec,
+      LaunchContext{job_id, opts_.node, process, opts_.shim_dir, opts_.python, opts_.worker_bin});
   auto w = Worker::start(l, job_id, process);
   if (!w) {
     log_->error("cannot start a worker for job {}: {}", job_id, w.error().message);

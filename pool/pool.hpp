@@ -87,7 +87,7 @@ class Pool final {
 
   std::map<std::uint64_t, proto::JobSpec> jobs_{};
   std::map<std::uint64_t, std::uint32_t> init_failures_{};  // consecutive, per job
-  std::map<std::uint64_t, double> mean_task_s_{};  // running mean of task time, per job
+  std::map<std::uint64_t, double> mean_task_s_{};           // running mean of task time, per job
   // Tasks of a job whose mean is below this may wait in a busy worker's pipe.
   static constexpr double kPipelineMaxTaskS = 0.05;
   std::deque<proto::Task> queue_{};
