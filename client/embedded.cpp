@@ -43,7 +43,7 @@ std::string tail_of(const std::string& path, std::size_t lines) {
 // The private interchange and pools of the embedded default.
 Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const std::string& run_dir,
                    std::uint32_t workers, std::uint32_t pools, const std::string& python,
-                   Logger log)
+                   Logger log, std::uint32_t window)
     : log_(std::move(log)) {
   const std::string sys_dir = run_dir + "/logs/sys";
   (void)make_dirs(sys_dir);
@@ -54,19 +54,14 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
   const std::string level = cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
   SpawnOptions so;
   so.argv = {find_binary("FANOUT_INTERCHANGE_BIN", "fanout-interchange", "interchange"),
-             "--db",
-             db,
-             "--ready-file",
-             ready_,
-             "--exit-when-idle",
-             "--heartbeat-period-ms",
-             std::to_string(cfg.fanout.heartbeat_period_ms),
-             "--heartbeat-threshold-ms",
-             std::to_string(cfg.fanout.heartbeat_threshold_ms),
-             "--log-level",
-             level,
-             "--log-file",
-             ix_log_};
+             "--db", db, "--ready-file", ready_, "--exit-when-idle",
+             "--heartbeat-period-ms", std::to_string(cfg.fanout.heartbeat_period_ms),
+             "--heartbeat-threshold-ms", std::to_string(cfg.fanout.heartbeat_threshold_ms),
+             "--log-level", level, "--log-file", ix_log_};
+  if (window > 0) {
+    so.argv.push_back("--window");
+    so.argv.push_back(std::to_string(window));
+  }
   so.stdin_file = "null";
   so.stderr_file = ix_log_;
   {
@@ -159,6 +154,12 @@ void Embedded::detach() {
   (void)ix_.release();
   for (auto& p : pools_) (void)p.release();
   pools_.clear();
+}
+
+std::vector<pid_t> Embedded::pool_pids() const {
+  std::vector<pid_t> pids;
+  for (const auto& p : pools_) pids.push_back(p.pid());
+  return pids;
 }
 
 std::string Embedded::dead_child() {

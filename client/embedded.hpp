@@ -22,7 +22,8 @@ class Embedded final {
   // Starts the interchange (waiting for its endpoints) and `pools` pools. Throws Failure naming
   // the log to read when a child cannot start.
   Embedded(const config::JobConfig& cfg, const std::string& db, const std::string& run_dir,
-           std::uint32_t workers, std::uint32_t pools, const std::string& python, Logger log);
+           std::uint32_t workers, std::uint32_t pools, const std::string& python, Logger log,
+           std::uint32_t window = 0);  // the interchange's --window; 0: its default
   ~Embedded() { stop(); }
   Embedded(const Embedded&) = delete;
   Embedded& operator=(const Embedded&) = delete;
@@ -37,6 +38,9 @@ class Embedded final {
   [[nodiscard]] const std::string& client_endpoint() const { return client_ep_; }
   // The secret a Shutdown to this private interchange must carry.
   [[nodiscard]] const std::string& shutdown_token() const { return token_; }
+  // Process ids of the interchange and of each pool (for `fanout perf`'s CPU accounting).
+  [[nodiscard]] pid_t interchange_pid() const { return ix_.pid(); }
+  [[nodiscard]] std::vector<pid_t> pool_pids() const;
 
  private:
   Logger log_;

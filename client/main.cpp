@@ -6,6 +6,7 @@
 #include "client/follow.hpp"
 #include "client/status.hpp"
 #include "client/pipeline.hpp"
+#include "client/perf.hpp"
 #include "fanout/config/job_spec.hpp"
 #include "fanout/config/pipeline.hpp"
 #include "fanout/util/log.hpp"
@@ -78,6 +79,33 @@ int main(int argc, char** argv) {
   report->add_option("job", job_id, "the job id")->required();
   report->add_option("--out", report_out, "folder to write to (default: the job's logs folder)");
   report->add_option("--db", db, "SQLite store");
+  fanout::client::PerfOptions po;
+  bool no_ceiling = false, no_baseline = false;
+  auto* perf = app.add_subcommand(
+      "perf", "benchmark: push no-op mini-batches through the real path and report the rates");
+  perf->add_option("--tasks,-n", po.tasks, "mini-batches")->capture_default_str();
+  perf->add_option("--time", po.seconds, "submit for this many seconds instead of --tasks");
+  perf->add_option("--runtime", po.runtime, "noop (native builtin:noop) or python (empty run())")
+      ->capture_default_str();
+  perf->add_option("--python", po.python, "interpreter for --runtime python")
+      ->capture_default_str();
+  perf->add_option("--workers", po.workers, "workers per pool")->capture_default_str();
+  perf->add_option("--pools", po.pools, "local pools")->capture_default_str();
+  perf->add_option("--prefetch", po.prefetch,
+                   "mini-batches per pool beyond free workers (default 256)");
+  perf->add_option("--poll-ms", po.poll_ms, "poll period of the pools")->capture_default_str();
+  perf->add_option("--log-level", po.log_level, "log level of the interchange and pools")
+      ->capture_default_str();
+  perf->add_option("--sleep-ms", po.sleep_ms, "each mini-batch sleeps this long")
+      ->capture_default_str();
+  perf->add_option("--items-per-batch", po.items_per_batch, "items per mini-batch")
+      ->capture_default_str();
+  perf->add_option("--window", po.window, "the interchange's client window (default: its own)");
+  perf->add_flag("--json", po.json, "one JSON object per run on stdout");
+  perf->add_flag("--sweep", po.sweep, "vary each tuning knob in turn and print its effect");
+  perf->add_flag("--no-ceiling", no_ceiling, "skip the ZeroMQ relay probe");
+  perf->add_flag("--no-baseline", no_baseline, "skip the multiprocessing.Pool baseline");
+  perf->add_option("--keep", po.keep_dir, "keep the store and logs in this folder");
 
   CLI11_PARSE(app, argc, argv);
 
@@ -125,6 +153,11 @@ int main(int argc, char** argv) {
   const std::string store_path = db.empty() ? fanout::client::default_db_path() : db;
   if (*status) return fanout::client::print_status(store_path, job_id, status_json);
   if (*report) return fanout::client::write_report(store_path, job_id, report_out);
+  if (*perf) {
+    po.ceiling = !no_ceiling;
+    po.baseline = !no_baseline;
+    return fanout::client::run_perf(po, log);
+  }
   if (*hist) {
     return fanout::client::print_history(db.empty() ? fanout::client::default_db_path() : db, limit,
                                          state, json);

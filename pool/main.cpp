@@ -24,6 +24,16 @@ std::string find_shim_dir() {
   }
   return FANOUT_SHIM_DIR;
 }
+
+// fanout-worker: $FANOUT_WORKER_BIN, then beside this binary, else PATH.
+std::string find_worker_bin() {
+  if (const char* env = std::getenv("FANOUT_WORKER_BIN"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  const std::string cand = fanout::self_dir() + "/fanout-worker";
+  if (std::filesystem::exists(cand)) return cand;
+  return "fanout-worker";
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,6 +54,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--python", opts.python, "interpreter for python workers (overrides the job)");
   app.add_option("--shim-dir", opts.shim_dir, "folder of fanout_worker.py");
+  app.add_option("--worker-bin", opts.worker_bin, "fanout-worker (command and native runtimes)");
   app.add_option("--log-level", log_level)->capture_default_str();
   app.add_option("--log-file", log_file, "append logs here instead of stderr");
   app.add_flag("--exit-on-lost", opts.exit_on_lost, "exit when the interchange goes silent");
@@ -64,6 +75,7 @@ int main(int argc, char** argv) {
   opts.heartbeat_threshold = std::chrono::milliseconds(hb_threshold_ms);
   opts.kill_grace = std::chrono::milliseconds(grace_ms);
   if (opts.shim_dir.empty()) opts.shim_dir = find_shim_dir();
+  if (opts.worker_bin.empty()) opts.worker_bin = find_worker_bin();
   auto log = fanout::make_logger("pool", *level, log_file);
   try {
     fanout::pool::Pool pool(opts, log);

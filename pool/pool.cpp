@@ -11,6 +11,7 @@
 
 #include "fanout/protocol/codec.hpp"
 #include "fanout/util/fs.hpp"
+#include "pool/launch.hpp"
 
 namespace fanout::pool {
 
@@ -28,10 +29,6 @@ std::string category_of(const std::string& text, const char* fallback) {
   auto colon = first.find(':');
   if (colon == std::string::npos || colon == 0 || colon > 80) return fallback;
   return first.substr(0, colon);
-}
-
-std::string dir_of(const std::string& path) {
-  return std::filesystem::path(path).parent_path().string();
 }
 
 }  // namespace
@@ -82,7 +79,12 @@ void Pool::reregister(const char* why) {
   registered_ = false;
   queue_.clear();
   for (auto& w : slots_) {
-    if (w && w->task) w->task.reset();  // its result would be discarded anyway
+    if (!w) continue;
+    // Their results would be discarded anyway; the worker still answers each T frame it was
+    // sent, so those replies are counted off before it takes a new task.
+    w->stale += static_cast<std::uint32_t>((w->task ? 1 : 0) + w->queued.size());
+    w->task.reset();
+    w->queued.clear();
   }
   register_backoff_ = std::max(hb_period_, Millis(1000));
   send_register();
@@ -102,7 +104,10 @@ void Pool::drop_job(std::uint64_t job_id, const std::string& reason) {
   const auto now = Clock::now();
   for (auto& w : slots_) {
     if (!w || w->job_id() != job_id || w->state() == Worker::State::Stopping) continue;
-    // The interchange recorded the running attempts as CANCELLED: nothing is reported for them.
+    // The interchange recorded the running attempts as CANCELLED: nothing is reported for them,
+    // nor for tasks waiting in the worker's pipe (they must not be requeued when it exits).
+    queued += w->queued.size();
+    w->queued.clear();
     if (w->task) {
       w->task.reset();
       ++stopped;
@@ -158,6 +163,7 @@ int Pool::run() {
       }
     }
     if (monitor_) wake = std::min(wake, next_sample_);
+    if (!results_.empty()) wake = std::min(wake, first_result_ + opts_.poll);
     auto timeout = std::chrono::duration_cast<Millis>(wake - now) + Millis(1);
     // poll_ms bounds the wait like Parsl's poll period: deadlines are re-checked at least that often.
     poller.wait(std::clamp(timeout, Millis(0), std::min(hb_period_, opts_.poll)));
@@ -181,6 +187,8 @@ int Pool::run() {
     assign();
     flush_results();
     run_monitor(now);
+    if (!results_.empty() && first_result_ == Clock::time_point{}) first_result_ = now;
+    if (results_due(now)) flush_results();
     if (now - last_sent_ >= hb_period_) send(proto::encode(proto::Heartbeat{capacity()}));
     if (!registered_ && now - last_register_ > register_backoff_) {
       // Unanswered: the interchange is away. Ask again, less and less often.
@@ -291,39 +299,9 @@ void Pool::on_message(const std::string& frame) {
 bool Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
   const auto& spec = jobs_.at(job_id);
   const std::string process = fmt::format("process{:03}", slot + 1);
-  WorkerLaunch l;
-  const std::string python = opts_.python.empty() ? spec.python : opts_.python;
-  l.argv = {python.empty() ? std::string("python3") : python, "-u",
-            opts_.shim_dir + "/fanout_worker.py"};
-  l.argv.insert(l.argv.end(), spec.args.begin(), spec.args.end());
-  l.cwd = spec.code_dir;
-  const std::string output_dir =
-      spec.output_path.empty() ? dir_of(spec.log_dir) + "/outputs" : dir_of(spec.output_path);
-  std::string pythonpath = opts_.shim_dir;
-  if (const char* pp = std::getenv("PYTHONPATH"); pp != nullptr && *pp != '\0') {
-    pythonpath += std::string(":") + pp;
-  }
-  l.env = {{"FANOUT_ENTRY_SCRIPT", resolve_path(spec.code_dir, spec.entry_script)},
-           {"FANOUT_NODE", opts_.node},
-           {"FANOUT_PROCESS", process},
-           {"FANOUT_LOG_DIR", spec.log_dir},
-           {"FANOUT_OUTPUT_DIR", output_dir},
-           {"FANOUT_INPUT_NAME", spec.input_name},
-           {"FANOUT_APPEND_ROW", spec.output_path.empty() ? "0" : "1"},
-           {"FANOUT_JOB_ID", std::to_string(job_id)},
-           {"PYTHONPATH", pythonpath}};
-  for (const auto& kv : spec.env) {
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) l.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  if (!spec.log_dir.empty()) {
-    const std::string out_dir = spec.log_dir + "/user/stdout/" + opts_.node;
-    const std::string err_dir = spec.log_dir + "/user/stderr/" + opts_.node;
-    (void)make_dirs(out_dir);
-    (void)make_dirs(err_dir);
-    l.stdout_file = out_dir + "/" + process + ".stdout.txt";
-    l.stderr_file = err_dir + "/" + process + ".stderr.txt";
-  }
+  const WorkerLaunch l = make_launch(
+      spec,
+      LaunchContext{job_id, opts_.node, process, opts_.shim_dir, opts_.python, opts_.worker_bin});
   auto w = Worker::start(l, job_id, process);
   if (!w) {
     log_->error("cannot start a worker for job {}: {}", job_id, w.error().message);
@@ -335,10 +313,30 @@ bool Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
   return true;
 }
 
+// A worker may hold one more task in its pipe when it runs a task of a job whose tasks are
+// short: there the pool's round trip between two tasks is a large share of the task, while a
+// long task queued behind another could wait for it although a sibling worker became free.
+bool Pool::pipelinable(const Worker& w) const {
+  if (w.state() != Worker::State::Busy || !w.task || !w.queued.empty() || w.stale > 0 ||
+      w.kill_at) {
+    return false;
+  }
+  auto m = mean_task_s_.find(w.job_id());
+  return m != mean_task_s_.end() && m->second > 0 && m->second < kPipelineMaxTaskS;
+}
+
 void Pool::assign() {
   if (queue_.empty()) return;
+  // With no idle worker and no free slot nothing below can act on any task: return at once
+  // instead of walking the whole prefetched queue on every loop turn (it holds up to
+  // workers + prefetch tasks, so the walk was O(prefetch x workers) per result).
+  auto can_act = [&] {
+    return std::any_of(slots_.begin(), slots_.end(), [&](const std::optional<Worker>& w) {
+      return !w || w->state() == Worker::State::Idle || pipelinable(*w);
+    });
+  };
   // Hand queued tasks to idle workers of their job, in queue order.
-  for (auto it = queue_.begin(); it != queue_.end();) {
+  for (auto it = queue_.begin(); it != queue_.end() && can_act();) {
     auto job_it = jobs_.find(it->job_id);
     if (job_it == jobs_.end()) {
       // Tasks arrive after their JobInfo; without one we cannot run it.
@@ -391,6 +389,20 @@ void Pool::assign() {
       }
       continue;  // re-examine this task: the new worker is Starting
     }
+    // Every worker of the job is busy: queue the task in a busy worker's pipe, so that it starts
+    // the moment the current one ends instead of a pool round trip later (short tasks only).
+    bool piped = false;
+    for (auto& w : slots_) {
+      if (!w || w->job_id() != it->job_id || !pipelinable(*w)) continue;
+      if (w->send_task(*it)) {
+        SPDLOG_LOGGER_TRACE(log_, "task {} -> {} (queued in its pipe)", it->task_id, w->name());
+        w->queued.push_back(std::move(*it));
+        it = queue_.erase(it);
+        piped = true;
+      }
+      break;
+    }
+    if (piped) continue;
     if (!starting) {
       for (auto& w : slots_) {
         if (!w || w->state() != Worker::State::Idle) continue;
@@ -424,8 +436,15 @@ void Pool::on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events) 
       case WorkerEvent::Kind::Done: {
         if (!w.task || w.task->task_id != ev.task_id) {
           // A task dropped after a re-registration, or a confused worker: nothing to report.
-          w.task.reset();
-          if (w.state() == Worker::State::Busy) w.set_state(Worker::State::Idle);
+          if (w.stale > 0) {
+            --w.stale;
+            if (w.stale == 0 && !w.task && w.state() == Worker::State::Busy) {
+              w.set_state(Worker::State::Idle);
+            }
+          } else if (w.queued.empty()) {
+            w.task.reset();
+            if (w.state() == Worker::State::Busy) w.set_state(Worker::State::Idle);
+          }
           break;
         }
         const proto::Task& t = *w.task;
@@ -454,10 +473,22 @@ void Pool::on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events) 
           r.error_category = category_of(ev.error, ev.status == 2 ? "BadReturn" : "RunException");
           r.error_message = std::move(ev.error);
         }
+        // A running mean of the job's task time decides whether its tasks may queue in a
+        // worker's pipe (see pipelinable()).
+        double& mean = mean_task_s_[t.job_id];
+        mean = mean <= 0 ? r.elapsed_s : 0.8 * mean + 0.2 * r.elapsed_s;
         results_.push_back(std::move(r));
         ++stats_.results;
         w.task.reset();
-        if (w.state() == Worker::State::Busy) w.set_state(Worker::State::Idle);
+        if (!w.queued.empty()) {
+          // The next task was already in the worker's pipe: it starts now.
+          w.task = std::move(w.queued.front());
+          w.queued.pop_front();
+          w.task_start = Clock::now();
+          w.task_start_unix = unix_now();
+        } else if (w.state() == Worker::State::Busy) {
+          w.set_state(Worker::State::Idle);
+        }
         break;
       }
     }
@@ -509,6 +540,8 @@ void Pool::on_worker_gone(std::size_t slot) {
     fail_task(*w.task, status, timed_out ? "RunTimeout" : "WorkerLost", msg, w.name(), w.pid(),
               w.task_start_unix);
   }
+  // Tasks waiting in its pipe never started: they go back to the front of the queue, no try used.
+  for (auto it = w.queued.rbegin(); it != w.queued.rend(); ++it) queue_.push_front(std::move(*it));
   slots_[slot].reset();
 }
 
@@ -562,7 +595,19 @@ void Pool::fail_task(const proto::Task& t, AttemptStatus status, const std::stri
   ++stats_.results;
 }
 
+// Results travel in batches: one frame per result would cost the pool and the interchange a
+// ZeroMQ send, a wake-up and a decode each, and make every TaskBatch in return just as small.
+// A result waits while the pool still holds enough queued tasks to keep its workers busy, until
+// a quarter of the capacity has finished or it is poll_ms old. See docs/performance.md.
+bool Pool::results_due(Clock::time_point now) const {
+  if (results_.empty()) return false;
+  if (results_.size() >= std::max<std::size_t>(1, capacity() / 4)) return true;
+  if (queue_.size() < opts_.workers) return true;  // running dry: the credit is needed now
+  return now - first_result_ >= opts_.poll;
+}
+
 void Pool::flush_results() {
+  first_result_ = {};
   if (results_.empty()) return;
   std::size_t bytes = 64;
   for (const auto& r : results_) bytes += 96 + r.output.size() + r.error_message.size();

@@ -28,13 +28,14 @@ struct Options {
   std::string node{};         // default: host name
   std::uint32_t workers = 0;  // default: the machine's cores
   std::uint32_t prefetch = 0;
-  std::chrono::milliseconds poll{10};
+  std::chrono::milliseconds poll{10};  // longest a result waits to share a frame with others
   std::chrono::milliseconds heartbeat_period{2000};
   std::chrono::milliseconds heartbeat_threshold{10000};
   std::chrono::milliseconds kill_grace{2000};      // SIGTERM -> SIGKILL for a timed-out worker
   std::chrono::milliseconds load_timeout{600000};  // bound on a worker's start + init()
-  std::string shim_dir{};                          // folder of fanout_worker.py
-  std::string python{};                            // overrides the job's interpreter when set
+  std::string shim_dir{};     // folder of fanout_worker.py
+  std::string python{};       // overrides the job's interpreter when set
+  std::string worker_bin{};   // fanout-worker, for the command and native runtimes
   bool exit_on_lost = false;  // embedded mode: exit when the interchange goes silent
   // Resource monitor period in seconds; 0: only while running a job that asks for one
   // (JobSpec::resource_monitor_interval_s). The smallest non-zero period wins.
@@ -69,12 +70,14 @@ class Pool final {
   void on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events);
   void on_worker_gone(std::size_t slot);
   void assign();
+  bool pipelinable(const Worker& w) const;
   bool start_worker(std::size_t slot, std::uint64_t job_id);
   void check_deadlines(Clock::time_point now);
   void fail_task(const proto::Task& t, proto::AttemptStatus status, const std::string& category,
                  const std::string& message, const std::string& process, std::int64_t pid,
                  double start);
   void flush_results();
+  bool results_due(Clock::time_point now) const;
   void send(const std::string& frame);
   std::uint32_t capacity() const;
   void log_stats(bool force);
@@ -100,9 +103,13 @@ class Pool final {
 
   std::map<std::uint64_t, proto::JobSpec> jobs_{};
   std::map<std::uint64_t, std::uint32_t> init_failures_{};  // consecutive, per job
+  std::map<std::uint64_t, double> mean_task_s_{};           // running mean of task time, per job
+  // Tasks of a job whose mean is below this may wait in a busy worker's pipe.
+  static constexpr double kPipelineMaxTaskS = 0.05;
   std::deque<proto::Task> queue_{};
   std::vector<std::optional<Worker>> slots_{};
   std::vector<proto::TaskResult> results_{};
+  Clock::time_point first_result_{};  // when the oldest unsent result was made
   PoolStats stats_{}, logged_stats_{};
   Clock::time_point last_stats_{};
   std::optional<ResourceMonitor> monitor_{};

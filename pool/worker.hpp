@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,7 +51,8 @@ class Worker final {
   Worker& operator=(Worker&&) noexcept = default;
   ~Worker() = default;
 
-  // Sends one task. Precondition: state() == Idle.
+  // Writes one task to the worker's pipe. Precondition: state() is Idle, or Busy (the task then
+  // waits in the pipe; the pool keeps it in `queued`).
   [[nodiscard]] Expected<void> send_task(const proto::Task& task);
   // Asks the worker to call shutdown() and exit.
   void send_quit();
@@ -72,6 +74,8 @@ class Worker final {
 
   // The task in progress (Busy), and its timing.
   std::optional<proto::Task> task{};
+  std::deque<proto::Task> queued{};  // sent after `task`, not started yet, in order
+  std::uint32_t stale = 0;           // replies still due for tasks dropped after a Reject
   double task_start_unix = 0;
   Clock::time_point task_start{};
   Clock::time_point started{};

@@ -766,8 +766,17 @@ void Parser::parse_task(const Fields& root) {
   }
   if (is_native) {
     if (!library) fail(f.missing("library"), "expected a shared library path (got nothing)");
-    cfg_.library = local_path(*library, cfg_.code_dir);
     library_where_ = library->where();
+    const std::string lib(trim(text(*library)));
+    if (lib.rfind("builtin:", 0) == 0) {
+      // A library compiled into fanout-worker; only the benchmark's no-op exists.
+      if (lib != "builtin:noop") {
+        fail(library_where_, "expected a library path or builtin:noop (got " + quote(lib) + ")");
+      }
+      cfg_.library = lib;
+    } else {
+      cfg_.library = local_path(*library, cfg_.code_dir);
+    }
   }
 
   if (const Entry* e = f.get("program_arguments")) consume_program_arguments(*e);
@@ -974,7 +983,9 @@ void Parser::check_files() const {
   if (cfg_.task_type == "run_function") {
     expect_file(entry_where_, resolve_path(cfg_.code_dir, cfg_.entry_script));
   }
-  if (cfg_.task_type == "native") expect_file(library_where_, cfg_.library);
+  if (cfg_.task_type == "native" && cfg_.library.rfind("builtin:", 0) != 0) {
+    expect_file(library_where_, cfg_.library);
+  }
 }
 
 JobConfig Parser::run(const YAML::Node& root) {

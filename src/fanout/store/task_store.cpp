@@ -282,6 +282,8 @@ FROM jobs j, json_each(CASE WHEN json_valid(j.settings) THEN j.settings ELSE '{}
 };
 // The most queued operations applied in one transaction.
 constexpr std::size_t kMaxOpsPerTransaction = 32768;
+// Operations queued but not yet committed beyond which push() waits (about 40 MB of attempts).
+constexpr std::uint64_t kMaxBacklog = 4 * kMaxOpsPerTransaction;
 
 static_assert(std::size(kMigrations) == static_cast<std::size_t>(kSchemaVersion),
               "one migration script per schema version");
@@ -868,7 +870,15 @@ struct TaskStore::Impl {
     if (!healthy.load(std::memory_order_relaxed)) return;  // dropped: see ok()
     bool was_empty = false;
     {
-      std::lock_guard lk(mu);
+      std::unique_lock lk(mu);
+      // Backpressure: a writer that falls behind (a busy machine, a slow disk) slows the caller
+      // down instead of letting the queue, and the interchange's memory, grow with the job.
+      // The writer is busy whenever the backlog is this large, and wakes us after each commit.
+      if (queued - committed >= kMaxBacklog) {
+        done_cv.wait(lk, [this] {
+          return queued - committed < kMaxBacklog / 2 || !healthy.load(std::memory_order_relaxed);
+        });
+      }
       was_empty = queue.empty();
       queue.emplace_back(std::forward<T>(op));
       ++queued;

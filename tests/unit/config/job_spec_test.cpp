@@ -404,6 +404,11 @@ TEST_CASE("config.job_spec.accepts_table") {
          CHECK(c.task_type == "native");
          CHECK(c.library == t.path("src/libx.so"));  // relative to task.code
        }},
+      {"native_builtin_noop", base_with(9, "  type: native\n  library: builtin:noop"),
+       [](const JobConfig& c, const TempDir&) {
+         CHECK(c.task_type == "native");
+         CHECK(c.library == "builtin:noop");  // no file, not resolved against task.code
+       }},
       {"compute_local_is_quiet",
        kBase + "compute: local\ntags: {a: b}\nidentity:\n  type: managed\n",
        [](const JobConfig& c, const TempDir&) { CHECK(c.notices.empty()); }},
@@ -496,6 +501,8 @@ TEST_CASE("config.job_spec.rejects_table") {
        "missing.py"},
       {"missing_code_folder", base_with(8, "  code: ./nowhere"), "task.code", 8},
       {"missing_library", base_with(9, "  type: native\n  library: ./nope.so"), "task.library", 10},
+      {"unknown_builtin_library", base_with(9, "  type: native\n  library: builtin:nope"),
+       "task.library", 10, "builtin:noop"},
       {"azureml_input_path", base_with(5, "    path: azureml:images:1"), "inputs.data.path", 5,
        "not local"},
       {"remote_input_path", base_with(5, "    path: https://host/x"), "inputs.data.path", 5},

@@ -1,0 +1,512 @@
+// fanout perf. See perf.hpp and docs/performance.md.
+#include "client/perf.hpp"
+
+#include <dirent.h>
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <thread>
+
+#include "client/embedded.hpp"
+#include "fanout/net/socket.hpp"
+#include "fanout/protocol/codec.hpp"
+#include "fanout/store/task_store.hpp"
+#include "fanout/util/child_process.hpp"
+#include "fanout/util/clock.hpp"
+#include "fanout/util/fs.hpp"
+#include "fanout/util/json.hpp"
+
+namespace fanout::client {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// An empty run(): what `--runtime python` measures. The sleep is for --sleep-ms.
+constexpr const char* kNoopScript = R"PY(import os, time
+_SLEEP = float(os.environ.get("FANOUT_PERF_SLEEP_MS", "0")) / 1000.0
+def run(mini_batch):
+    if _SLEEP:
+        time.sleep(_SLEEP)
+    return mini_batch
+)PY";
+
+// utime + stime of a process, in seconds, from /proc/<pid>/stat (0 if it is gone).
+double proc_cpu_s(pid_t pid) {
+  auto text = read_file(fmt::format("/proc/{}/stat", pid));
+  if (!text) return 0;
+  auto rp = text->rfind(')');
+  if (rp == std::string::npos) return 0;
+  // Fields after the command name start at field 3 (state); utime and stime are 14 and 15.
+  std::size_t pos = rp + 2;
+  unsigned long long utime = 0, stime = 0;
+  for (int field = 3; field <= 15 && pos < text->size(); ++field) {
+    auto sp = text->find(' ', pos);
+    if (field == 14) utime = std::strtoull(text->c_str() + pos, nullptr, 10);
+    if (field == 15) stime = std::strtoull(text->c_str() + pos, nullptr, 10);
+    if (sp == std::string::npos) break;
+    pos = sp + 1;
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// A /proc/<pid>/status value in kB ("VmHWM"), 0 if unknown.
+long proc_status_kb(pid_t pid, const char* key) {
+  auto text = read_file(fmt::format("/proc/{}/status", pid));
+  if (!text) return 0;
+  auto k = text->find(std::string(key) + ":");
+  if (k == std::string::npos) return 0;
+  return std::strtol(text->c_str() + k + std::strlen(key) + 1, nullptr, 10);
+}
+
+// Direct children of `pid` (the pool's workers), by scanning /proc.
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    const pid_t p = static_cast<pid_t>(std::atoi(e->d_name));
+    if (p <= 0) continue;
+    auto text = read_file(fmt::format("/proc/{}/stat", p));
+    if (!text) continue;
+    auto rp = text->rfind(')');
+    if (rp == std::string::npos || rp + 4 >= text->size()) continue;
+    // ") S <ppid> ..."
+    if (std::atoi(text->c_str() + rp + 4) == pid) out.push_back(p);
+  }
+  ::closedir(d);
+  return out;
+}
+
+double self_cpu_s() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+struct RunStats {
+  std::uint64_t tasks = 0;
+  double wall_s = 0, submit_s = 0;
+  double cpu_client = 0, cpu_ix = 0, cpu_pools = 0, cpu_workers = 0;
+  std::uint64_t succeeded = 0, failed = 0, attempts = 0, committed_succeeded = 0;
+  long ix_peak_rss_kb = 0;
+  bool ok = false;
+  std::string error{};
+  [[nodiscard]] double rate() const { return wall_s > 0 ? static_cast<double>(tasks) / wall_s : 0; }
+};
+
+// Runs a helper program to completion and returns the value of its "rate=" line (0 on failure).
+double run_probe(const std::vector<std::string>& argv, const std::string& dir, Logger& log) {
+  const std::string out = dir + "/probe.out";
+  std::error_code ec;
+  fs::remove(out, ec);
+  auto child = ChildProcess::spawn(
+      SpawnOptions{.argv = argv, .stdin_file = "null", .stdout_file = out, .stderr_file = out});
+  if (!child) {
+    log->warn("cannot run {}: {}", argv[0], child.error().message);
+    return 0;
+  }
+  auto st = child->wait();
+  auto text = read_file(out);
+  if (!st.success() || !text) {
+    log->warn("{} failed ({}): {}", argv[0], st.describe(), text ? *text : std::string());
+    return 0;
+  }
+  auto k = text->rfind("rate=");
+  return k == std::string::npos ? 0 : std::strtod(text->c_str() + k + 5, nullptr);
+}
+
+std::string tools_dir() {
+  if (const char* e = std::getenv("FANOUT_TOOLS_DIR"); e != nullptr && *e != '\0') return e;
+  for (const std::string& cand : {self_dir() + "/../share/fanout/tools", self_dir() + "/tools"}) {
+    if (fs::exists(cand + "/mp_baseline.py")) return cand;
+  }
+  return FANOUT_TOOLS_DIR;
+}
+
+// One measured run: a fresh store, interchange and pools in `dir`.
+RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log) {
+  RunStats rs;
+  const std::string code = dir + "/code";
+  const std::string run_dir = dir + "/run";
+  (void)make_dirs(code);
+  (void)make_dirs(run_dir + "/logs");
+  const std::string db = dir + "/perf.db";
+  if (o.runtime == "python") {
+    std::FILE* f = std::fopen((code + "/noop.py").c_str(), "w");
+    if (f != nullptr) {
+      std::fputs(kNoopScript, f);
+      std::fclose(f);
+    }
+  }
+  const std::uint32_t prefetch = o.prefetch >= 0 ? static_cast<std::uint32_t>(o.prefetch) : 256u;
+
+  config::JobConfig cfg;
+  cfg.name = "perf";
+  cfg.fanout.prefetch = prefetch;
+  cfg.fanout.poll_ms = o.poll_ms;
+  cfg.fanout.log_level = o.log_level;
+  cfg.fanout.python = o.python;
+
+  proto::JobSpec spec;
+  spec.name = "perf";
+  spec.spec_path = "(fanout perf)";
+  spec.runtime = o.runtime == "python" ? "python" : "native";
+  spec.code_dir = code;
+  spec.entry_script = o.runtime == "python" ? "noop.py" : "builtin:noop";
+  spec.python = o.python;
+  if (o.sleep_ms > 0) {
+    spec.args = {"--sleep-ms", std::to_string(o.sleep_ms)};
+    spec.env.push_back("FANOUT_PERF_SLEEP_MS=" + std::to_string(o.sleep_ms));
+  }
+  spec.log_dir = run_dir + "/logs";
+  spec.max_tries = 1;  // a failed attempt is a failed run: counts must be exact
+  spec.input_name = "synthetic";
+  spec.settings_json = fmt::format(
+      "{{\"perf\":true,\"runtime\":{},\"workers\":{},\"pools\":{},\"prefetch\":{},\"poll_ms\":{},"
+      "\"log_level\":{},\"sleep_ms\":{},\"items_per_batch\":{}}}",
+      json_quote(o.runtime), o.workers, o.pools, prefetch, o.poll_ms, json_quote(o.log_level),
+      o.sleep_ms, o.items_per_batch);
+
+  std::optional<Embedded> emb;
+  try {
+    emb.emplace(cfg, db, run_dir, o.workers, o.pools, o.runtime == "python" ? o.python : "", log,
+                o.window);
+  } catch (const Failure& f) {
+    rs.error = f.what();
+    return rs;
+  }
+  net::Context ctx;
+  net::Socket sock(ctx, net::Socket::Kind::Dealer);
+  sock.connect(emb->client_endpoint());
+  net::Poller poller;
+  poller.add(sock);
+  net::Message msg;
+
+  std::uint64_t job_id = 0;
+  std::uint32_t window = 0;
+  proto::JobProgress progress;
+  std::optional<proto::JobEnded> ended;
+  auto pump = [&](std::chrono::milliseconds wait) -> bool {
+    poller.wait(wait);
+    while (sock.recv(msg)) {
+      auto h = proto::read_header(msg.frame);
+      if (!h) continue;
+      if (h->type == proto::MsgType::JobAccepted) {
+        if (auto m = proto::decode<proto::JobAccepted>(msg.frame)) {
+          job_id = m->job_id;
+          window = std::max<std::uint32_t>(m->window, 1);
+        }
+      } else if (h->type == proto::MsgType::JobProgress) {
+        if (auto m = proto::decode<proto::JobProgress>(msg.frame); m && m->job_id == job_id) {
+          progress = *m;
+        }
+      } else if (h->type == proto::MsgType::JobEnded) {
+        if (auto m = proto::decode<proto::JobEnded>(msg.frame); m && m->job_id == job_id) {
+          ended = *m;
+          progress = m->progress;
+        }
+      } else if (h->type == proto::MsgType::Reject) {
+        auto m = proto::decode<proto::Reject>(msg.frame);
+        rs.error = "interchange: " + (m ? m->reason : std::string("rejected"));
+        return false;
+      }
+    }
+    if (auto dead = emb->dead_child(); !dead.empty()) {
+      rs.error = dead;
+      return false;
+    }
+    return true;
+  };
+
+  (void)sock.send(proto::encode(proto::SubmitJob{spec}), false);
+  const auto accept_deadline = Clock::now() + std::chrono::seconds(30);
+  while (job_id == 0 && rs.error.empty() && Clock::now() < accept_deadline) {
+    if (!pump(std::chrono::milliseconds(50))) break;
+  }
+  if (job_id == 0) {
+    if (rs.error.empty()) rs.error = "the interchange did not accept the job within 30 s";
+    return rs;
+  }
+  // The clock starts once the job is accepted: what follows is the per-mini-batch path only.
+  const double cpu0 = self_cpu_s();
+  const double ix_cpu0 = proc_cpu_s(emb->interchange_pid());
+  double pools_cpu0 = 0;
+  for (pid_t p : emb->pool_pids()) pools_cpu0 += proc_cpu_s(p);
+  const auto t0 = Clock::now();
+  const auto until =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
+  std::uint64_t submitted = 0;
+  proto::SubmitTasks pending{job_id, {}};
+  bool ok = true;
+  const std::size_t frame_batches = 1024;
+  while (ok && !ended) {
+    if (o.seconds > 0 ? Clock::now() >= until : submitted >= o.tasks) break;
+    // Backpressure: stay within the window of unfinished mini-batches.
+    while (ok && submitted + frame_batches > progress.succeeded + progress.failed + window &&
+           submitted >= progress.succeeded + progress.failed + window / 2) {
+      ok = pump(std::chrono::milliseconds(20));
+    }
+    const std::uint64_t n =
+        o.seconds > 0 ? frame_batches : std::min<std::uint64_t>(frame_batches, o.tasks - submitted);
+    pending.batches.resize(n);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      auto& mb = pending.batches[i];
+      mb.index = submitted + i;
+      mb.items.resize(o.items_per_batch);
+      for (std::uint32_t k = 0; k < o.items_per_batch; ++k) {
+        mb.items[k] = fmt::format("item-{}-{}", mb.index, k);
+      }
+    }
+    submitted += n;
+    (void)sock.send(proto::encode(pending, 64 + n * (24 + o.items_per_batch * 24)), false);
+    if (ok) ok = pump(std::chrono::milliseconds(0));
+  }
+  (void)sock.send(proto::encode(proto::SubmitEnd{job_id, submitted}), false);
+  rs.submit_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  rs.tasks = submitted;
+  while (ok && !ended) ok = pump(std::chrono::milliseconds(100));
+  rs.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  // CPU is read while the processes are still up (workers exit once the pools are told).
+  rs.cpu_client = self_cpu_s() - cpu0;
+  rs.cpu_ix = proc_cpu_s(emb->interchange_pid()) - ix_cpu0;
+  rs.ix_peak_rss_kb = proc_status_kb(emb->interchange_pid(), "VmHWM");
+  for (pid_t p : emb->pool_pids()) {
+    rs.cpu_pools += proc_cpu_s(p);
+    for (pid_t w : children_of(p)) rs.cpu_workers += proc_cpu_s(w);
+  }
+  rs.cpu_pools -= pools_cpu0;
+  (void)sock.send(proto::encode(proto::Shutdown{"perf done"}));
+  emb->stop();
+  if (!ended) {
+    if (rs.error.empty()) rs.error = "the job did not end";
+    return rs;
+  }
+  rs.succeeded = ended->progress.succeeded;
+  rs.failed = ended->progress.failed;
+  // JobEnded is sent once the job's final state is durable: read what the store committed.
+  try {
+    store::StoreReader reader(db);
+    if (auto j = reader.job(job_id)) {
+      rs.attempts = j->attempts;
+      rs.committed_succeeded = j->succeeded;
+    }
+  } catch (const Failure& f) {
+    rs.error = f.what();
+    return rs;
+  }
+  rs.ok = rs.succeeded == rs.tasks && rs.failed == 0 && rs.attempts == rs.tasks &&
+          rs.committed_succeeded == rs.tasks;
+  if (!rs.ok) {
+    rs.error = fmt::format(
+        "counts differ: {} submitted, {} succeeded, {} failed, {} attempts committed, {} "
+        "mini-batches committed as succeeded (job state {}: {})",
+        rs.tasks, rs.succeeded, rs.failed, rs.attempts, rs.committed_succeeded, ended->state,
+        ended->reason);
+  }
+  return rs;
+}
+
+std::string make_temp_dir() {
+  const char* t = std::getenv("TMPDIR");
+  std::string tmpl = std::string(t != nullptr && *t != '\0' ? t : "/tmp") + "/fanout-perf-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    throw Failure(ErrorCode::Io, "cannot create a temporary folder " + tmpl);
+  }
+  return tmpl;
+}
+
+double per_mb_ms(double cpu_s, std::uint64_t n) {
+  return n > 0 ? cpu_s * 1000.0 / static_cast<double>(n) : 0;
+}
+
+std::string describe(const PerfOptions& o) {
+  return fmt::format(
+      "runtime {}, {} pool(s) x {} workers, prefetch {}, poll {} ms, log {}, "
+      "items/batch {}, sleep {} ms",
+      o.runtime, o.pools, o.workers, o.prefetch >= 0 ? o.prefetch : 256, o.poll_ms, o.log_level,
+      o.items_per_batch, o.sleep_ms);
+}
+
+void print_run(const PerfOptions& o, const RunStats& rs, double ceiling, double baseline) {
+  const double rate = rs.rate();
+  if (o.json) {
+    std::printf(
+        "{\"tasks\":%llu,\"runtime\":%s,\"workers\":%u,\"pools\":%u,\"prefetch\":%lld,"
+        "\"poll_ms\":%u,\"log_level\":%s,\"sleep_ms\":%u,\"items_per_batch\":%u,"
+        "\"wall_s\":%.6f,\"rate\":%.1f,\"us_per_minibatch\":%.3f,\"submit_rate\":%.1f,"
+        "\"cpu_ms_per_minibatch\":{\"client\":%.5f,\"interchange\":%.5f,\"pools\":%.5f,"
+        "\"workers\":%.5f},\"attempts_committed\":%llu,\"succeeded\":%llu,"
+        "\"interchange_peak_rss_kb\":%ld,\"ceiling_rate\":%.1f,\"fraction_of_ceiling\":%.4f,"
+        "\"mp_pool_rate\":%.1f,\"fraction_of_mp_pool\":%.4f,\"ok\":%s}\n",
+        static_cast<unsigned long long>(rs.tasks), json_quote(o.runtime).c_str(), o.workers,
+        o.pools, static_cast<long long>(o.prefetch >= 0 ? o.prefetch : 256), o.poll_ms,
+        json_quote(o.log_level).c_str(), o.sleep_ms, o.items_per_batch, rs.wall_s, rate,
+        rate > 0 ? 1e6 / rate : 0.0,
+        rs.submit_s > 0 ? static_cast<double>(rs.tasks) / rs.submit_s : 0.0,
+        per_mb_ms(rs.cpu_client, rs.tasks), per_mb_ms(rs.cpu_ix, rs.tasks),
+        per_mb_ms(rs.cpu_pools, rs.tasks), per_mb_ms(rs.cpu_workers, rs.tasks),
+        static_cast<unsigned long long>(rs.attempts),
+        static_cast<unsigned long long>(rs.committed_succeeded), rs.ix_peak_rss_kb, ceiling,
+        ceiling > 0 ? rate / ceiling : 0.0, baseline, baseline > 0 ? rate / baseline : 0.0,
+        rs.ok ? "true" : "false");
+    return;
+  }
+  std::printf("fanout perf: %llu mini-batches (%s)\n", static_cast<unsigned long long>(rs.tasks),
+              describe(o).c_str());
+  std::printf("  end to end   %10.0f mini-batches/s  %8.1f us per mini-batch  (%.2f s)\n", rate,
+              rate > 0 ? 1e6 / rate : 0.0, rs.wall_s);
+  std::printf("  submit rate  %10.0f mini-batches/s\n",
+              rs.submit_s > 0 ? static_cast<double>(rs.tasks) / rs.submit_s : 0.0);
+  std::printf(
+      "  CPU ms per mini-batch: client %.4f  interchange %.4f  pool(s) %.4f  workers %.4f"
+      "  total %.4f\n",
+      per_mb_ms(rs.cpu_client, rs.tasks), per_mb_ms(rs.cpu_ix, rs.tasks),
+      per_mb_ms(rs.cpu_pools, rs.tasks), per_mb_ms(rs.cpu_workers, rs.tasks),
+      per_mb_ms(rs.cpu_client + rs.cpu_ix + rs.cpu_pools + rs.cpu_workers, rs.tasks));
+  std::printf("  store: %llu attempts committed, %llu mini-batches succeeded: %s\n",
+              static_cast<unsigned long long>(rs.attempts),
+              static_cast<unsigned long long>(rs.committed_succeeded),
+              rs.ok ? "complete" : "INCOMPLETE");
+  std::printf("  interchange peak RSS %.1f MB\n", static_cast<double>(rs.ix_peak_rss_kb) / 1024.0);
+  if (o.sleep_ms > 0) {
+    const double ideal = 1000.0 / o.sleep_ms * o.workers * o.pools;
+    std::printf("  ideal %.1f mini-batches/s (workers x 1000 / sleep-ms): efficiency %.1f%%\n",
+                ideal, 100.0 * rate / ideal);
+  }
+  if (ceiling > 0) {
+    std::printf(
+        "  ceiling (3-process ZeroMQ relay, same run) %.0f msg/s: fanout = %.3f x ceiling\n",
+        ceiling, rate / ceiling);
+  }
+  if (baseline > 0) {
+    std::printf(
+        "  multiprocessing.Pool(%u).imap_unordered(chunksize=1), same run: %.0f tasks/s: "
+        "fanout = %.3f x baseline\n",
+        o.workers, baseline, rate / baseline);
+  }
+}
+
+int run_sweep(const PerfOptions& base, const std::string& root, Logger log) {
+  struct Treatment {
+    std::string factor, value;
+    std::function<void(PerfOptions&)> apply;
+  };
+  std::vector<Treatment> ts = {
+      {"baseline", "-", [](PerfOptions&) {}},
+      {"prefetch", "0", [](PerfOptions& o) { o.prefetch = 0; }},
+      {"prefetch", "16", [](PerfOptions& o) { o.prefetch = 16; }},
+      {"prefetch", "2048", [](PerfOptions& o) { o.prefetch = 2048; }},
+      {"poll-ms", "1", [](PerfOptions& o) { o.poll_ms = 1; }},
+      {"poll-ms", "100", [](PerfOptions& o) { o.poll_ms = 100; }},
+      {"workers", "1", [](PerfOptions& o) { o.workers = 1; }},
+      {"workers", "4", [](PerfOptions& o) { o.workers = 4; }},
+      {"pools", "2", [](PerfOptions& o) { o.pools = 2; }},
+      {"log-level", "info", [](PerfOptions& o) { o.log_level = "info"; }},
+      {"log-level", "debug", [](PerfOptions& o) { o.log_level = "debug"; }},
+      {"items-per-batch", "10", [](PerfOptions& o) { o.items_per_batch = 10; }},
+      {"window", "2000", [](PerfOptions& o) { o.window = 2000; }},
+  };
+  if (!base.json) {
+    std::printf("fanout perf --sweep: %llu mini-batches per run; base: %s\n",
+                static_cast<unsigned long long>(base.tasks), describe(base).c_str());
+    std::printf("%-16s %-7s %12s %10s %10s %12s  %s\n", "factor", "value", "mb/s", "us/mb",
+                "vs base", "cpu ms/mb", "store");
+  }
+  double base_rate = 0;
+  int rc = 0;
+  int i = 0;
+  for (const auto& t : ts) {
+    PerfOptions o = base;
+    t.apply(o);
+    const std::string dir = fmt::format("{}/sweep{:02}", root, i++);
+    RunStats rs = run_once(o, dir, log);
+    if (!rs.ok) rc = 1;
+    if (t.factor == "baseline") base_rate = rs.rate();
+    const double total_cpu = rs.cpu_client + rs.cpu_ix + rs.cpu_pools + rs.cpu_workers;
+    if (base.json) {
+      std::printf(
+          "{\"factor\":%s,\"value\":%s,\"rate\":%.1f,\"us_per_minibatch\":%.3f,"
+          "\"relative\":%.4f,\"cpu_ms_per_minibatch\":%.5f,\"ok\":%s}\n",
+          json_quote(t.factor).c_str(), json_quote(t.value).c_str(), rs.rate(),
+          rs.rate() > 0 ? 1e6 / rs.rate() : 0.0, base_rate > 0 ? rs.rate() / base_rate : 0.0,
+          per_mb_ms(total_cpu, rs.tasks), rs.ok ? "true" : "false");
+    } else {
+      std::printf("%-16s %-7s %12.0f %10.1f %9.1f%% %12.4f  %s\n", t.factor.c_str(),
+                  t.value.c_str(), rs.rate(), rs.rate() > 0 ? 1e6 / rs.rate() : 0.0,
+                  base_rate > 0 ? 100.0 * rs.rate() / base_rate : 0.0,
+                  per_mb_ms(total_cpu, rs.tasks), rs.ok ? "complete" : rs.error.c_str());
+    }
+    std::fflush(stdout);
+  }
+  return rc;
+}
+
+}  // namespace
+
+int run_perf(const PerfOptions& opts, Logger log) {
+  if (opts.runtime != "noop" && opts.runtime != "python") {
+    std::fprintf(stderr, "error: --runtime: expected noop or python (got '%s')\n",
+                 opts.runtime.c_str());
+    return 2;
+  }
+  if (opts.workers == 0 || opts.pools == 0 || opts.items_per_batch == 0) {
+    std::fprintf(stderr, "error: --workers, --pools and --items-per-batch must be >= 1\n");
+    return 2;
+  }
+  std::string root;
+  try {
+    root = opts.keep_dir.empty() ? make_temp_dir() : opts.keep_dir;
+    (void)make_dirs(root);
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "error: %s\n", f.what());
+    return 3;
+  }
+  PerfOptions o = opts;
+  int rc = 0;
+  if (o.sweep) {
+    rc = run_sweep(o, root, log);
+  } else {
+    // The ceiling and the baseline run first, in the same session, so ratios compare like with
+    // like on a machine whose load changes.
+    double ceiling = 0, baseline = 0;
+    if (o.ceiling) {
+      ceiling = run_probe(
+          {find_binary("FANOUT_ZMQ_RELAY_BIN", "fanout-zmq-relay", "tools"), "--tasks", "200000"},
+          root, log);
+    }
+    if (o.baseline && o.runtime == "python") {
+      baseline = run_probe({o.python, tools_dir() + "/mp_baseline.py", "--tasks", "50000",
+                            "--workers", std::to_string(o.workers)},
+                           root, log);
+    }
+    RunStats rs = run_once(o, root + "/run", log);
+    if (!rs.error.empty() && rs.tasks == 0) {
+      std::fprintf(stderr, "error: %s\n", rs.error.c_str());
+      rc = 3;
+    } else {
+      print_run(o, rs, ceiling, baseline);
+      if (!rs.ok) {
+        std::fprintf(stderr, "error: %s\n", rs.error.c_str());
+        rc = 1;
+      }
+    }
+  }
+  if (opts.keep_dir.empty()) {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  } else if (!o.json) {
+    std::printf("  kept: %s\n", root.c_str());
+  }
+  return rc;
+}
+
+}  // namespace fanout::client

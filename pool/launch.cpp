@@ -1,0 +1,65 @@
+// Worker launches per runtime. See launch.hpp.
+#include "pool/launch.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "fanout/util/fs.hpp"
+
+namespace fanout::pool {
+
+namespace {
+
+std::string dir_of(const std::string& path) {
+  return std::filesystem::path(path).parent_path().string();
+}
+
+}  // namespace
+
+WorkerLaunch make_launch(const proto::JobSpec& spec, const LaunchContext& ctx) {
+  WorkerLaunch l;
+  if (spec.runtime == "command" || spec.runtime == "native") {
+    // The native library was resolved against the code folder by the job parser; a built-in
+    // ("builtin:noop") is passed as it is.
+    l.argv = {ctx.worker_bin, spec.runtime, spec.entry_script};
+  } else {
+    const std::string python = ctx.python.empty() ? spec.python : ctx.python;
+    l.argv = {python.empty() ? std::string("python3") : python, "-u",
+              ctx.shim_dir + "/fanout_worker.py"};
+  }
+  l.argv.insert(l.argv.end(), spec.args.begin(), spec.args.end());
+  l.cwd = spec.code_dir;
+  const std::string output_dir =
+      spec.output_path.empty() ? dir_of(spec.log_dir) + "/outputs" : dir_of(spec.output_path);
+  std::string pythonpath = ctx.shim_dir;
+  if (const char* pp = std::getenv("PYTHONPATH"); pp != nullptr && *pp != '\0') {
+    pythonpath += std::string(":") + pp;
+  }
+  l.env = {{"FANOUT_ENTRY_SCRIPT", resolve_path(spec.code_dir, spec.entry_script)},
+           {"FANOUT_NODE", ctx.node},
+           {"FANOUT_PROCESS", ctx.process},
+           {"FANOUT_LOG_DIR", spec.log_dir},
+           {"FANOUT_OUTPUT_DIR", output_dir},
+           {"FANOUT_INPUT_NAME", spec.input_name},
+           {"FANOUT_APPEND_ROW", spec.output_path.empty() ? "0" : "1"},
+           {"FANOUT_JOB_ID", std::to_string(ctx.job_id)},
+           {"PYTHONPATH", pythonpath}};
+  if (spec.runtime == "command" || spec.runtime == "native") {
+    l.env[0] = {"FANOUT_ENTRY_SCRIPT", spec.entry_script};
+  }
+  for (const auto& kv : spec.env) {
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) l.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  if (!spec.log_dir.empty()) {
+    const std::string out_dir = spec.log_dir + "/user/stdout/" + ctx.node;
+    const std::string err_dir = spec.log_dir + "/user/stderr/" + ctx.node;
+    (void)make_dirs(out_dir);
+    (void)make_dirs(err_dir);
+    l.stdout_file = out_dir + "/" + ctx.process + ".stdout.txt";
+    l.stderr_file = err_dir + "/" + ctx.process + ".stderr.txt";
+  }
+  return l;
+}
+
+}  // namespace fanout::pool

@@ -1,0 +1,27 @@
+// How a pool starts a worker process for a job: the argv, environment and files of each runtime
+// (python: the shim, docs/worker-pipe.md; command and native: fanout-worker, pool/worker_host.hpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "fanout/protocol/messages.hpp"
+#include "pool/worker.hpp"
+
+namespace fanout::pool {
+
+struct LaunchContext {
+  std::uint64_t job_id = 0;
+  std::string node{};
+  std::string process{};     // worker name, e.g. "process001"
+  std::string shim_dir{};    // folder of fanout_worker.py
+  std::string python{};      // overrides the job's interpreter when set
+  std::string worker_bin{};  // the fanout-worker executable
+};
+
+// The launch of one worker for `spec`, by spec.runtime ("python", "command", "native"; anything
+// else is run as python, whose shim then reports the error). Creates the job's
+// logs/user/{stdout,stderr}/<node> folders.
+WorkerLaunch make_launch(const proto::JobSpec& spec, const LaunchContext& ctx);
+
+}  // namespace fanout::pool

@@ -1,0 +1,61 @@
+// Short tasks queue in a busy worker's pipe (pool/pool.cpp, pipelinable()). A worker that dies
+// with a task waiting in its pipe fails only its running attempt; the waiting task is run again
+// elsewhere without using a try, and every mini-batch's rows appear exactly once.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "harness.hpp"
+
+using namespace fanout::test;
+
+TEST_CASE("integration.pipeline.worker_death_requeues_the_task_in_its_pipe") {
+  TempDir dir("pipeline");
+  make_files(dir / "data", 400);
+  // Mini-batches of one file; the worker that meets file00250 first dies (once).
+  write_file(dir / "src/score.py", R"PY(
+import os
+def run(mini_batch):
+    if "file00250" in mini_batch[0] and not os.path.exists("died"):
+        open("died", "w").close()
+        os._exit(9)
+    return [os.path.basename(p) for p in mini_batch]
+)PY");
+  write_file(dir / "job.yaml", R"(type: parallel
+name: pipeline
+inputs:
+  files:
+    type: uri_folder
+    path: ./data
+outputs:
+  rows:
+    type: uri_file
+    path: ./out/rows.txt
+input_data: ${{inputs.files}}
+mini_batch_size: "1"
+max_concurrency_per_instance: 2
+retry_settings:
+  max_retries: 2
+  timeout: 60
+task:
+  type: run_function
+  code: ./src
+  entry_script: score.py
+  append_row_to: ${{outputs.rows}}
+)");
+  const std::string db = dir / "fanout.db";
+  auto r = run_capture({fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(),
+                        "--prefetch", "16", "--quiet"},
+                       dir.path());
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.status.code == 0);
+  auto lines = read_lines(dir / "out/rows.txt");
+  CHECK(lines.size() == 400);
+  std::set<std::string> distinct(lines.begin(), lines.end());
+  CHECK(distinct.size() == 400);
+  CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 400);
+  CHECK(sql_int(db, "select count(*) from attempts where status='WORKER_LOST'") == 1);
+  // Only the mini-batch that was running failed a try; 401 attempts in all.
+  CHECK(sql_int(db, "select count(*) from attempts") == 401);
+  CHECK(sql_int(db, "select count(*) from minibatches where tries > 1") == 1);
+}
