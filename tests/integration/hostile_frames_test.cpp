@@ -280,6 +280,7 @@ TEST_CASE("integration.hostile_frames.resubmitted_and_out_of_order_minibatches")
   proto::JobSpec spec;
   spec.name = "resubmit";
   spec.runtime = "python";
+  spec.code_dir = dir.path();  // a spec the interchange accepts (it checks the folder exists)
   client.send(proto::encode(proto::SubmitJob{spec}));
   auto acc = proto::decode<proto::JobAccepted>(next_of(proto::MsgType::JobAccepted));
   REQUIRE(acc.has_value());
