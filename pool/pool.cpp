@@ -185,7 +185,6 @@ int Pool::run() {
     now = Clock::now();
     check_deadlines(now);
     assign();
-    flush_results();
     run_monitor(now);
     if (!results_.empty() && first_result_ == Clock::time_point{}) first_result_ = now;
     if (results_due(now)) flush_results();
