@@ -26,6 +26,7 @@
 #include <variant>
 
 #include "fanout/store/db.hpp"
+#include "fanout/util/clock.hpp"
 #include "fanout/util/error.hpp"
 #include "fanout/util/fd.hpp"
 
@@ -287,13 +288,6 @@ constexpr std::uint64_t kMaxBacklog = 4 * kMaxOpsPerTransaction;
 
 static_assert(std::size(kMigrations) == static_cast<std::size_t>(kSchemaVersion),
               "one migration script per schema version");
-
-// CPU seconds used by the calling thread.
-double thread_cpu_s() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -918,10 +912,10 @@ struct TaskStore::Impl {
   void apply(std::span<Op> ops) {
     try {
       std::lock_guard db_lk(db_mu);
-      const double cpu0 = thread_cpu_s();
+      const double cpu0 = thread_cpu_seconds();
       const auto w0 = std::chrono::steady_clock::now();
       writer->apply(ops);
-      stats_cpu_s += thread_cpu_s() - cpu0;
+      stats_cpu_s += thread_cpu_seconds() - cpu0;
       stats_wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
       ++stats_batches;
       stats_ops += ops.size();
