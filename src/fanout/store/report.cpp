@@ -97,7 +97,58 @@ std::string node_folder(std::string_view node) {
   return s;
 }
 
-std::string render_csv(Statement& st, const CsvSpec& spec) {
+// A report file being written: into "<path>.tmp<pid>", renamed over `path` by commit(), removed
+// if never committed. Lets a report stream a million rows to disk instead of holding them.
+class PendingFile final {
+ public:
+  PendingFile(std::string rel, const std::string& out_dir)
+      : rel_(std::move(rel)), path_(out_dir + "/" + rel_),
+        tmp_(path_ + ".tmp" + std::to_string(::getpid())) {
+    std::error_code ec;
+    const fs::path parent = fs::path(path_).parent_path();
+    if (!parent.empty()) fs::create_directories(parent, ec);
+    if (ec) {
+      throw Failure(ErrorCode::Io,
+                    parent.string() + ": cannot create folder: " + ec.message());
+    }
+    out_.open(tmp_, std::ios::binary | std::ios::trunc);
+    if (!out_) throw Failure(ErrorCode::Io, path_ + ": cannot be written");
+  }
+  ~PendingFile() {
+    if (!committed_) {
+      out_.close();
+      std::error_code ec;
+      fs::remove(tmp_, ec);
+    }
+  }
+  PendingFile(const PendingFile&) = delete;
+  PendingFile& operator=(const PendingFile&) = delete;
+
+  // Appends `text`. Throws Failure{Io} naming the file when the write fails.
+  void write(std::string_view text) {
+    out_.write(text.data(), static_cast<std::streamsize>(text.size()));
+    if (!out_) throw Failure(ErrorCode::Io, path_ + ": cannot be written");
+  }
+  // Closes the file and renames it into place. Throws Failure{Io} naming the file.
+  void commit() {
+    out_.close();
+    if (!out_) throw Failure(ErrorCode::Io, path_ + ": cannot be written");
+    std::error_code ec;
+    fs::rename(tmp_, path_, ec);
+    if (ec) throw Failure(ErrorCode::Io, path_ + ": cannot be written: " + ec.message());
+    committed_ = true;
+  }
+  [[nodiscard]] const std::string& rel() const noexcept { return rel_; }
+
+ private:
+  std::string rel_, path_, tmp_;
+  std::ofstream out_;
+  bool committed_ = false;
+};
+
+// Writes the CSV of `spec` from the rows of `st`, in chunks.
+void render_csv(Statement& st, const CsvSpec& spec, PendingFile& file) {
+  constexpr std::size_t kChunk = 1 << 20;
   std::string out = spec.header;
   out += '\n';
   const int n = field_count(spec.header);
@@ -107,9 +158,13 @@ std::string render_csv(Statement& st, const CsvSpec& spec) {
       if (!st.is_null(c)) append_csv_field(out, st.column_text(c));
     }
     out += '\n';
+    if (out.size() >= kChunk) {
+      file.write(out);
+      out.clear();
+    }
   }
   st.reset();
-  return out;
+  file.write(out);
 }
 
 std::string utc_text(double unix_seconds) {
@@ -384,11 +439,16 @@ Expected<JobStatus> read_job_status(const std::string& db_path, std::uint64_t jo
 Expected<std::vector<std::string>> write_job_report(const std::string& db_path,
                                                     std::uint64_t job_id,
                                                     const std::string& out_dir) {
-  std::vector<std::pair<std::string, std::string>> files;  // relative path, contents
+  // Every file is written to its temporary name within one read transaction (so all of them
+  // show the same committed state), then renamed into place.
+  std::vector<std::unique_ptr<PendingFile>> files;
+  auto add_file = [&](std::string rel) -> PendingFile& {
+    files.push_back(std::make_unique<PendingFile>(std::move(rel), out_dir));
+    return *files.back();
+  };
   try {
     const auto conn = open_for_report(db_path);
     Db& db = *conn;
-    // One read transaction: every file sees the same committed state.
     db.exec("BEGIN", "begin the report's read transaction");
     const std::string result = job_result_text(db, job_id);
     if (result.empty()) {
@@ -396,14 +456,14 @@ Expected<std::vector<std::string>> write_job_report(const std::string& db_path,
       return make_error(ErrorCode::NotFound,
                         fmt::format("{}: no job {} in this store", db_path, job_id));
     }
-    files.emplace_back("job_result.txt", result);
+    add_file("job_result.txt").write(result);
     const ProgressOverview ov = overview_from_store(db, job_id);
-    files.emplace_back(progress_overview_name(ov.started), format_progress_overview(ov));
+    add_file(progress_overview_name(ov.started)).write(format_progress_overview(ov));
 
     for (const auto& spec : kJobReports) {
       Statement st(db, spec.query);
       st.bind(1, job_id);
-      files.emplace_back(spec.path, render_csv(st, spec));
+      render_csv(st, spec, add_file(spec.path));
     }
 
     Statement nodes(db,
@@ -420,20 +480,19 @@ Expected<std::vector<std::string>> write_job_report(const std::string& db_path,
         st.bind(1, job_id).bind(2, node);
         std::string rel = spec.path;
         rel.replace(rel.find("{node}"), 6, node_folder(node));
-        files.emplace_back(std::move(rel), render_csv(st, spec));
+        render_csv(st, spec, add_file(std::move(rel)));
       }
     }
     db.exec("COMMIT", "end the report's read transaction");
+    std::vector<std::string> written;
+    for (auto& f : files) {
+      f->commit();
+      written.push_back(f->rel());
+    }
+    return written;
   } catch (const Failure& f) {
     return Unexpected{f.error()};
   }
-
-  std::vector<std::string> written;
-  for (const auto& [rel, text] : files) {
-    if (auto r = write_file_atomic(out_dir + "/" + rel, text); !r) return Unexpected{r.error()};
-    written.push_back(rel);
-  }
-  return written;
 }
 
 }  // namespace fanout::store
