@@ -487,6 +487,12 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     return 3;
   } else {
     std::fprintf(stderr, "error: %s\n", failure.empty() ? "the job did not end" : failure.c_str());
+    if (job_id != 0) {
+      // What committed is kept; resume runs the rest (docs/architecture.md, recovery table).
+      std::fprintf(stderr, "fanout: job %llu is unfinished; finish it with: fanout resume %llu --db %s\n",
+                   static_cast<unsigned long long>(job_id), static_cast<unsigned long long>(job_id),
+                   db.c_str());
+    }
   }
   if (embedded) {
     (void)sock.send(proto::encode(proto::Shutdown{"client done", embedded->shutdown_token()}));

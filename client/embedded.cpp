@@ -166,7 +166,17 @@ std::string Embedded::dead_child() {
   if (auto st = ix_.poll()) {
     return "the interchange exited (" + st->describe() + "):" + tail_of(ix_log_, 10);
   }
-  return {};
+  // A pool that exits is lost to the interchange, which gives its work to the others; with
+  // none left nothing would ever run the job, and following it would wait forever.
+  if (pools_.empty()) return {};
+  std::string last;
+  for (std::size_t i = 0; i < pools_.size(); ++i) {
+    auto st = pools_[i].poll();
+    if (!st) return {};
+    last = fmt::format("{} ({})", pool_logs_[i], st->describe());
+  }
+  return fmt::format("every pool exited, the last one logging to {}:{}", last,
+                     tail_of(pool_logs_.back(), 10));
 }
 
 }  // namespace fanout::client

@@ -33,7 +33,8 @@ class Embedded final {
   // Leaves the children running on their own (the client exits, the job goes on): the
   // interchange exits once its jobs end, and tells its pools to stop.
   void detach();
-  // Describes the interchange's death with its log tail, or "" while it runs.
+  // Describes the interchange's death, or that every pool exited, with the log tail; "" while
+  // the interchange and at least one pool run.
   std::string dead_child();
   [[nodiscard]] const std::string& client_endpoint() const { return client_ep_; }
   // The secret a Shutdown to this private interchange must carry.

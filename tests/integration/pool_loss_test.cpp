@@ -233,3 +233,53 @@ TEST_CASE("integration.pool_loss.pool_backs_off_while_interchange_is_away_then_r
       },
       std::chrono::seconds(60)));
 }
+
+// The embedded default has no other pool to give the work to: `fanout run` must say that its
+// pools are gone (naming the pool's log) instead of following a job nothing runs, and the job
+// is left for `fanout resume`, which finishes it with every row once.
+TEST_CASE("integration.pool_loss.embedded_run_reports_its_pools_gone_and_resume_finishes") {
+  TempDir dir("pool-loss-embedded");
+  make_files(dir / "data", 40);
+  write_file(dir / "src/score.py", kScript);
+  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.1"));
+  const std::string db = dir / "fanout.db";
+  fanout::SpawnOptions so;
+  so.argv = {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(),
+             "--quiet"};
+  so.stdin_file = "null";
+  so.stdout_file = dir / "client.out";
+  so.stderr_file = dir / "client.err";
+  auto client = fanout::ChildProcess::spawn(so);
+  REQUIRE(client.has_value());
+  // The pool records its pid when it registers; kill it once some work is committed.
+  REQUIRE(wait_until(
+      [&] {
+        try {
+          return sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 3;
+        } catch (const std::exception&) {
+          return false;  // the store is not created yet
+        }
+      },
+      std::chrono::seconds(60)));
+  const long long pool_pid = sql_int(db, "select pid from pools order by id desc limit 1");
+  REQUIRE(pool_pid > 0);
+  REQUIRE(::kill(static_cast<pid_t>(pool_pid), SIGKILL) == 0);
+
+  auto st = client->wait_for(std::chrono::seconds(60));
+  REQUIRE(st.has_value());
+  const std::string err = read_text(dir / "client.err");
+  INFO("client stderr:\n" << err);
+  CHECK(st->code != 0);
+  CHECK(err.find("every pool exited") != std::string::npos);
+  CHECK(err.find("pool01.log") != std::string::npos);
+  CHECK(err.find("fanout resume 1") != std::string::npos);
+  CHECK(sql_int(db, "select count(*) from jobs where id=1 and state='running'") == 1);
+
+  auto r = run_capture({fanout_bin(), "resume", "1", "--db", db, "--python", python_bin()},
+                       dir.path());
+  INFO("resume stderr:\n" << r.err);
+  REQUIRE(r.status.code == 0);
+  check_rows_once(dir / "out.txt", 40);
+  CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 40);
+  CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 40);
+}
