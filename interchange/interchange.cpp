@@ -167,7 +167,14 @@ int Interchange::run() {
   }
   // Tell pools to go; let the frames leave before the sockets close.
   const std::string bye = proto::encode(proto::Shutdown{"interchange stopping"});
-  for (auto& [peer, pool] : pools_) (void)pools_sock_.send_to(peer, bye);
+  const double now_unix = unix_now();
+  for (auto& [peer, pool] : pools_) {
+    (void)pools_sock_.send_to(peer, bye);
+    // Told to go: they leave cleanly, which the store calls `gone` (not `lost`).
+    store_->upsert_pool(store::PoolRecord{pool.id, pool.reg.pool_name, pool.reg.node,
+                                          pool.reg.workers, pool.reg.prefetch, pool.reg.pid,
+                                          pool.reg.build, "gone", pool.registered, now_unix});
+  }
   pools_sock_.set_linger(Millis(500));
   clients_.set_linger(Millis(500));
   store_->flush();

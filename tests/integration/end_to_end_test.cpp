@@ -95,6 +95,8 @@ TEST_CASE("integration.end_to_end.thousand_files_two_workers") {
   CHECK(sql_int(db, "select count(distinct worker_pid) from attempts") >= 1);
   CHECK(sql_int(db, "select count(*) from attempts where elapsed_s is null or start <= 0") == 0);
   CHECK(sql_int(db, "select count(*) from pools") == 1);
+  // The private interchange told its pool to go before it stopped: it left cleanly.
+  CHECK(sql_column(db, "select state from pools")[0] == "gone");
   // The job's logs folder.
   auto log_dir = sql_column(db, "select log_dir from jobs")[0];
   CHECK(read_text(log_dir + "/job_result.txt").find("state: succeeded") != std::string::npos);
