@@ -61,7 +61,8 @@ std::string job_yaml(const TempDir& dir, const std::string& name, const std::str
   // prefetch lets the pool hold more mini-batches than workers, so that it can queue the next
   // one in a busy worker's pipe (tasks this short are pipelined).
   return R"(type: parallel
-name: )" + name + R"(
+name: )" +
+         name + R"(
 fanout:
   prefetch: 4
 inputs:
@@ -77,8 +78,8 @@ retry_settings:
   max_retries: 2
   timeout: 60
 environment_variables:
-  MARKERS: )" + (dir / (name + "-markers")) +
-         "\n" + env + R"(
+  MARKERS: )" +
+         (dir / (name + "-markers")) + "\n" + env + R"(
 task:
   type: run_function
   code: ./src
@@ -170,12 +171,13 @@ TEST_CASE("integration.issue_4.task_overhead_timeout_does_not_cut_run_or_unset_j
   // Set, with one worker: run() of mini-batch 12 takes 6 s against a 2 s overhead bound. The fast
   // mini-batches before it make the pool queue mini-batch 13 in that worker's pipe, where it
   // waits those 6 s without its overhead clock running.
-  write_file(dir / "run.yaml",
-             job_yaml(dir, "run", "--task_overhead_timeout 2", 1, "  SLOW_RUN: \"12\"\n"
-                                                                   "  SLEEP: \"6\"\n"));
+  write_file(dir / "run.yaml", job_yaml(dir, "run", "--task_overhead_timeout 2", 1,
+                                        "  SLOW_RUN: \"12\"\n"
+                                        "  SLEEP: \"6\"\n"));
   // Not set: a 6 s loading phase is the run timeout's business only (60 s here).
-  write_file(dir / "unset.yaml", job_yaml(dir, "unset", "", 2, "  SLOW_LOAD: \"3\"\n"
-                                                              "  SLEEP: \"6\"\n"));
+  write_file(dir / "unset.yaml", job_yaml(dir, "unset", "", 2,
+                                          "  SLOW_LOAD: \"3\"\n"
+                                          "  SLEEP: \"6\"\n"));
   long long job = 0;
   for (const std::string name : {"run", "unset"}) {
     CAPTURE(name);
@@ -191,8 +193,10 @@ TEST_CASE("integration.issue_4.task_overhead_timeout_does_not_cut_run_or_unset_j
     check_rows_once(dir / (name + ".txt"), 24);
   }
   // The slow phases really were slow: 6 s inside run(), and 6 s outside it.
-  CHECK(sql_int(db, "select count(*) from attempts where job_id=1 and minibatch_id=12 and "
-                    "run_s >= 5.5") == 1);
-  CHECK(sql_int(db, "select count(*) from attempts where job_id=2 and minibatch_id=3 and "
-                    "elapsed_s - run_s >= 5.5") == 1);
+  CHECK(sql_int(db,
+                "select count(*) from attempts where job_id=1 and minibatch_id=12 and "
+                "run_s >= 5.5") == 1);
+  CHECK(sql_int(db,
+                "select count(*) from attempts where job_id=2 and minibatch_id=3 and "
+                "elapsed_s - run_s >= 5.5") == 1);
 }
