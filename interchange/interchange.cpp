@@ -34,6 +34,7 @@ Interchange::Interchange(Options opts, Logger log)
   client_ep_ = clients_.bind(opts_.client_endpoint);
   pool_ep_ = pools_sock_.bind(opts_.pool_endpoint);
   store_ = std::make_unique<store::TaskStore>(opts_.db_path, log_);
+  reports_ = std::make_unique<ReportWriter>(opts_.db_path);
   next_job_id_ = store_->max_job_id() + 1;
   next_task_id_ = store_->max_attempt_id() + 1;
   // Pool ids are never reused within a store, across restarts too.
@@ -97,6 +98,7 @@ int Interchange::run() {
   net::Poller poller;
   poller.add(clients_);
   poller.add(pools_sock_);
+  const std::size_t reports_item = poller.add_fd(reports_->fd());
   auto now = Clock::now();
   auto next_heartbeat = now + opts_.heartbeat_period;
   auto next_overview = now + opts_.overview_interval;
@@ -122,6 +124,7 @@ int Interchange::run() {
       on_pool(msg);
     }
     dispatch();
+    if (poller.readable(reports_item)) on_reports_done();
 
     now = Clock::now();
     check_job_timeouts(now);
@@ -146,7 +149,7 @@ int Interchange::run() {
       log_->critical("store {} failed; stopping", opts_.db_path);
       return 1;
     }
-    if (opts_.exit_when_idle && had_client_ && jobs_.empty()) {
+    if (opts_.exit_when_idle && had_client_ && jobs_.empty() && reporting_.empty()) {
       // Give the last JobEnded time to leave before the sockets close.
       if (!idle) {
         idle = true;
@@ -156,6 +159,11 @@ int Interchange::run() {
     } else {
       idle = false;
     }
+  }
+  // Reports being written are finished, and their clients told, before we go.
+  if (!reporting_.empty()) {
+    reports_->wait_idle();
+    on_reports_done();
   }
   // Tell pools to go; let the frames leave before the sockets close.
   const std::string bye = proto::encode(proto::Shutdown{"interchange stopping"});
@@ -292,6 +300,8 @@ void Interchange::on_client(net::Message& msg) {
       if (auto it = jobs_.find(m->job_id); it != jobs_.end()) {
         it->second.clients.insert(msg.peer);
         send_progress(it->second, true);
+      } else if (auto r = reporting_.find(m->job_id); r != reporting_.end()) {
+        r->second.clients.insert(msg.peer);  // told when the report is written
       } else if (auto e = ended_.find(m->job_id); e != ended_.end()) {
         send_client(msg.peer, proto::encode(e->second));
       } else {
@@ -834,13 +844,42 @@ void Interchange::end_job(Job& job, const std::string& state, const std::string&
   store_->finish_job(job.id, state, reason, unix_now());
   store_->flush();  // the client is told only what is durable
   proto::JobEnded ended{job.id, state, reason, progress_of(job)};
-  write_report(job);
   log_->info("job {} ({}) {}: {} ({} of {} mini-batches succeeded)", job.id, job.spec.name, state,
              reason, job.succeeded, job.total);
-  auto frame = proto::encode(ended);
-  for (const auto& c : job.clients) send_client(c, frame);
-  ended_[job.id] = std::move(ended);
+  if (job.spec.log_dir.empty()) {
+    deliver_ended(std::move(ended), job.clients);
+  } else {
+    // The report reads every attempt of the job: seconds for a large one. It is written on the
+    // report thread from what was just flushed, while this loop serves the other jobs.
+    reports_->submit(job.id, job.spec.log_dir);
+    reporting_[job.id] = Reporting{std::move(ended), std::move(job.clients)};
+  }
   jobs_.erase(job.id);
+}
+
+void Interchange::on_reports_done() {
+  for (auto& d : reports_->take_done()) {
+    auto it = reporting_.find(d.job_id);
+    if (it == reporting_.end()) continue;
+    if (d.ok) {
+      SPDLOG_LOGGER_DEBUG(log_, "job {}: report written ({} files, {:.3f} s)", d.job_id, d.files,
+                          d.wall_s);
+    } else {
+      log_->error("job {}: the report could not be written: {}", d.job_id, d.error);
+    }
+    Reporting rep = std::move(it->second);
+    reporting_.erase(it);
+    rep.ended.report_s = d.wall_s;
+    rep.ended.report_cpu_s = d.cpu_s;
+    deliver_ended(std::move(rep.ended), rep.clients);
+  }
+}
+
+void Interchange::deliver_ended(proto::JobEnded ended,
+                                const std::unordered_set<std::string>& clients) {
+  auto frame = proto::encode(ended);
+  for (const auto& c : clients) send_client(c, frame);
+  ended_[ended.job_id] = std::move(ended);
 }
 
 void Interchange::on_resource_sample(const Pool& pool, proto::ResourceSample& sample) {
@@ -883,19 +922,6 @@ void Interchange::write_overviews() {
       SPDLOG_LOGGER_DEBUG(log_, "job {}: progress overview not written: {}", id, r.error().message);
     }
   }
-}
-
-// The job's logs folder, from the store (which end_job has just flushed).
-void Interchange::write_report(const Job& job) {
-  if (job.spec.log_dir.empty()) return;
-  auto r = store::write_job_report(opts_.db_path, job.id, job.spec.log_dir);
-  if (!r) {
-    log_->error("job {}: the report in {} could not be written: {}", job.id, job.spec.log_dir,
-                r.error().message);
-    return;
-  }
-  SPDLOG_LOGGER_DEBUG(log_, "job {}: report written to {} ({} files)", job.id, job.spec.log_dir,
-                      r->size());
 }
 
 void Interchange::log_stats(bool force) {

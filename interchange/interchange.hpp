@@ -21,6 +21,7 @@
 #include "fanout/store/task_store.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/log.hpp"
+#include "interchange/report_writer.hpp"
 
 namespace fanout::ix {
 
@@ -97,6 +98,11 @@ class Interchange final {
     std::uint32_t attempt = 0;
     proto::MiniBatch mb;
   };
+  // A job that ended and whose report is being written: its clients get JobEnded after it.
+  struct Reporting {
+    proto::JobEnded ended{};
+    std::unordered_set<std::string> clients{};
+  };
   struct Pool {
     std::uint64_t id = 0;
     std::string peer{};
@@ -126,7 +132,9 @@ class Interchange final {
   void send_progress(Job& job, bool force);
   void on_resource_sample(const Pool& pool, proto::ResourceSample& sample);
   void write_overviews();
-  void write_report(const Job& job);
+  // Reports finished by the report thread: their JobEnded goes out now.
+  void on_reports_done();
+  void deliver_ended(proto::JobEnded ended, const std::unordered_set<std::string>& clients);
   proto::JobProgress progress_of(const Job& job) const;
   void send_client(const std::string& peer, const std::string& frame);
   bool send_pool(Pool& pool, const std::string& frame);
@@ -144,10 +152,12 @@ class Interchange final {
   net::Socket pools_sock_;
   std::string client_ep_, pool_ep_;
   std::unique_ptr<store::TaskStore> store_;
+  std::unique_ptr<ReportWriter> reports_;  // after store_: destroyed (and joined) first
   std::atomic<bool> stop_{false};
 
   std::map<std::uint64_t, Job> jobs_;  // live jobs, by id (dispatch goes oldest first)
   std::map<std::uint64_t, proto::JobEnded> ended_{};  // ended jobs seen by this process
+  std::map<std::uint64_t, Reporting> reporting_{};    // ended, report being written
   std::unordered_map<std::string, Pool> pools_{};     // by routing id
   std::unordered_map<std::uint64_t, InFlight> in_flight_{};
   std::uint64_t next_job_id_ = 1;

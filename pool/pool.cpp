@@ -92,7 +92,7 @@ void Pool::reregister(const char* why) {
     // sent, so those replies are counted off before it takes a new task.
     w->stale += static_cast<std::uint32_t>((w->task ? 1 : 0) + w->queued.size());
     w->task.reset();
-    w->queued.clear();
+    w->clear_queued();
   }
   register_backoff_ = std::max(hb_period_, Millis(1000));
   send_register();
@@ -115,7 +115,7 @@ void Pool::drop_job(std::uint64_t job_id, const std::string& reason) {
     // The interchange recorded the running attempts as CANCELLED: nothing is reported for them,
     // nor for tasks waiting in the worker's pipe (they must not be requeued when it exits).
     queued += w->queued.size();
-    w->queued.clear();
+    w->clear_queued();
     if (w->task) {
       w->task.reset();
       ++stopped;
@@ -186,7 +186,6 @@ int Pool::run() {
     now = Clock::now();
     check_deadlines(now);
     assign();
-    flush_results();
     run_monitor(now);
     if (!results_.empty() && first_result_ == Clock::time_point{}) first_result_ = now;
     if (results_due(now)) flush_results();
@@ -314,16 +313,22 @@ bool Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
   return true;
 }
 
-// A worker may hold one more task in its pipe when it runs a task of a job whose tasks are
-// short: there the pool's round trip between two tasks is a large share of the task, while a
-// long task queued behind another could wait for it although a sibling worker became free.
-bool Pool::pipelinable(const Worker& w) const {
-  if (w.state() != Worker::State::Busy || !w.task || !w.queued.empty() || w.stale > 0 ||
-      w.kill_at) {
-    return false;
-  }
+// A worker may hold more tasks in its pipe while it runs a task of a job whose tasks are short:
+// there the pool's round trip between two tasks is a large share of the task, and tasks written
+// several to a write() cost the pool and the worker one system call each way instead of one
+// per task. It holds about kPipelineQueueS of work (at least one task, at most
+// kMaxPipelineDepth), so that a task queued behind others waits little although a sibling
+// worker may become free. Long tasks are never queued behind another.
+std::size_t Pool::pipeline_room(const Worker& w) const {
+  if (w.state() != Worker::State::Busy || !w.task || w.stale > 0 || w.kill_at) return 0;
   auto m = mean_task_s_.find(w.job_id());
-  return m != mean_task_s_.end() && m->second > 0 && m->second < kPipelineMaxTaskS;
+  if (m == mean_task_s_.end() || m->second <= 0 || m->second >= kPipelineMaxTaskS) return 0;
+  const double fit = kPipelineQueueS / m->second;
+  const std::size_t depth =
+      fit >= static_cast<double>(kMaxPipelineDepth)
+          ? kMaxPipelineDepth
+          : std::max<std::size_t>(1, static_cast<std::size_t>(fit));
+  return depth > w.queued.size() ? depth - w.queued.size() : 0;
 }
 
 void Pool::assign() {
@@ -333,7 +338,7 @@ void Pool::assign() {
   // workers + prefetch tasks, so the walk was O(prefetch x workers) per result).
   auto can_act = [&] {
     return std::any_of(slots_.begin(), slots_.end(), [&](const std::optional<Worker>& w) {
-      return !w || w->state() == Worker::State::Idle || pipelinable(*w);
+      return !w || w->state() == Worker::State::Idle || pipeline_room(*w) > 0;
     });
   };
   // Hand queued tasks to idle workers of their job, in queue order.
@@ -389,20 +394,24 @@ void Pool::assign() {
       }
       continue;  // re-examine this task: the new worker is Starting
     }
-    // Every worker of the job is busy: queue the task in a busy worker's pipe, so that it starts
-    // the moment the current one ends instead of a pool round trip later (short tasks only).
-    bool piped = false;
+    // Every worker of the job is busy: queue the task in the pipe of the busy worker with the
+    // fewest waiting, so that it starts the moment the current ones end instead of a pool round
+    // trip later (short tasks only). The frames are written once this walk is over. The pipe's
+    // bytes stay below its capacity: a write to a busy worker must never block the pool.
+    Worker* shortest = nullptr;
+    const std::size_t bytes = task_frame_bytes(*it);
     for (auto& w : slots_) {
-      if (!w || w->job_id() != it->job_id || !pipelinable(*w)) continue;
-      if (w->send_task(*it)) {
-        SPDLOG_LOGGER_TRACE(log_, "task {} -> {} (queued in its pipe)", it->task_id, w->name());
-        w->queued.push_back(std::move(*it));
-        it = queue_.erase(it);
-        piped = true;
-      }
-      break;
+      if (!w || w->job_id() != it->job_id || pipeline_room(*w) == 0) continue;
+      if (w->queued_bytes() + bytes > kPipeBudgetBytes) continue;
+      if (shortest == nullptr || w->queued.size() < shortest->queued.size()) shortest = &*w;
     }
-    if (piped) continue;
+    if (shortest != nullptr) {
+      SPDLOG_LOGGER_TRACE(log_, "task {} -> {} (queued in its pipe)", it->task_id,
+                          shortest->name());
+      shortest->enqueue(std::move(*it));
+      it = queue_.erase(it);
+      continue;
+    }
     if (!starting) {
       for (auto& w : slots_) {
         if (!w || w->state() != Worker::State::Idle) continue;
@@ -418,6 +427,10 @@ void Pool::assign() {
       }
     }
     ++it;
+  }
+  for (auto& w : slots_) {
+    // A failed write means the worker is gone: its EOF handling returns `queued` to the queue.
+    if (w) (void)w->flush_queued();
   }
 }
 
@@ -497,8 +510,7 @@ void Pool::on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events) 
         w.task.reset();
         if (!w.queued.empty()) {
           // The next task was already in the worker's pipe: it starts now.
-          w.task = std::move(w.queued.front());
-          w.queued.pop_front();
+          w.task = w.pop_queued();
           w.begin_task(Clock::now());
         } else if (w.state() == Worker::State::Busy) {
           w.set_state(Worker::State::Idle);

@@ -70,7 +70,8 @@ class Pool final {
   void on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events);
   void on_worker_gone(std::size_t slot);
   void assign();
-  bool pipelinable(const Worker& w) const;
+  // How many more tasks may wait in the pipe of `w` (0: none). See pool.cpp.
+  [[nodiscard]] std::size_t pipeline_room(const Worker& w) const;
   bool start_worker(std::size_t slot, std::uint64_t job_id);
   // When the busy worker's task overruns, and whether the bound is the task overhead timeout
   // (else the run timeout). Nothing when the worker is not busy or its job has no such bound.
@@ -111,8 +112,13 @@ class Pool final {
   std::map<std::uint64_t, proto::JobSpec> jobs_{};
   std::map<std::uint64_t, std::uint32_t> init_failures_{};  // consecutive, per job
   std::map<std::uint64_t, double> mean_task_s_{};           // running mean of task time, per job
-  // Tasks of a job whose mean is below this may wait in a busy worker's pipe.
+  // Tasks of a job whose mean is below this may wait in a busy worker's pipe, about
+  // kPipelineQueueS of work per worker, at most kMaxPipelineDepth tasks and kPipeBudgetBytes
+  // of frames (a Linux pipe holds 64 KiB: writing to a busy worker never blocks).
   static constexpr double kPipelineMaxTaskS = 0.05;
+  static constexpr double kPipelineQueueS = 0.002;
+  static constexpr std::size_t kMaxPipelineDepth = 64;
+  static constexpr std::size_t kPipeBudgetBytes = 48 * 1024;
   std::deque<proto::Task> queue_{};
   std::vector<std::optional<Worker>> slots_{};
   std::vector<proto::TaskResult> results_{};

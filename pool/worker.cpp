@@ -60,11 +60,12 @@ Expected<Worker> Worker::start(const WorkerLaunch& launch, std::uint64_t job_id,
   return w;
 }
 
-Expected<void> Worker::send_task(const proto::Task& task) {
-  std::size_t items_bytes = 0;
-  for (const auto& it : task.items) items_bytes += it.size() + 1;
-  std::string f;
-  f.reserve(4 + 1 + 24 + task.detail.size() + items_bytes);
+namespace {
+
+// Appends the T frame of `task` to `f` (docs/worker-pipe.md).
+void append_task_frame(std::string& f, const proto::Task& task) {
+  const std::size_t at = f.size();
+  f.reserve(at + task_frame_bytes(task));
   put<std::uint32_t>(f, 0);  // length, patched below
   f.push_back('T');
   put<std::uint64_t>(f, task.task_id);
@@ -76,9 +77,50 @@ Expected<void> Worker::send_task(const proto::Task& task) {
     if (i > 0) f.push_back('\0');
     f += task.items[i];
   }
-  auto len = static_cast<std::uint32_t>(f.size() - 4);
-  std::memcpy(f.data(), &len, 4);
+  auto len = static_cast<std::uint32_t>(f.size() - at - 4);
+  std::memcpy(f.data() + at, &len, 4);
+}
+
+}  // namespace
+
+std::size_t task_frame_bytes(const proto::Task& task) noexcept {
+  std::size_t n = 4 + 1 + 8 + 8 + 4 + 4 + task.detail.size();
+  for (const auto& it : task.items) n += it.size() + 1;
+  return n - (task.items.empty() ? 0 : 1);
+}
+
+Expected<void> Worker::send_task(const proto::Task& task) {
+  std::string f;
+  append_task_frame(f, task);
   return write_all(to_.get(), f);
+}
+
+void Worker::enqueue(proto::Task task) {
+  const std::size_t at = out_.size();
+  append_task_frame(out_, task);
+  queued_bytes_ += out_.size() - at;
+  queued.push_back(std::move(task));
+}
+
+Expected<void> Worker::flush_queued() {
+  if (out_.empty()) return {};
+  auto r = write_all(to_.get(), out_);
+  out_.clear();
+  return r;
+}
+
+proto::Task Worker::pop_queued() {
+  proto::Task t = std::move(queued.front());
+  queued.pop_front();
+  const std::size_t n = task_frame_bytes(t);
+  queued_bytes_ = queued_bytes_ > n ? queued_bytes_ - n : 0;
+  return t;
+}
+
+void Worker::clear_queued() noexcept {
+  queued.clear();
+  out_.clear();
+  queued_bytes_ = 0;
 }
 
 void Worker::send_quit() {

@@ -43,6 +43,9 @@ struct WorkerLaunch {
   std::string stderr_file{};
 };
 
+// Bytes of the pipe frame that carries `task` to a worker.
+[[nodiscard]] std::size_t task_frame_bytes(const proto::Task& task) noexcept;
+
 class Worker final {
  public:
   enum class State : std::uint8_t { Starting, Idle, Busy, Stopping, Dead };
@@ -54,9 +57,23 @@ class Worker final {
   Worker& operator=(Worker&&) noexcept = default;
   ~Worker() = default;
 
-  // Writes one task to the worker's pipe. Precondition: state() is Idle, or Busy (the task then
-  // waits in the pipe; the pool keeps it in `queued`).
+  // Writes one task to the worker's pipe. Precondition: state() is Idle.
   [[nodiscard]] Expected<void> send_task(const proto::Task& task);
+  // Adds a task to `queued`: it waits in the pipe of this Busy worker and starts when the
+  // current one ends. Its frame is only buffered here; flush_queued() writes every buffered
+  // frame with one write(). The caller keeps queued_bytes() + task_frame_bytes(task) below the
+  // pipe's capacity, so that the write never blocks on a worker busy with its current task.
+  void enqueue(proto::Task task);
+  // Writes the frames enqueue() buffered. Error{Io} when the worker is gone: its tasks stay in
+  // `queued`, and the pool's EOF handling returns them to its queue.
+  [[nodiscard]] Expected<void> flush_queued();
+  // The first task of `queued`, which the worker starts now that its previous one is done.
+  // Precondition: `queued` is not empty.
+  [[nodiscard]] proto::Task pop_queued();
+  // Forgets `queued` (and any frame still buffered).
+  void clear_queued() noexcept;
+  // Pipe bytes of the frames of `queued`.
+  [[nodiscard]] std::size_t queued_bytes() const noexcept { return queued_bytes_; }
   // Asks the worker to call shutdown() and exit.
   void send_quit();
   // Reads what is available (non-blocking) and appends decoded events. Returns false on EOF or
@@ -81,7 +98,8 @@ class Worker final {
 
   // The task in progress (Busy), and its timing.
   std::optional<proto::Task> task{};
-  std::deque<proto::Task> queued{};  // sent after `task`, not started yet, in order
+  std::deque<proto::Task> queued{};  // sent after `task`, not started yet, in order; change it
+                                     // only through enqueue(), pop_queued(), clear_queued()
   std::uint32_t stale = 0;           // replies still due for tasks dropped after a Reject
   double task_start_unix = 0;
   Clock::time_point task_start{};
@@ -101,6 +119,8 @@ class Worker final {
   UniqueFd to_{};
   UniqueFd from_{};
   std::string buf_{};
+  std::string out_{};  // frames buffered by enqueue()
+  std::size_t queued_bytes_ = 0;
   std::uint64_t job_id_ = 0;
   std::string name_{};
   std::int64_t pid_ = 0;

@@ -307,7 +307,11 @@ struct JobEnded {
   std::string state{};   // "succeeded" | "failed" | "cancelled"
   std::string reason{};
   JobProgress progress{};
-  MSGPACK_DEFINE_ARRAY(job_id, state, reason, progress)
+  // The logs/ report, written after the final state was committed and before JobEnded is sent:
+  // its wall and CPU seconds (0 when the job has no logs folder). fanout perf subtracts them.
+  double report_s = 0;
+  double report_cpu_s = 0;
+  MSGPACK_DEFINE_ARRAY(job_id, state, reason, progress, report_s, report_cpu_s)
 };
 
 struct Attach {

@@ -23,3 +23,13 @@ std::string iso_utc(double unix_seconds) {
 }
 
 }  // namespace fanout
+
+namespace fanout {
+
+double thread_cpu_seconds() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+}  // namespace fanout

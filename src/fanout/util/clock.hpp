@@ -15,4 +15,7 @@ double unix_now() noexcept;
 // "2026-11-22T04:34:12.123Z" for a Unix time in seconds.
 std::string iso_utc(double unix_seconds);
 
+// CPU seconds the calling thread has used (CLOCK_THREAD_CPUTIME_ID).
+double thread_cpu_seconds() noexcept;
+
 }  // namespace fanout

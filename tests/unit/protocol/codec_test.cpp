@@ -397,12 +397,14 @@ TEST_CASE("protocol.codec.round_trips_every_type") {
   }
   SUBCASE("JobEnded") {
     proto::JobEnded in{77, "failed", "error_threshold exceeded: 31 failed items > 30",
-                       sample_progress()};
+                       sample_progress(), 2.25, 1.5};
     auto out = round_trip(in);
     CHECK(out.job_id == in.job_id);
     CHECK(out.state == in.state);
     CHECK(out.reason == in.reason);
     check_progress(out.progress, in.progress);
+    CHECK(out.report_s == 2.25);
+    CHECK(out.report_cpu_s == 1.5);
   }
   SUBCASE("Attach") { CHECK(round_trip(proto::Attach{424242}).job_id == 424242); }
   SUBCASE("CancelJob") {
