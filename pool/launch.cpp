@@ -16,6 +16,10 @@ std::string dir_of(const std::string& path) {
 
 }  // namespace
 
+bool run_markers(const proto::JobSpec& spec) {
+  return spec.task_overhead_timeout_s > 0 && spec.runtime != "command" && spec.runtime != "native";
+}
+
 WorkerLaunch make_launch(const proto::JobSpec& spec, const LaunchContext& ctx) {
   WorkerLaunch l;
   if (spec.runtime == "command" || spec.runtime == "native") {
@@ -47,6 +51,8 @@ WorkerLaunch make_launch(const proto::JobSpec& spec, const LaunchContext& ctx) {
   if (spec.runtime == "command" || spec.runtime == "native") {
     l.env[0] = {"FANOUT_ENTRY_SCRIPT", spec.entry_script};
   }
+  // Only these jobs pay for the two marker frames per task; the others' pipe is unchanged.
+  if (run_markers(spec)) l.env.emplace_back("FANOUT_RUN_MARKERS", "1");
   for (const auto& kv : spec.env) {
     auto eq = kv.find('=');
     if (eq != std::string::npos) l.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));

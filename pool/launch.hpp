@@ -19,6 +19,11 @@ struct LaunchContext {
   std::string worker_bin{};  // the fanout-worker executable
 };
 
+// True when workers of `spec` mark the start and end of each run() call (S and E frames,
+// FANOUT_RUN_MARKERS=1), so that the pool can bound the task overhead around it: python jobs with
+// a task overhead timeout. fanout-worker (command, native) never sends markers.
+bool run_markers(const proto::JobSpec& spec);
+
 // The launch of one worker for `spec`, by spec.runtime ("python", "command", "native"; anything
 // else is run as python, whose shim then reports the error). Creates the job's
 // logs/user/{stdout,stderr}/<node> folders.

@@ -22,6 +22,14 @@ using proto::AttemptStatus;
 // Cap of the doubling back-off between unanswered Registers.
 constexpr std::chrono::milliseconds kMaxRegisterBackoff{30000};
 
+// Worker::fail_status of a busy worker the pool stopped because its task overran a bound.
+constexpr const char* kRunTimeout = "RUN_TIMEOUT";
+constexpr const char* kOverheadTimeout = "TASK_OVERHEAD_TIMEOUT";
+
+Clock::duration to_duration(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
 // "ValueError: bad input\nTraceback..." -> "ValueError".
 std::string category_of(const std::string& text, const char* fallback) {
   auto nl = text.find('\n');
@@ -153,14 +161,7 @@ int Pool::run() {
     for (auto& w : slots_) {
       if (!w) continue;
       if (w->kill_at) wake = std::min(wake, *w->kill_at);
-      if (w->state() == Worker::State::Busy && w->task) {
-        auto it = jobs_.find(w->job_id());
-        if (it != jobs_.end() && it->second.run_timeout_s > 0) {
-          wake = std::min(
-              wake, w->task_start + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(it->second.run_timeout_s)));
-        }
-      }
+      if (auto d = task_deadline(*w)) wake = std::min(wake, d->at);
     }
     if (monitor_) wake = std::min(wake, next_sample_);
     if (!results_.empty()) wake = std::min(wake, first_result_ + opts_.poll);
@@ -370,8 +371,7 @@ void Pool::assign() {
         continue;
       }
       w.task = std::move(*it);
-      w.task_start = Clock::now();
-      w.task_start_unix = unix_now();
+      w.begin_task(Clock::now());
       w.set_state(Worker::State::Busy);
       SPDLOG_LOGGER_TRACE(log_, "task {} -> {}", w.task->task_id, w.name());
       it = queue_.erase(it);
@@ -446,6 +446,21 @@ void Pool::on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events) 
       case WorkerEvent::Kind::LoadError:
         w.fail_status = ev.text.empty() ? std::string("LoadError: init failed") : ev.text;
         break;
+      case WorkerEvent::Kind::RunStarted:
+      case WorkerEvent::Kind::RunEnded: {
+        // A marker of a task dropped after a re-registration changes nothing.
+        if (!w.task || w.task->task_id != ev.task_id) break;
+        const auto now = Clock::now();
+        if (ev.kind == WorkerEvent::Kind::RunStarted) {
+          w.overhead_used += now - w.phase_start;
+          w.run_started = true;
+          w.in_run = true;
+        } else {
+          w.in_run = false;
+        }
+        w.phase_start = now;
+        break;
+      }
       case WorkerEvent::Kind::Done: {
         if (!w.task || w.task->task_id != ev.task_id) {
           // A task dropped after a re-registration, or a confused worker: nothing to report.
@@ -496,8 +511,7 @@ void Pool::on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events) 
         if (!w.queued.empty()) {
           // The next task was already in the worker's pipe: it starts now.
           w.task = w.pop_queued();
-          w.task_start = Clock::now();
-          w.task_start_unix = unix_now();
+          w.begin_task(Clock::now());
         } else if (w.state() == Worker::State::Busy) {
           w.set_state(Worker::State::Idle);
         }
@@ -541,20 +555,55 @@ void Pool::on_worker_gone(std::size_t slot) {
       if (!give_up) break;
     }
   } else if (w.task) {
-    const bool timed_out = w.fail_status == "RUN_TIMEOUT";
-    if (!timed_out) ++stats_.workers_lost;
-    const auto status = timed_out ? AttemptStatus::RunTimeout : AttemptStatus::WorkerLost;
-    const std::string msg =
-        timed_out ? fmt::format("run() exceeded its timeout of {} s; worker stopped ({})",
-                                jobs_.count(job_id) ? jobs_.at(job_id).run_timeout_s : 0.0, how)
-                  : fmt::format("worker process {} (pid {}) died: {}", w.name(), w.pid(), how);
+    const auto job = jobs_.find(job_id);
+    AttemptStatus status = AttemptStatus::RunTimeout;
+    std::string category, msg;
+    if (w.fail_status == kRunTimeout) {
+      category = "RunTimeout";
+      msg = fmt::format("run() exceeded its timeout of {} s; worker stopped ({})",
+                        job != jobs_.end() ? job->second.run_timeout_s : 0.0, how);
+    } else if (w.fail_status == kOverheadTimeout) {
+      category = "TaskOverheadTimeout";
+      msg = fmt::format(
+          "the mini-batch's overhead outside run() exceeded --task_overhead_timeout {} s ({}); "
+          "worker stopped ({})",
+          job != jobs_.end() ? job->second.task_overhead_timeout_s : 0.0,
+          w.run_started ? "after run() returned, writing its rows"
+                        : "before run() was called, loading the mini-batch",
+          how);
+    } else {
+      ++stats_.workers_lost;
+      status = AttemptStatus::WorkerLost;
+      category = "WorkerLost";
+      msg = fmt::format("worker process {} (pid {}) died: {}", w.name(), w.pid(), how);
+    }
     log_->warn("job {} mini-batch {}: {}", job_id, w.task->index, msg);
-    fail_task(*w.task, status, timed_out ? "RunTimeout" : "WorkerLost", msg, w.name(), w.pid(),
-              w.task_start_unix);
+    fail_task(*w.task, status, category, msg, w.name(), w.pid(), w.task_start_unix);
   }
   // Tasks waiting in its pipe never started: they go back to the front of the queue, no try used.
   for (auto it = w.queued.rbegin(); it != w.queued.rend(); ++it) queue_.push_front(std::move(*it));
   slots_[slot].reset();
+}
+
+std::optional<Pool::TaskDeadline> Pool::task_deadline(const Worker& w) const {
+  if (w.state() != Worker::State::Busy || !w.task) return std::nullopt;
+  auto it = jobs_.find(w.job_id());
+  if (it == jobs_.end()) return std::nullopt;
+  const proto::JobSpec& spec = it->second;
+  if (run_markers(spec)) {
+    // The markers split the task: outside run() the overhead budget left applies (it is spent
+    // before run() and after it, together); inside, the run timeout, counted from run()'s start.
+    if (!w.in_run) {
+      return TaskDeadline{
+          w.phase_start + to_duration(spec.task_overhead_timeout_s) - w.overhead_used, true};
+    }
+    if (spec.run_timeout_s <= 0) return std::nullopt;
+    return TaskDeadline{w.phase_start + to_duration(spec.run_timeout_s), false};
+  }
+  // Without markers the pool cannot see where run() starts: the run timeout bounds the whole
+  // task, from hand-off to its reply.
+  if (spec.run_timeout_s <= 0) return std::nullopt;
+  return TaskDeadline{w.task_start + to_duration(spec.run_timeout_s), false};
 }
 
 void Pool::check_deadlines(Clock::time_point now) {
@@ -568,15 +617,13 @@ void Pool::check_deadlines(Clock::time_point now) {
       continue;
     }
     if (w->state() == Worker::State::Busy && w->task) {
-      auto it = jobs_.find(w->job_id());
-      if (it == jobs_.end() || it->second.run_timeout_s <= 0) continue;
-      if (now - w->task_start > std::chrono::duration<double>(it->second.run_timeout_s)) {
-        ++stats_.timeouts;
-        w->fail_status = "RUN_TIMEOUT";
-        w->terminate();
-        w->set_state(Worker::State::Stopping);
-        w->kill_at = now + opts_.kill_grace;
-      }
+      auto d = task_deadline(*w);
+      if (!d || now <= d->at) continue;
+      ++stats_.timeouts;
+      w->fail_status = d->overhead ? kOverheadTimeout : kRunTimeout;
+      w->terminate();
+      w->set_state(Worker::State::Stopping);
+      w->kill_at = now + opts_.kill_grace;
     } else if (w->state() == Worker::State::Starting && now - w->started > opts_.load_timeout) {
       w->fail_status = fmt::format("LoadTimeout: init() did not finish within {} s",
                                    opts_.load_timeout.count() / 1000);

@@ -73,6 +73,13 @@ class Pool final {
   // How many more tasks may wait in the pipe of `w` (0: none). See pool.cpp.
   [[nodiscard]] std::size_t pipeline_room(const Worker& w) const;
   bool start_worker(std::size_t slot, std::uint64_t job_id);
+  // When the busy worker's task overruns, and whether the bound is the task overhead timeout
+  // (else the run timeout). Nothing when the worker is not busy or its job has no such bound.
+  struct TaskDeadline {
+    Clock::time_point at{};
+    bool overhead = false;
+  };
+  std::optional<TaskDeadline> task_deadline(const Worker& w) const;
   void check_deadlines(Clock::time_point now);
   void fail_task(const proto::Task& t, proto::AttemptStatus status, const std::string& category,
                  const std::string& message, const std::string& process, std::int64_t pid,

@@ -13,6 +13,7 @@ namespace fanout::pool {
 namespace {
 
 constexpr std::size_t kDoneHeader = 8 + 1 + 8 + 8 + 8 + 8;  // '<QBQQdd'
+constexpr std::size_t kMarkerPayload = 8;                   // S and E: '<Q' task_id
 constexpr std::uint32_t kMaxWorkerFrame = 512u * 1024u * 1024u;
 
 template <typename T>
@@ -182,6 +183,14 @@ bool Worker::read_events(std::vector<WorkerEvent>& out) {
       }
       ev.output.assign(q + kDoneHeader, out_len);
       ev.error.assign(q + kDoneHeader + out_len, payload.size() - kDoneHeader - out_len);
+    } else if (kind == 'S' || kind == 'E') {
+      if (payload.size() != kMarkerPayload) {
+        broken_ = std::string("worker sent a '") + kind + "' frame of " +
+                  std::to_string(payload.size()) + " payload bytes (expected 8)";
+        return false;
+      }
+      ev.kind = kind == 'S' ? WorkerEvent::Kind::RunStarted : WorkerEvent::Kind::RunEnded;
+      ev.task_id = get<std::uint64_t>(payload.data());
     } else {
       broken_ = std::string("worker sent an unknown frame kind '") + kind + "'";
       return false;
@@ -192,6 +201,15 @@ bool Worker::read_events(std::vector<WorkerEvent>& out) {
   buf_.erase(0, off);
   if (eof) broken_ = "worker closed its pipe";
   return !eof;
+}
+
+void Worker::begin_task(Clock::time_point now) {
+  task_start = now;
+  task_start_unix = unix_now();
+  run_started = false;
+  in_run = false;
+  phase_start = now;
+  overhead_used = Clock::duration::zero();
 }
 
 void Worker::terminate() { proc_.signal(SIGTERM); }

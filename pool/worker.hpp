@@ -18,11 +18,14 @@ namespace fanout::pool {
 
 // What a worker said, decoded from its pipe.
 struct WorkerEvent {
-  enum class Kind : std::uint8_t { Ready, LoadError, Done };
+  // RunStarted / RunEnded: the S and E markers around run(), sent only by a worker started with
+  // FANOUT_RUN_MARKERS=1 (jobs with a task overhead timeout).
+  enum class Kind : std::uint8_t { Ready, LoadError, Done, RunStarted, RunEnded };
   Kind kind = Kind::Ready;
   std::string text{};  // Ready: "<pid> <version>"; LoadError: category line + traceback
-  // Done:
+  // Done, RunStarted, RunEnded:
   std::uint64_t task_id = 0;
+  // Done:
   std::uint8_t status = 0;  // 0 ok, 1 run() raised, 2 bad return value
   std::uint64_t n_result = 0;
   std::string output{};
@@ -89,6 +92,10 @@ class Worker final {
   [[nodiscard]] const std::string& broken_reason() const noexcept { return broken_; }
   ChildProcess& process() noexcept { return proc_; }
 
+  // Starts the clocks of `task`, which the worker takes now: at hand-off to an idle worker, or
+  // when the reply to the task ahead of it in the pipe arrives.
+  void begin_task(Clock::time_point now);
+
   // The task in progress (Busy), and its timing.
   std::optional<proto::Task> task{};
   std::deque<proto::Task> queued{};  // sent after `task`, not started yet, in order; change it
@@ -96,6 +103,12 @@ class Worker final {
   std::uint32_t stale = 0;           // replies still due for tasks dropped after a Reject
   double task_start_unix = 0;
   Clock::time_point task_start{};
+  // The task's overhead, kept only from the S and E markers (jobs with a task overhead timeout):
+  // the time outside run() since begin_task(), counted up to the start of the current phase.
+  bool run_started = false;         // S seen
+  bool in_run = false;              // S seen, E not yet
+  Clock::time_point phase_start{};  // begin_task(), S or E, whichever came last
+  Clock::duration overhead_used{};  // overhead before phase_start
   Clock::time_point started{};
   std::optional<Clock::time_point> kill_at{};  // SIGKILL deadline after a SIGTERM
   std::string fail_status{};                   // why we stopped it (timeout), if we did

@@ -48,6 +48,9 @@ _TASK_BODY_OFFSET = 1 + _TASK.size  # 25
 # Worker -> pool: length, kind 'D', task_id, status, n_result, out_len, run_s, cpu_s.
 _DONE = struct.Struct("<IcQBQQdd")
 _DONE_FIXED = _DONE.size - 4  # bytes counted by the length field before output: 42
+# Worker -> pool, only with FANOUT_RUN_MARKERS=1: length 9, kind 'S' (run() starts) or 'E'
+# (run() ended), task_id.
+_MARK = struct.Struct("<IcQ")
 _LEN = struct.Struct("<I")
 _MAX_FRAME = 0xFFFFFFFF
 
@@ -236,6 +239,7 @@ class _Config(object):
         sep = env.get("FANOUT_ROW_SEP")
         self.row_sep = " " if sep is None or sep == "" else sep
         self.row_header = env.get("FANOUT_ROW_HEADER", "0").strip() in ("1", "true", "True")
+        self.run_markers = env.get("FANOUT_RUN_MARKERS", "0").strip() == "1"
 
 
 def _fix_sys_path(script_dir):
@@ -426,6 +430,10 @@ def serve(run, two_args, cfg):
     just before this task's reply is written: reading and decoding the request,
     run(), and turning its result into rows (plus the previous reply's write), so
     one process_time() call per task instead of two. run_seconds is run() alone.
+
+    With cfg.run_markers an S frame goes out just before run() is called and an E frame just
+    after it returns or raises, so that the pool can bound the time spent outside run(); other
+    jobs pay one test of a local per marker and no frame.
     """
     reader = open(REQUEST_FD, "rb", buffering=1 << 16, closefd=False)
     read = reader.read
@@ -443,6 +451,8 @@ def serve(run, two_args, cfg):
     list_t, tuple_t = list, tuple
     empty = b""
     max_out = _MAX_FRAME - _DONE_FIXED
+    markers = cfg.run_markers
+    pack_mark = _MARK.pack
     cpu_mark = cpu()
 
     while True:
@@ -483,11 +493,15 @@ def serve(run, two_args, cfg):
             else:
                 mini_batch, ctx = _prepare_slow(body, n, detail_len, n_items, minibatch_index, cfg, two_args)
 
+            if markers:
+                write(fd, pack_mark(9, b"S", task_id))
             t0 = perf()
             try:
                 result = run(mini_batch) if ctx is None else run(mini_batch, ctx)
             finally:
                 run_s = perf() - t0
+                if markers:
+                    write(fd, pack_mark(9, b"E", task_id))
 
             tr = type(result)
             if tr is list_t or tr is tuple_t:

@@ -241,8 +241,15 @@ task:
   CHECK(read_lines(dir / "out.txt").size() == 12);
   CHECK(read_text(dir / "out.txt").find("EVIL") == std::string::npos);
   CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 4);
-  CHECK(sql_int(db, "select count(*) from pools where name='evil-pool'") == 2);
-  CHECK(sql_int(db, "select count(*) from pools where name='evil-pool' and state='lost'") == 1);
+  // The registrations reach the store with its next group commit (up to 20 ms later).
+  CHECK(wait_until(
+      [&] {
+        return sql_int(db, "select count(*) from pools where name='evil-pool'") == 2 &&
+               sql_int(db,
+                       "select count(*) from pools where name='evil-pool' and "
+                       "state='lost'") == 1;
+      },
+      std::chrono::seconds(10)));
 
   // Still serving: the same job again, into a fresh output, on the real pool. The evil pool
   // would hold tasks without answering; a Register with no workers ends its registration (and

@@ -3,8 +3,9 @@
 // (a small --window keeps the submission going), then started again on the same store and
 // endpoints: the pools re-register (they are told "not registered"), the client reattaches and
 // resubmits from the count the new interchange reports, and the job completes with every row
-// exactly once and no succeeded mini-batch run twice. Also: a job whose client is gone too
-// still finishes, `fanout wait` reports it, `fanout resume` finishes a job on a private
+// exactly once and no succeeded mini-batch run twice; the same with mini-batches the interchange
+// accepted but never committed, which the client must send again. Also: a job whose client is gone
+// too still finishes, `fanout wait` reports it, `fanout resume` finishes a job on a private
 // interchange, and `fanout cancel` stops a running job by id.
 #include <doctest/doctest.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "fanout/store/db.hpp"
 #include "harness.hpp"
 
 using namespace fanout::test;
@@ -165,6 +167,89 @@ TEST_CASE("integration.interchange_restart.job_completes_rows_once_nothing_succe
   cl.interchange.signal(SIGTERM);
   CHECK(cl.interchange.wait_for(std::chrono::seconds(30)).has_value());
   CHECK(read_text(cl.ix_log).find("resuming job 1") != std::string::npos);
+}
+
+// The client's own resubmission path: the interchange dies while the client is held back by a
+// window of 4 with most of a 150-file input still to list, and after it had accepted mini-batches
+// it never committed. A write lock the test holds on the store (as a user's sqlite3 session
+// could) keeps the interchange's writer waiting meanwhile; the interchange keeps dispatching from
+// memory, so results free the window and the client submits more. The same client process must
+// notice the restart, learn how many mini-batches the new interchange recorded, list the input
+// again from there and finish submitting.
+TEST_CASE("integration.issue_4.client_blocked_on_window_resubmits_after_interchange_restart") {
+  TempDir dir("ixresubmit");
+  const std::string db = dir / "fanout.db";
+  constexpr int kFiles = 150;
+  make_files(dir / "data", kFiles);
+  write_file(dir / "src/score.py", kScript);
+  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.05"));
+  Cluster cl;
+  cl.start_interchange(dir.path(), db, ix_args({"--window", "4"}));
+  const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
+  cl.start_pool(dir.path(), "pool-a", 2);
+  auto client = spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", client_ep, "--db",
+                       db, "--python", python_bin(), "--quiet"},
+                      dir / "client.out", dir / "client.err");
+
+  REQUIRE(wait_until(
+      [&] { return sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 10; },
+      std::chrono::seconds(60)));
+  {
+    // The interchange's writer waits up to 5 s for this lock (busy_timeout) before it gives up:
+    // the kill comes well before that.
+    fanout::store::Db lock_conn(db, fanout::store::Db::Mode::ReadWriteCreate);
+    lock_conn.exec("PRAGMA busy_timeout=5000");
+    fanout::store::Transaction lock(lock_conn);
+    const auto runs_at_lock = read_lines(dir / "runs.txt").size();
+    REQUIRE(wait_until([&] { return read_lines(dir / "runs.txt").size() >= runs_at_lock + 8; },
+                       std::chrono::milliseconds(2500)));
+    cl.interchange.signal(SIGKILL);
+    (void)cl.interchange.wait_for(std::chrono::seconds(10));
+  }
+  REQUIRE(!client.poll().has_value());
+  const auto done_before = sql_column(db, "select id from minibatches where state='succeeded'");
+  const auto known_before = sql_int(db, "select count(*) from minibatches");
+  // Committed before the kill: some mini-batches, a prefix of the input; the window held the
+  // rest back in the client, which had not finished submitting.
+  CHECK(done_before.size() >= 10);
+  CHECK(known_before < kFiles / 2);
+  CHECK(sql_int(db, "select max(id) + 1 from minibatches") == known_before);
+  CHECK(sql_int(db, "select submit_done from jobs where id=1") == 0);
+
+  cl.start_interchange(
+      dir.path(), db,
+      ix_args({"--window", "4", "--client-endpoint", client_ep, "--pool-endpoint", pool_ep}));
+  REQUIRE(cl.client_ep == client_ep);
+
+  auto st = client.wait_for(std::chrono::seconds(180));
+  const std::string client_err = read_text(dir / "client.err");
+  INFO("client stderr:\n" << client_err << cl.logs());
+  REQUIRE(st.has_value());
+  CHECK(st->code == 0);
+  CHECK(client_err.find("reattached to job 1") != std::string::npos);
+  // It had sent more than the new interchange knows, and sent those again.
+  CHECK(client_err.find("the interchange knows " + std::to_string(known_before) + " of ") !=
+        std::string::npos);
+  CHECK(client_err.find("resubmitting from there") != std::string::npos);
+
+  // The input, once: every mini-batch recorded, the submission ended, every row written once.
+  CHECK(sql_column(db, "select state from jobs where id=1") ==
+        std::vector<std::string>{"succeeded"});
+  CHECK(sql_int(db, "select submit_done from jobs where id=1") == 1);
+  CHECK(sql_int(db, "select total from jobs where id=1") == kFiles);
+  CHECK(sql_int(db, "select count(*) from minibatches") == kFiles);
+  CHECK(sql_int(db, "select max(id) + 1 from minibatches") == kFiles);
+  CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == kFiles);
+  check_rows_once(dir / "out.txt", kFiles);
+  CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == kFiles);
+  CHECK(sql_int(db,
+                "select count(*) from (select minibatch_id from attempts where "
+                "status='RUN_DONE' group by minibatch_id having count(*) > 1)") == 0);
+  auto runs = lines_of(dir / "runs.txt");
+  for (const auto& id : done_before) {
+    CAPTURE(id);
+    CHECK(runs.count(file_name(id)) == 1);
+  }
 }
 
 TEST_CASE("integration.interchange_restart.job_without_client_finishes_and_wait_reports_it") {

@@ -45,6 +45,7 @@ def has_pandas():
 
 TASK = struct.Struct("<QQII")
 DONE = struct.Struct("<QBQQdd")
+MARK = struct.Struct("<Q")
 LEN = struct.Struct("<I")
 
 # Popen(pass_fds=(3, 4)) needs fds 3 and 4 open here; the child's copies are then
@@ -659,6 +660,40 @@ class ShimTest(unittest.TestCase):
         for i in range(2, 50):
             d = Done(w.recv()[1])
             self.assertEqual((d.task_id, d.out), (i, ("b%d\n" % i).encode()))
+
+    def test_run_markers_surround_run_only_when_asked(self):
+        source = """
+            def run(mini_batch):
+                if mini_batch[0] == "bad":
+                    raise ValueError("bad")
+                return mini_batch
+        """
+        w = self.started(source, env={"FANOUT_RUN_MARKERS": "1"})
+        # Batched, as when the pool queues a task in a busy worker's pipe: each task's S and E
+        # come before its D, and nothing of the next task before that D.
+        w.send(task_frame(7, ["a"]) + task_frame(8, ["bad"]) + task_frame(9, ["c"]))
+        seen = []
+        for _ in range(9):
+            kind, payload = w.recv()
+            if kind in (b"S", b"E"):
+                self.assertEqual(len(payload), 8, payload)
+                seen.append((kind, MARK.unpack(payload)[0]))
+            else:
+                d = Done(payload)
+                seen.append((kind, d.task_id, d.status))
+        self.assertEqual(seen, [(b"S", 7), (b"E", 7), (b"D", 7, 0),
+                                (b"S", 8), (b"E", 8), (b"D", 8, 1),
+                                (b"S", 9), (b"E", 9), (b"D", 9, 0)])
+        self.assertEqual(w.quit(), 0)
+        self.assertTrue(w.at_eof())
+
+        # Without FANOUT_RUN_MARKERS (or with another value) only D frames come back.
+        for env in ({}, {"FANOUT_RUN_MARKERS": "0"}):
+            w = self.started(source, env=env)
+            w.send(task_frame(1, ["a"]) + task_frame(2, ["bad"]))
+            self.assertEqual([w.recv()[0] for _ in range(2)], [b"D", b"D"])
+            self.assertEqual(w.quit(), 0)
+            self.assertTrue(w.at_eof())
 
     def test_non_utf8_file_names_round_trip(self):
         w = self.started("""

@@ -861,6 +861,13 @@ void Parser::apply_system_args(const Where& w) {
   }
   if (auto it = sa.find("task_overhead_timeout"); it != sa.end()) {
     cfg_.task_overhead_timeout_s = positive(at(it->first), it->second);
+    // Only the Python shim marks where run() starts and ends; fanout-worker's runtimes hand the
+    // mini-batch straight over, so the run timeout already bounds all of it.
+    if (cfg_.task_type == "command" || cfg_.task_type == "native") {
+      cfg_.notices.push_back(source(it->first) + " ignored (the " + cfg_.task_type +
+                             " runtime has no loading phase; retry_settings.timeout bounds each "
+                             "mini-batch)");
+    }
   }
   if (auto it = sa.find("first_task_creation_timeout"); it != sa.end()) {
     cfg_.first_task_creation_timeout_s = positive(at(it->first), it->second);

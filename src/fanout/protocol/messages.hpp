@@ -73,8 +73,11 @@ struct JobSpec {
   double allowed_failed_percent = 100;         // failed share once all are scheduled
   std::string settings_json{};      // all settings, recorded with the job
   std::string input_name{};         // the input's name (mini_batch_context.dataset)
-  // ParallelRunStep's job-level timeouts, enforced by the interchange; 0: none.
-  double task_overhead_timeout_s = 0;        // dispatch to result, beyond run_timeout_s
+  // ParallelRunStep's other timeouts; 0: none. The pool enforces the first, the interchange the
+  // other two.
+  // Bound on a mini-batch's worker time outside run() (python runtime): taking it to run()'s
+  // start, plus run()'s end to its reply. See docs/worker-pipe.md (S and E frames).
+  double task_overhead_timeout_s = 0;
   double first_task_creation_timeout_s = 0;  // job accepted to its first task dispatched
   double progress_update_timeout_s = 0;      // no attempt finished for this long
   double resource_monitor_interval_s = 0;    // pools sample resources this often while running

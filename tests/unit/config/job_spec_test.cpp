@@ -409,6 +409,22 @@ TEST_CASE("config.job_spec.accepts_table") {
          CHECK(c.task_type == "native");
          CHECK(c.library == "builtin:noop");  // no file, not resolved against task.code
        }},
+      {"task_overhead_timeout_python", kBase + "  program_arguments: --task_overhead_timeout 2.5\n",
+       [](const JobConfig& c, const TempDir&) {
+         CHECK(c.task_overhead_timeout_s == 2.5);
+         CHECK(c.notices.empty());
+       }},
+      {"task_overhead_timeout_ignored_by_command",
+       base_with(9,
+                 "  type: command\n  command: true\n"
+                 "  program_arguments: --task_overhead_timeout 2"),
+       [](const JobConfig& c, const TempDir&) {
+         CHECK(c.task_overhead_timeout_s == 2);
+         REQUIRE(c.notices.size() == 1);
+         CHECK(c.notices[0] ==
+               "task.program_arguments --task_overhead_timeout ignored (the command runtime has no "
+               "loading phase; retry_settings.timeout bounds each mini-batch)");
+       }},
       {"compute_local_is_quiet",
        kBase + "compute: local\ntags: {a: b}\nidentity:\n  type: managed\n",
        [](const JobConfig& c, const TempDir&) { CHECK(c.notices.empty()); }},
