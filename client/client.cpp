@@ -15,8 +15,12 @@
 #include <thread>
 
 #include "client/embedded.hpp"
+#include "client/follow.hpp"
 #include "client/inputs.hpp"
+#include "client/monitoring.hpp"
 #include "client/progress.hpp"
+#include "client/tabular.hpp"
+#include "fanout/config/row_settings.hpp"
 #include "fanout/net/socket.hpp"
 #include "fanout/protocol/codec.hpp"
 #include "fanout/store/task_store.hpp"
@@ -24,10 +28,6 @@
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
 #include "fanout/util/json.hpp"
-#include "client/follow.hpp"
-#include "client/monitoring.hpp"
-#include "client/tabular.hpp"
-#include "fanout/config/row_settings.hpp"
 
 namespace fanout::client {
 
@@ -489,7 +489,8 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     std::fprintf(stderr, "error: %s\n", failure.empty() ? "the job did not end" : failure.c_str());
     if (job_id != 0) {
       // What committed is kept; resume runs the rest (docs/architecture.md, recovery table).
-      std::fprintf(stderr, "fanout: job %llu is unfinished; finish it with: fanout resume %llu --db %s\n",
+      std::fprintf(stderr,
+                   "fanout: job %llu is unfinished; finish it with: fanout resume %llu --db %s\n",
                    static_cast<unsigned long long>(job_id), static_cast<unsigned long long>(job_id),
                    db.c_str());
     }

@@ -8,8 +8,8 @@
 #include <random>
 #include <thread>
 
-#include "fanout/util/clock.hpp"
 #include "client/monitoring.hpp"
+#include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
 
 namespace fanout::client {
@@ -54,10 +54,19 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
   const std::string level = cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
   SpawnOptions so;
   so.argv = {find_binary("FANOUT_INTERCHANGE_BIN", "fanout-interchange", "interchange"),
-             "--db", db, "--ready-file", ready_, "--exit-when-idle",
-             "--heartbeat-period-ms", std::to_string(cfg.fanout.heartbeat_period_ms),
-             "--heartbeat-threshold-ms", std::to_string(cfg.fanout.heartbeat_threshold_ms),
-             "--log-level", level, "--log-file", ix_log_};
+             "--db",
+             db,
+             "--ready-file",
+             ready_,
+             "--exit-when-idle",
+             "--heartbeat-period-ms",
+             std::to_string(cfg.fanout.heartbeat_period_ms),
+             "--heartbeat-threshold-ms",
+             std::to_string(cfg.fanout.heartbeat_threshold_ms),
+             "--log-level",
+             level,
+             "--log-file",
+             ix_log_};
   if (window > 0) {
     so.argv.push_back("--window");
     so.argv.push_back(std::to_string(window));

@@ -4,9 +4,9 @@
 
 #include "client/client.hpp"
 #include "client/follow.hpp"
-#include "client/status.hpp"
-#include "client/pipeline.hpp"
 #include "client/perf.hpp"
+#include "client/pipeline.hpp"
+#include "client/status.hpp"
 #include "fanout/config/job_spec.hpp"
 #include "fanout/config/pipeline.hpp"
 #include "fanout/util/log.hpp"

@@ -366,15 +366,16 @@ void print_run(const PerfOptions& o, const RunStats& rs, double ceiling, double 
     std::printf(
         "{\"tasks\":%llu,\"runtime\":%s,\"workers\":%u,\"pools\":%u,\"prefetch\":%lld,"
         "\"poll_ms\":%u,\"log_level\":%s,\"sleep_ms\":%u,\"items_per_batch\":%u,"
-        "\"wall_s\":%.6f,\"report_s\":%.6f,\"rate\":%.1f,\"us_per_minibatch\":%.3f,\"submit_rate\":%.1f,"
+        "\"wall_s\":%.6f,\"report_s\":%.6f,\"rate\":%.1f,\"us_per_minibatch\":%.3f,"
+        "\"submit_rate\":%.1f,"
         "\"cpu_ms_per_minibatch\":{\"client\":%.5f,\"interchange\":%.5f,\"pools\":%.5f,"
         "\"workers\":%.5f},\"attempts_committed\":%llu,\"succeeded\":%llu,"
         "\"interchange_peak_rss_kb\":%ld,\"ceiling_rate\":%.1f,\"fraction_of_ceiling\":%.4f,"
         "\"mp_pool_rate\":%.1f,\"fraction_of_mp_pool\":%.4f,\"ok\":%s}\n",
         static_cast<unsigned long long>(rs.tasks), json_quote(o.runtime).c_str(), o.workers,
         o.pools, static_cast<long long>(o.prefetch >= 0 ? o.prefetch : 256), o.poll_ms,
-        json_quote(o.log_level).c_str(), o.sleep_ms, o.items_per_batch, rs.wall_s, rs.report_s, rate,
-        rate > 0 ? 1e6 / rate : 0.0,
+        json_quote(o.log_level).c_str(), o.sleep_ms, o.items_per_batch, rs.wall_s, rs.report_s,
+        rate, rate > 0 ? 1e6 / rate : 0.0,
         rs.submit_s > 0 ? static_cast<double>(rs.tasks) / rs.submit_s : 0.0,
         per_mb_ms(rs.cpu_client, rs.tasks), per_mb_ms(rs.cpu_ix, rs.tasks),
         per_mb_ms(rs.cpu_pools, rs.tasks), per_mb_ms(rs.cpu_workers, rs.tasks),

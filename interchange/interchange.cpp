@@ -808,7 +808,9 @@ void Interchange::end_job(Job& job, const std::string& state, const std::string&
   std::vector<std::pair<std::uint64_t, InFlight>> stopped;
   for (auto it = in_flight_.begin(); it != in_flight_.end();) {
     if (it->second.job_id == job.id) {
-      if (auto p = pools_.find(it->second.pool_peer); p != pools_.end()) p->second.tasks.erase(it->first);
+      if (auto p = pools_.find(it->second.pool_peer); p != pools_.end()) {
+        p->second.tasks.erase(it->first);
+      }
       stopped.emplace_back(it->first, std::move(it->second));
       it = in_flight_.erase(it);
     } else {

@@ -15,11 +15,10 @@
 namespace fanout::ix {
 
 ReportWriter::ReportWriter(std::string db_path)
-    : db_path_(std::move(db_path)),
-      wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+    : db_path_(std::move(db_path)), wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
   if (!wake_.valid()) {
-    throw Failure(Error{ErrorCode::Io, std::string("report writer: eventfd: ") +
-                                           std::strerror(errno)});
+    throw Failure(
+        Error{ErrorCode::Io, std::string("report writer: eventfd: ") + std::strerror(errno)});
   }
   thread_ = std::thread([this] { run(); });
 }

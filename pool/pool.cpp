@@ -166,7 +166,8 @@ int Pool::run() {
     if (monitor_) wake = std::min(wake, next_sample_);
     if (!results_.empty()) wake = std::min(wake, first_result_ + opts_.poll);
     auto timeout = std::chrono::duration_cast<Millis>(wake - now) + Millis(1);
-    // poll_ms bounds the wait like Parsl's poll period: deadlines are re-checked at least that often.
+    // poll_ms bounds the wait like Parsl's poll period: deadlines are re-checked at least that
+    // often.
     poller.wait(std::clamp(timeout, Millis(0), std::min(hb_period_, opts_.poll)));
 
     for (int i = 0; i < 4096 && sock_.recv(msg); ++i) {
@@ -324,10 +325,9 @@ std::size_t Pool::pipeline_room(const Worker& w) const {
   auto m = mean_task_s_.find(w.job_id());
   if (m == mean_task_s_.end() || m->second <= 0 || m->second >= kPipelineMaxTaskS) return 0;
   const double fit = kPipelineQueueS / m->second;
-  const std::size_t depth =
-      fit >= static_cast<double>(kMaxPipelineDepth)
-          ? kMaxPipelineDepth
-          : std::max<std::size_t>(1, static_cast<std::size_t>(fit));
+  const std::size_t depth = fit >= static_cast<double>(kMaxPipelineDepth)
+                                ? kMaxPipelineDepth
+                                : std::max<std::size_t>(1, static_cast<std::size_t>(fit));
   return depth > w.queued.size() ? depth - w.queued.size() : 0;
 }
 

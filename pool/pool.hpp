@@ -33,8 +33,8 @@ struct Options {
   std::chrono::milliseconds heartbeat_threshold{10000};
   std::chrono::milliseconds kill_grace{2000};      // SIGTERM -> SIGKILL for a timed-out worker
   std::chrono::milliseconds load_timeout{600000};  // bound on a worker's start + init()
-  std::string shim_dir{};     // folder of fanout_worker.py
-  std::string python{};       // overrides the job's interpreter when set
+  std::string shim_dir{};                          // folder of fanout_worker.py
+  std::string python{};                            // overrides the job's interpreter when set
   std::string worker_bin{};   // fanout-worker, for the command and native runtimes
   bool exit_on_lost = false;  // embedded mode: exit when the interchange goes silent
   // Resource monitor period in seconds; 0: only while running a job that asks for one

@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
       r.worker_pid = 4242;
       r.start = 1.0e9 + static_cast<double>(i) * 1e-5;
       r.elapsed_s = r.cpu_s = r.run_s = 1e-6;
-      store.record_attempt(fanout::store::AttemptRecord{1, "pool01", std::move(r), "succeeded", false});
+      store.record_attempt(
+          fanout::store::AttemptRecord{1, "pool01", std::move(r), "succeeded", false});
     }
     store.finish_job(1, "succeeded", "bench", fanout::unix_now());
     store.flush();

@@ -6,4 +6,5 @@ cd "$top"
 bash tools/install-deps.sh
 bash tools/build.sh
 bash tools/check_layering.sh
+bash tools/check_format.sh
 meson test -C build --print-errorlogs --num-processes 2 "$@"

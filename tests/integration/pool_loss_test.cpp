@@ -244,8 +244,8 @@ TEST_CASE("integration.pool_loss.embedded_run_reports_its_pools_gone_and_resume_
   write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.1"));
   const std::string db = dir / "fanout.db";
   fanout::SpawnOptions so;
-  so.argv = {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(),
-             "--quiet"};
+  so.argv = {fanout_bin(), "run",      dir / "job.yaml", "--db",
+             db,           "--python", python_bin(),     "--quiet"};
   so.stdin_file = "null";
   so.stdout_file = dir / "client.out";
   so.stderr_file = dir / "client.err";
@@ -275,8 +275,8 @@ TEST_CASE("integration.pool_loss.embedded_run_reports_its_pools_gone_and_resume_
   CHECK(err.find("fanout resume 1") != std::string::npos);
   CHECK(sql_int(db, "select count(*) from jobs where id=1 and state='running'") == 1);
 
-  auto r = run_capture({fanout_bin(), "resume", "1", "--db", db, "--python", python_bin()},
-                       dir.path());
+  auto r =
+      run_capture({fanout_bin(), "resume", "1", "--db", db, "--python", python_bin()}, dir.path());
   INFO("resume stderr:\n" << r.err);
   REQUIRE(r.status.code == 0);
   check_rows_once(dir / "out.txt", 40);

@@ -57,22 +57,22 @@ const char* to_string(AttemptStatus s) noexcept;
 // Everything a pool needs to run a job's tasks and the interchange needs to decide retries.
 struct JobSpec {
   std::string name{};
-  std::string spec_path{};          // the job file, for messages
-  std::string runtime{};            // "python" | "command" | "native"
-  std::string code_dir{};           // absolute; the worker's working directory
-  std::string entry_script{};       // relative to code_dir (python), command line, or library
-  std::string python{};             // interpreter for the python runtime
-  std::vector<std::string> args{};  // passed to the entry script's sys.argv
-  std::vector<std::string> env{};   // "KEY=VALUE" set for workers
-  std::string output_path{};        // append_row file; empty means summary_only
-  std::string log_dir{};            // the job's logs/ folder
-  std::uint32_t max_tries = 4;      // tries per mini-batch (retries + 1)
-  double run_timeout_s = 0;         // bound on one run(); 0: none
-  std::int64_t error_threshold = -1;           // failed items that abort the job; -1 ignores
+  std::string spec_path{};            // the job file, for messages
+  std::string runtime{};              // "python" | "command" | "native"
+  std::string code_dir{};             // absolute; the worker's working directory
+  std::string entry_script{};         // relative to code_dir (python), command line, or library
+  std::string python{};               // interpreter for the python runtime
+  std::vector<std::string> args{};    // passed to the entry script's sys.argv
+  std::vector<std::string> env{};     // "KEY=VALUE" set for workers
+  std::string output_path{};          // append_row file; empty means summary_only
+  std::string log_dir{};              // the job's logs/ folder
+  std::uint32_t max_tries = 4;        // tries per mini-batch (retries + 1)
+  double run_timeout_s = 0;           // bound on one run(); 0: none
+  std::int64_t error_threshold = -1;  // failed items that abort the job; -1 ignores
   std::int64_t mini_batch_error_threshold = -1;  // failed mini-batches; -1 ignores
-  double allowed_failed_percent = 100;         // failed share once all are scheduled
-  std::string settings_json{};      // all settings, recorded with the job
-  std::string input_name{};         // the input's name (mini_batch_context.dataset)
+  double allowed_failed_percent = 100;           // failed share once all are scheduled
+  std::string settings_json{};                   // all settings, recorded with the job
+  std::string input_name{};                      // the input's name (mini_batch_context.dataset)
   // ParallelRunStep's other timeouts; 0: none. The pool enforces the first, the interchange the
   // other two.
   // Bound on a mini-batch's worker time outside run() (python runtime): taking it to run()'s
@@ -113,18 +113,18 @@ struct TaskResult {
   std::uint64_t job_id = 0;
   std::uint64_t index = 0;
   std::uint32_t attempt = 1;
-  std::uint8_t status = 0;         // AttemptStatus
-  std::uint64_t items = 0;         // items in the mini-batch
-  std::uint64_t succeeded = 0;     // min(len(result), items)
-  std::uint64_t failed = 0;        // items - succeeded
-  std::uint64_t rows = 0;          // rows in `output`
-  std::string output{};            // the append_row bytes of this mini-batch, newline-terminated
+  std::uint8_t status = 0;      // AttemptStatus
+  std::uint64_t items = 0;      // items in the mini-batch
+  std::uint64_t succeeded = 0;  // min(len(result), items)
+  std::uint64_t failed = 0;     // items - succeeded
+  std::uint64_t rows = 0;       // rows in `output`
+  std::string output{};         // the append_row bytes of this mini-batch, newline-terminated
   std::string error_category{};
   std::string error_message{};
   std::string node{};
-  std::string process{};           // worker name, e.g. "process003"
+  std::string process{};  // worker name, e.g. "process003"
   std::int64_t worker_pid = 0;
-  double start = 0;                // Unix seconds
+  double start = 0;  // Unix seconds
   double elapsed_s = 0;
   double cpu_s = 0;
   double run_s = 0;
@@ -141,7 +141,7 @@ struct Register {
   std::string node{};       // host name
   std::uint32_t workers = 0;
   std::uint32_t prefetch = 0;
-  std::string build{};      // software version, for logs only
+  std::string build{};  // software version, for logs only
   std::int64_t pid = 0;
   MSGPACK_DEFINE_ARRAY(pool_name, node, workers, prefetch, build, pid)
 };
@@ -304,7 +304,7 @@ struct JobProgress {
 struct JobEnded {
   static constexpr MsgType kType = MsgType::JobEnded;
   std::uint64_t job_id = 0;
-  std::string state{};   // "succeeded" | "failed" | "cancelled"
+  std::string state{};  // "succeeded" | "failed" | "cancelled"
   std::string reason{};
   JobProgress progress{};
   // The logs/ report, written after the final state was committed and before JobEnded is sent:

@@ -102,14 +102,14 @@ std::string node_folder(std::string_view node) {
 class PendingFile final {
  public:
   PendingFile(std::string rel, const std::string& out_dir)
-      : rel_(std::move(rel)), path_(out_dir + "/" + rel_),
+      : rel_(std::move(rel)),
+        path_(out_dir + "/" + rel_),
         tmp_(path_ + ".tmp" + std::to_string(::getpid())) {
     std::error_code ec;
     const fs::path parent = fs::path(path_).parent_path();
     if (!parent.empty()) fs::create_directories(parent, ec);
     if (ec) {
-      throw Failure(ErrorCode::Io,
-                    parent.string() + ": cannot create folder: " + ec.message());
+      throw Failure(ErrorCode::Io, parent.string() + ": cannot create folder: " + ec.message());
     }
     out_.open(tmp_, std::ios::binary | std::ios::trunc);
     if (!out_) throw Failure(ErrorCode::Io, path_ + ": cannot be written");

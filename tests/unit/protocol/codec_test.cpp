@@ -396,8 +396,9 @@ TEST_CASE("protocol.codec.round_trips_every_type") {
     check_progress(round_trip(in), in);
   }
   SUBCASE("JobEnded") {
-    proto::JobEnded in{77, "failed", "error_threshold exceeded: 31 failed items > 30",
-                       sample_progress(), 2.25, 1.5};
+    proto::JobEnded in{
+        77,   "failed", "error_threshold exceeded: 31 failed items > 30", sample_progress(),
+        2.25, 1.5};
     auto out = round_trip(in);
     CHECK(out.job_id == in.job_id);
     CHECK(out.state == in.state);
