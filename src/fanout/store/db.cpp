@@ -3,6 +3,7 @@
 
 #include <sqlite3.h>
 
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -27,6 +28,11 @@ std::string message(const std::string& path, std::string_view what, const char* 
 }  // namespace
 
 Db::Db(std::string path, Mode mode) : path_(std::move(path)) {
+  // SQLite keeps memory statistics by default, behind a global mutex taken on every allocation:
+  // a cost on the writer's hot path that nothing here reads. Set once, before SQLite
+  // initialises (later it is refused, harmlessly).
+  static std::once_flag configured;
+  std::call_once(configured, [] { (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
   // NOMUTEX: the owner serialises use of the connection (see the class comment), so SQLite's
   // own per-call mutex would only cost time on the hot path.
   const int flags =
