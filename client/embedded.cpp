@@ -53,20 +53,23 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
   ix_log_ = sys_dir + "/interchange.log";
   const std::string level = cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
   SpawnOptions so;
+  // Flags the interchange and the pools take alike: heartbeats, log level and log file.
+  auto common_flags = [&](std::vector<std::string>& argv, const std::string& log_file) {
+    for (const std::string& a :
+         {std::string("--heartbeat-period-ms"), std::to_string(cfg.fanout.heartbeat_period_ms),
+          std::string("--heartbeat-threshold-ms"),
+          std::to_string(cfg.fanout.heartbeat_threshold_ms), std::string("--log-level"), level,
+          std::string("--log-file"), log_file}) {
+      argv.push_back(a);
+    }
+  };
   so.argv = {find_binary("FANOUT_INTERCHANGE_BIN", "fanout-interchange", "interchange"),
              "--db",
              db,
              "--ready-file",
              ready_,
-             "--exit-when-idle",
-             "--heartbeat-period-ms",
-             std::to_string(cfg.fanout.heartbeat_period_ms),
-             "--heartbeat-threshold-ms",
-             std::to_string(cfg.fanout.heartbeat_threshold_ms),
-             "--log-level",
-             level,
-             "--log-file",
-             ix_log_};
+             "--exit-when-idle"};
+  common_flags(so.argv, ix_log_);
   if (window > 0) {
     so.argv.push_back("--window");
     so.argv.push_back(std::to_string(window));
@@ -120,15 +123,8 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
                std::to_string(cfg.fanout.prefetch),
                "--poll-ms",
                std::to_string(cfg.fanout.poll_ms),
-               "--heartbeat-period-ms",
-               std::to_string(cfg.fanout.heartbeat_period_ms),
-               "--heartbeat-threshold-ms",
-               std::to_string(cfg.fanout.heartbeat_threshold_ms),
-               "--log-level",
-               level,
-               "--log-file",
-               plog,
                "--exit-on-lost"};
+    common_flags(ps.argv, plog);
     if (!python.empty()) {
       ps.argv.push_back("--python");
       ps.argv.push_back(python);
