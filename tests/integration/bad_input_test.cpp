@@ -78,9 +78,7 @@ TEST_CASE("integration.bad_input.located_error_exit_2_nothing_written") {
     write_file(dir / "src/score.py", c.script);
     write_file(dir / "job.yaml", c.yaml);
     const std::string db = dir / "store/fanout.db";
-    auto r = run_capture(
-        {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(), "--quiet"},
-        dir.path(), {}, std::chrono::seconds(60));
+    auto r = fanout_run(dir, "job.yaml", db, {}, std::chrono::seconds(60));
     INFO("stderr: " << r.err);
     CHECK(r.status.code == 2);
     CHECK(r.err.rfind("error: ", 0) == 0);

@@ -59,9 +59,7 @@ TEST_CASE("integration.end_to_end.thousand_files_two_workers") {
   write_file(dir / "job.yaml", job_yaml());
   const std::string db = dir / "store/fanout.db";
 
-  auto r = run_capture(
-      {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(), "--quiet"},
-      dir.path());
+  auto r = fanout_run(dir, "job.yaml", db);
   INFO("stderr:\n" << r.err);
   REQUIRE(r.status.code == 0);
 
@@ -126,9 +124,7 @@ def run(mini_batch):
   yaml.replace(yaml.find("max_retries: 2"), 14, "max_retries: 1");
   write_file(dir / "job.yaml", yaml);
   const std::string db = dir / "fanout.db";
-  auto r = run_capture(
-      {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(), "--quiet"},
-      dir.path());
+  auto r = fanout_run(dir, "job.yaml", db);
   INFO("stderr:\n" << r.err);
   // Thresholds are -1 (ignore), so the job succeeds with one failed mini-batch, as in PRS.
   CHECK(r.status.code == 0);

@@ -44,9 +44,7 @@ task:
   append_row_to: ${{outputs.rows}}
 )");
   const std::string db = dir / "fanout.db";
-  auto r = run_capture({fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(),
-                        "--prefetch", "16", "--quiet"},
-                       dir.path());
+  auto r = fanout_run(dir, "job.yaml", db, {"--prefetch", "16"});
   INFO("stderr:\n" << r.err);
   REQUIRE(r.status.code == 0);
   auto lines = read_lines(dir / "out/rows.txt");

@@ -111,9 +111,7 @@ TEST_CASE("integration.issue_4.task_overhead_timeout_stops_slow_loading_and_rows
   write_file(dir / "slow.yaml", job_yaml(dir, "slow", "--task_overhead_timeout 2", 2,
                                          "  SLOW_LOAD: \"2,5\"\n  SLOW_ROWS: \"7\"\n"));
   const std::string db = dir / "fanout.db";
-  auto r = run_capture(
-      {fanout_bin(), "run", dir / "slow.yaml", "--db", db, "--python", python_bin(), "--quiet"},
-      dir.path(), {}, std::chrono::seconds(240));
+  auto r = fanout_run(dir, "slow.yaml", db);
   INFO("client stderr:\n" << r.err);
   CHECK(r.status.code == 0);
 
@@ -182,9 +180,7 @@ TEST_CASE("integration.issue_4.task_overhead_timeout_does_not_cut_run_or_unset_j
   for (const std::string name : {"run", "unset"}) {
     CAPTURE(name);
     ++job;
-    auto r = run_capture({fanout_bin(), "run", dir / (name + ".yaml"), "--db", db, "--python",
-                          python_bin(), "--quiet"},
-                         dir.path(), {}, std::chrono::seconds(240));
+    auto r = fanout_run(dir, name + ".yaml", db);
     INFO("client stderr:\n" << r.err);
     CHECK(r.status.code == 0);
     const std::string of_job = " from attempts where job_id=" + std::to_string(job);

@@ -71,9 +71,7 @@ task:
   append_row_to: ${{outputs.out}}
 )");
   const std::string db = dir / "fanout.db";
-  auto r = run_capture(
-      {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(), "--quiet"},
-      dir.path(), {}, std::chrono::seconds(240));
+  auto r = fanout_run(dir, "job.yaml", db);
   INFO("client stderr:\n" << r.err);
   // Thresholds are -1 by default: one failed mini-batch does not fail the job.
   CHECK(r.status.code == 0);

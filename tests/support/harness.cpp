@@ -99,6 +99,14 @@ RunResult run_capture(const std::vector<std::string>& argv, const std::string& d
   return r;
 }
 
+RunResult fanout_run(const TempDir& dir, const std::string& job, const std::string& db,
+                     const std::vector<std::string>& extra, std::chrono::seconds timeout) {
+  std::vector<std::string> argv = {fanout_bin(), "run",      dir / job,    "--db",
+                                   db,           "--python", python_bin(), "--quiet"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return run_capture(argv, dir.path(), {}, timeout);
+}
+
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto step = std::chrono::milliseconds(2);

@@ -49,6 +49,12 @@ RunResult run_capture(const std::vector<std::string>& argv, const std::string& d
                       const std::vector<std::pair<std::string, std::string>>& env = {},
                       std::chrono::seconds timeout = std::chrono::seconds(300));
 
+// `fanout run <dir>/<job> --db <db> --python <python_bin()> --quiet [extra...]` on the embedded
+// default, run to completion in `dir` (the form most integration tests use).
+RunResult fanout_run(const TempDir& dir, const std::string& job, const std::string& db,
+                     const std::vector<std::string>& extra = {},
+                     std::chrono::seconds timeout = std::chrono::seconds(240));
+
 // Polls `pred` every few ms until true or `timeout`; returns its last value.
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
 
