@@ -453,6 +453,12 @@ void Interchange::on_pool(net::Message& msg) {
       on_resource_sample(pool, *m);
       return;
     }
+    case proto::MsgType::PoolLeaving: {
+      auto m = proto::decode<proto::PoolLeaving>(msg.frame);
+      if (!m) return bad_frame("pool", msg.peer, m.error());
+      lose_pool(msg.peer, m->reason, true);  // destroys `pool`
+      return;
+    }
     default:
       bad_frame("pool", msg.peer,
                 Error{ErrorCode::Protocol,
@@ -652,17 +658,18 @@ void Interchange::requeue_lost(Job& job, InFlight fl, AttemptStatus status,
       store::AttemptRecord{0, "", std::move(r), retried ? "pending" : "failed", false});
 }
 
-void Interchange::lose_pool(const std::string& peer, const std::string& why) {
+void Interchange::lose_pool(const std::string& peer, const std::string& why, bool left) {
   auto it = pools_.find(peer);
   if (it == pools_.end()) return;
   Pool pool = std::move(it->second);
   pools_.erase(it);
-  ++stats_.pools_lost;
-  log_->warn("pool {} ({} on {}) lost: {}; requeueing {} tasks", pool.id, pool.reg.pool_name,
-             pool.reg.node, why, pool.tasks.size());
-  store_->upsert_pool(store::PoolRecord{pool.id, pool.reg.pool_name, pool.reg.node,
-                                        pool.reg.workers, pool.reg.prefetch, pool.reg.pid,
-                                        pool.reg.build, "lost", pool.registered, unix_now()});
+  const char* what = left ? "left" : "lost";
+  ++(left ? stats_.pools_left : stats_.pools_lost);
+  log_->warn("pool {} ({} on {}) {}: {}; requeueing {} tasks", pool.id, pool.reg.pool_name,
+             pool.reg.node, what, why, pool.tasks.size());
+  store_->upsert_pool(store::PoolRecord{
+      pool.id, pool.reg.pool_name, pool.reg.node, pool.reg.workers, pool.reg.prefetch, pool.reg.pid,
+      pool.reg.build, left ? "gone" : "lost", pool.registered, unix_now()});
   std::vector<std::uint64_t> tasks(pool.tasks.begin(), pool.tasks.end());
   std::sort(tasks.begin(), tasks.end(), std::greater<>());  // push_front keeps order
   std::vector<std::uint64_t> touched;
@@ -674,7 +681,7 @@ void Interchange::lose_pool(const std::string& peer, const std::string& why) {
     auto job_it = jobs_.find(fl.job_id);
     if (job_it == jobs_.end()) continue;
     requeue_lost(job_it->second, std::move(fl), AttemptStatus::PoolLost,
-                 fmt::format("pool {} on {} lost: {}", pool.reg.pool_name, pool.reg.node, why));
+                 fmt::format("pool {} on {} {}: {}", pool.reg.pool_name, pool.reg.node, what, why));
     touched.push_back(job_it->first);
   }
   for (auto id : touched) {
@@ -942,11 +949,11 @@ void Interchange::log_stats(bool force) {
   log_->info(
       "stats: frames in {} out {}, tasks {}, results {}, late {}, bad frames {}, "
       "unregistered-pool frames {}, re-registrations {}, dropped submissions {}, "
-      "would-block {}, pools lost {}, resource samples {}, pools {}, jobs {}",
+      "would-block {}, pools lost {}, left {}, resource samples {}, pools {}, jobs {}",
       stats_.frames_in, stats_.frames_out, stats_.tasks_dispatched, stats_.results,
       stats_.late_results, stats_.bad_frames, stats_.unknown_pool_frames, stats_.reregistrations,
-      stats_.dropped_submissions, stats_.would_block, stats_.pools_lost, stats_.resource_samples,
-      pools_.size(), jobs_.size());
+      stats_.dropped_submissions, stats_.would_block, stats_.pools_lost, stats_.pools_left,
+      stats_.resource_samples, pools_.size(), jobs_.size());
 }
 
 }  // namespace fanout::ix

@@ -47,7 +47,7 @@ struct LoopStats {
   std::uint64_t frames_in = 0, frames_out = 0, tasks_dispatched = 0, results = 0;
   std::uint64_t bad_frames = 0, late_results = 0, would_block = 0, pools_lost = 0;
   std::uint64_t unknown_pool_frames = 0, reregistrations = 0, dropped_submissions = 0;
-  std::uint64_t resource_samples = 0;
+  std::uint64_t resource_samples = 0, pools_left = 0;
   bool operator==(const LoopStats&) const = default;
 };
 
@@ -121,7 +121,9 @@ class Interchange final {
   void on_result(Pool& pool, proto::TaskResult& r);
   void dispatch();
   void expire_pools(Clock::time_point now);
-  void lose_pool(const std::string& peer, const std::string& why);
+  // Drops a pool and requeues what it held, each as a POOL_LOST attempt. `left`: it said
+  // goodbye (PoolLeaving) and is recorded `gone`; otherwise `lost`.
+  void lose_pool(const std::string& peer, const std::string& why, bool left = false);
   void requeue_lost(Job& job, InFlight fl, proto::AttemptStatus status, const std::string& why);
   // Returns true when the mini-batch will be retried.
   bool fail_attempt(Job& job, Pending p, const proto::TaskResult& r);

@@ -212,6 +212,12 @@ int Pool::run() {
     log_stats(false);
   }
   flush_results();
+  if (registered_ && !told_to_stop_ && rc == 0) {
+    // Stopped on our own (a signal): what we still hold is requeued at once, not after the
+    // heartbeat threshold. The socket keeps a moment to let our last frames leave.
+    send(proto::encode(proto::PoolLeaving{"the pool was stopped (signal)"}));
+    sock_.set_linger(Millis(500));
+  }
   for (auto& w : slots_) {
     if (w && w->state() != Worker::State::Dead) w->send_quit();
   }
@@ -258,6 +264,7 @@ void Pool::on_message(const std::string& frame) {
       } else {
         // Our Register itself was refused (wrong version, no workers): retrying cannot help.
         log_->error("interchange refused our registration: {}", reason);
+        told_to_stop_ = true;
         stop();
       }
       return;
@@ -287,6 +294,7 @@ void Pool::on_message(const std::string& frame) {
     case proto::MsgType::Shutdown:
     case proto::MsgType::Drain:
       log_->info("interchange asked us to stop");
+      told_to_stop_ = true;
       stop();
       return;
     default:

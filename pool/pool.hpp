@@ -99,6 +99,9 @@ class Pool final {
   net::Context ctx_;
   net::Socket sock_;
   std::atomic<bool> stop_{false};
+  // The interchange told us to stop (Shutdown, Drain, a refused Register): we leave without a
+  // PoolLeaving, since it knows.
+  bool told_to_stop_ = false;
   bool registered_ = false;
   Clock::time_point last_register_{};
   // Wait before repeating an unanswered Register: doubles from the heartbeat period up to

@@ -67,6 +67,8 @@ void decode_as_named(std::string_view frame) {
       return check<proto::CancelJob>(frame);
     case proto::MsgType::DropJob:
       return check<proto::DropJob>(frame);
+    case proto::MsgType::PoolLeaving:
+      return check<proto::PoolLeaving>(frame);
   }
 }
 

@@ -136,6 +136,56 @@ TEST_CASE("integration.pool_loss.killed_pool_work_requeued_and_pool_reregisters"
   CHECK(!cl.interchange.poll().has_value());
 }
 
+// A pool stopped with SIGTERM says goodbye (PoolLeaving): the interchange records it `gone`, not
+// `lost`, and requeues what it held at once, as left. (Without the goodbye the closed
+// connection also requeues it quickly, but as lost; the minute-long heartbeat threshold keeps
+// silence out of the picture.)
+TEST_CASE("integration.pool_loss.terminated_pool_says_goodbye_its_work_requeued_at_once") {
+  TempDir dir("poolterm");
+  const std::string db = dir / "fanout.db";
+  make_files(dir / "data", 40);
+  write_file(dir / "src/score.py", kScript);
+  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.2"));
+  const std::vector<std::string> slow_beats = {"--heartbeat-period-ms", "200",
+                                               "--heartbeat-threshold-ms", "60000"};
+  Cluster cl;
+  cl.start_interchange(dir.path(), db, slow_beats);
+  cl.start_pool(dir.path(), "pool-a", 2, slow_beats);
+  cl.start_pool(dir.path(), "pool-b", 2, slow_beats);
+  auto client = start_client(dir, cl, db);
+
+  REQUIRE(wait_until(
+      [&] {
+        return sql_int(db,
+                       "select count(*) from attempts where pool='pool-a' and "
+                       "status='RUN_DONE'") >= 2 &&
+               sql_int(db, "select count(*) from minibatches where state='pending'") > 4;
+      },
+      std::chrono::seconds(60)));
+  cl.pools[0].signal(SIGTERM);
+  auto pool_st = cl.pools[0].wait_for(std::chrono::seconds(20));
+  REQUIRE(pool_st.has_value());
+  CHECK(pool_st->code == 0);
+
+  // Well inside the 60 s threshold: the job ends on pool-b.
+  auto st = client.wait_for(std::chrono::seconds(40));
+  INFO("client stderr:\n" << read_text(dir / "client.err") << cl.logs());
+  REQUIRE(st.has_value());
+  CHECK(st->code == 0);
+  check_rows_once(dir / "out.txt", 40);
+  CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 40);
+  CHECK(sql_column(db, "select state from pools where name='pool-a'") ==
+        std::vector<std::string>{"gone"});
+  // What pool-a still held, if anything, is on record as left, never as silent.
+  CHECK(sql_int(db,
+                "select count(*) from attempts where status='POOL_LOST' and "
+                "error_message not like '%pool-a%left%'") == 0);
+  CHECK(sql_int(db,
+                "select count(*) from attempts where status not in "
+                "('RUN_DONE','POOL_LOST')") == 0);
+  CHECK(!cl.interchange.poll().has_value());
+}
+
 TEST_CASE("integration.pool_loss.frozen_pool_declared_lost_its_late_results_discarded") {
   TempDir dir("poolfreeze");
   const std::string db = dir / "fanout.db";

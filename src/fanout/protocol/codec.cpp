@@ -37,6 +37,7 @@ std::string type_name(std::uint8_t type) {
   constexpr std::size_t n = sizeof(kNames) / sizeof(kNames[0]);
   if (type > 0 && type < n && kNames[type] != nullptr) return kNames[type];
   if (type == static_cast<std::uint8_t>(MsgType::ResourceSample)) return "ResourceSample";
+  if (type == static_cast<std::uint8_t>(MsgType::PoolLeaving)) return "PoolLeaving";
   return fmt::format("unknown({})", type);
 }
 
@@ -59,7 +60,8 @@ Expected<Header> read_header(std::string_view frame) {
   }
   const bool known = (type >= static_cast<std::uint8_t>(MsgType::Register) &&
                       type <= static_cast<std::uint8_t>(MsgType::DropJob)) ||
-                     type == static_cast<std::uint8_t>(MsgType::ResourceSample);
+                     type == static_cast<std::uint8_t>(MsgType::ResourceSample) ||
+                     type == static_cast<std::uint8_t>(MsgType::PoolLeaving);
   if (!known) {
     return make_error(ErrorCode::Protocol, "frame: unknown message type " + std::to_string(type));
   }

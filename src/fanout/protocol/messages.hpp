@@ -39,6 +39,7 @@ enum class MsgType : std::uint8_t {  // wire values: append only, never renumber
   DropJob = 18,  // interchange -> pool: a job ended; stop its running tasks, drop its queued ones
   // 19..21 are reserved for other messages.
   ResourceSample = 22,  // pool -> interchange: the resource monitor's sample of its node
+  PoolLeaving = 23,     // pool -> interchange: stopping on its own; run what it holds elsewhere
 };
 
 // Outcome of one attempt, as recorded in attempts.status (see to_string below).
@@ -337,6 +338,15 @@ struct DropJob {
   std::uint64_t job_id = 0;
   std::string reason{};  // for logs
   MSGPACK_DEFINE_ARRAY(job_id, reason)
+};
+
+// The pool's last frame when it stops on its own (a signal), not when the interchange told it
+// to: the interchange records it `gone` and requeues what it held at once, instead of waiting
+// out the heartbeat threshold.
+struct PoolLeaving {
+  static constexpr MsgType kType = MsgType::PoolLeaving;
+  std::string reason{};  // for logs and the POOL_LOST attempts' message
+  MSGPACK_DEFINE_ARRAY(reason)
 };
 
 }  // namespace fanout::proto

@@ -287,6 +287,8 @@ TEST_CASE("protocol.codec.type_names") {
   CHECK(proto::type_name(0) == "unknown(0)");
   CHECK(proto::type_name(18) == "DropJob");
   CHECK(proto::type_name(19) == "unknown(19)");
+  CHECK(proto::type_name(23) == "PoolLeaving");
+  CHECK(proto::type_name(24) == "unknown(24)");
   CHECK(proto::type_name(255) == "unknown(255)");
 }
 
@@ -894,4 +896,21 @@ TEST_CASE("protocol.codec.resource_sample_round_trips") {
     CHECK(contains(m.error().message, "ResourceSample"));
     CHECK(contains(m.error().message, "field 2"));
   }
+}
+
+// ---------------------------------------------------------------- PoolLeaving (issue 4)
+
+TEST_CASE("protocol.codec.pool_leaving_round_trips") {
+  static_assert(static_cast<int>(MsgType::PoolLeaving) == 23);
+  auto out = round_trip(proto::PoolLeaving{"stopped by signal (SIGTERM)"});
+  CHECK(out.reason == "stopped by signal (SIGTERM)");
+  const std::string frame = proto::encode(proto::PoolLeaving{"x"});
+  auto h = proto::read_header(frame);
+  REQUIRE(h.has_value());
+  CHECK(h->type == MsgType::PoolLeaving);
+  // A body of the wrong shape is refused with the message's name.
+  const std::string bad = frame_with_body(MsgType::PoolLeaving, [](auto& pk) { pk.pack(42); });
+  auto m = proto::decode<proto::PoolLeaving>(bad);
+  REQUIRE(!m.has_value());
+  CHECK(contains(m.error().message, "PoolLeaving"));
 }
