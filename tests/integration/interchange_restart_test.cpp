@@ -20,42 +20,6 @@ using namespace fanout::test;
 
 namespace {
 
-const char* kScript = R"PY(
-import os, time
-def run(mini_batch):
-    name = os.path.basename(mini_batch[0])
-    with open(os.environ["RUNS"], "a") as f:
-        f.write(name + "\n")
-    time.sleep(float(os.environ.get("NAP", "0.2")))
-    return [name]
-)PY";
-
-std::string job_yaml(const std::string& runs, const std::string& nap) {
-  return R"(type: parallel
-name: ix-restart
-inputs:
-  files: {type: uri_folder, path: ./data}
-outputs:
-  out: {type: uri_file, path: ./out.txt}
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-max_concurrency_per_instance: 2
-retry_settings:
-  max_retries: 3
-  timeout: 120
-environment_variables:
-  RUNS: )" +
-         runs + R"(
-  NAP: ")" +
-         nap + R"("
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-)";
-}
-
 const std::vector<std::string> kFastBeats = {"--heartbeat-period-ms", "200",
                                              "--heartbeat-threshold-ms", "2000"};
 
@@ -109,8 +73,8 @@ TEST_CASE("integration.interchange_restart.job_completes_rows_once_nothing_succe
   TempDir dir("ixrestart");
   const std::string db = dir / "fanout.db";
   make_files(dir / "data", 40);
-  write_file(dir / "src/score.py", kScript);
-  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.2"));
+  write_file(dir / "src/score.py", kCountingScript);
+  write_file(dir / "job.yaml", counting_job_yaml("ix-restart", dir / "runs.txt", "0.2"));
   Cluster cl;
   cl.start_interchange(dir.path(), db, ix_args({"--window", "8"}));
   const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
@@ -181,8 +145,8 @@ TEST_CASE("integration.issue_4.client_blocked_on_window_resubmits_after_intercha
   const std::string db = dir / "fanout.db";
   constexpr int kFiles = 150;
   make_files(dir / "data", kFiles);
-  write_file(dir / "src/score.py", kScript);
-  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.05"));
+  write_file(dir / "src/score.py", kCountingScript);
+  write_file(dir / "job.yaml", counting_job_yaml("ix-restart", dir / "runs.txt", "0.05"));
   Cluster cl;
   cl.start_interchange(dir.path(), db, ix_args({"--window", "4"}));
   const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
@@ -256,8 +220,8 @@ TEST_CASE("integration.interchange_restart.job_without_client_finishes_and_wait_
   TempDir dir("ixorphan");
   const std::string db = dir / "fanout.db";
   make_files(dir / "data", 24);
-  write_file(dir / "src/score.py", kScript);
-  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.2"));
+  write_file(dir / "src/score.py", kCountingScript);
+  write_file(dir / "job.yaml", counting_job_yaml("ix-restart", dir / "runs.txt", "0.2"));
   Cluster cl;
   cl.start_interchange(dir.path(), db, kFastBeats);
   const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
@@ -300,8 +264,8 @@ TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_i
   TempDir dir("ixresume");
   const std::string db = dir / "fanout.db";
   make_files(dir / "data", 24);
-  write_file(dir / "src/score.py", kScript);
-  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.2"));
+  write_file(dir / "src/score.py", kCountingScript);
+  write_file(dir / "job.yaml", counting_job_yaml("ix-restart", dir / "runs.txt", "0.2"));
   Cluster cl;
   cl.start_interchange(dir.path(), db, kFastBeats);
   cl.start_pool(dir.path(), "pool-a", 2);
@@ -339,7 +303,7 @@ TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_i
   Cluster c2;
   c2.start_interchange(dir.path(), db, kFastBeats);
   c2.start_pool(dir.path(), "pool-c", 1);
-  write_file(dir / "slow.yaml", job_yaml(dir / "slow-runs.txt", "30"));
+  write_file(dir / "slow.yaml", counting_job_yaml("ix-restart", dir / "slow-runs.txt", "30"));
   auto slow = spawn({fanout_bin(), "run", dir / "slow.yaml", "--interchange", c2.client_ep, "--db",
                      db, "--python", python_bin(), "--quiet"},
                     dir / "slow.out", dir / "slow.err");
@@ -364,8 +328,8 @@ TEST_CASE("integration.interchange_restart.embedded_job_outlives_its_client_and_
   TempDir dir("clientgone");
   const std::string db = dir / "fanout.db";
   make_files(dir / "data", 16);
-  write_file(dir / "src/score.py", kScript);
-  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.4"));
+  write_file(dir / "src/score.py", kCountingScript);
+  write_file(dir / "job.yaml", counting_job_yaml("ix-restart", dir / "runs.txt", "0.4"));
   // The embedded default: a private interchange and pool, children of the client.
   auto client = spawn(
       {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(), "--quiet"},

@@ -14,42 +14,6 @@ using namespace fanout::test;
 
 namespace {
 
-// Each run appends to a side file, so a mini-batch that ran twice shows.
-const char* kScript = R"PY(
-import os, time
-def run(mini_batch):
-    name = os.path.basename(mini_batch[0])
-    with open(os.environ["RUNS"], "a") as f:
-        f.write(name + "\n")
-    time.sleep(float(os.environ.get("NAP", "0.2")))
-    return [name]
-)PY";
-
-std::string job_yaml(const std::string& runs, const std::string& nap) {
-  return R"(type: parallel
-name: pool-loss
-inputs:
-  files: {type: uri_folder, path: ./data}
-outputs:
-  out: {type: uri_file, path: ./out.txt}
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-retry_settings:
-  max_retries: 3
-  timeout: 120
-environment_variables:
-  RUNS: )" +
-         runs + R"(
-  NAP: ")" +
-         nap + R"("
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-)";
-}
-
 const std::vector<std::string> kFastBeats = {"--heartbeat-period-ms", "200",
                                              "--heartbeat-threshold-ms", "1500"};
 
@@ -78,8 +42,8 @@ TEST_CASE("integration.pool_loss.killed_pool_work_requeued_and_pool_reregisters"
   TempDir dir("poolkill");
   const std::string db = dir / "fanout.db";
   make_files(dir / "data", 40);
-  write_file(dir / "src/score.py", kScript);
-  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.2"));
+  write_file(dir / "src/score.py", kCountingScript);
+  write_file(dir / "job.yaml", counting_job_yaml("pool-loss", dir / "runs.txt", "0.2"));
   Cluster cl;
   cl.start_interchange(dir.path(), db, kFastBeats);
   cl.start_pool(dir.path(), "pool-a", 2, kFastBeats);
@@ -144,8 +108,8 @@ TEST_CASE("integration.pool_loss.terminated_pool_says_goodbye_its_work_requeued_
   TempDir dir("poolterm");
   const std::string db = dir / "fanout.db";
   make_files(dir / "data", 40);
-  write_file(dir / "src/score.py", kScript);
-  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.2"));
+  write_file(dir / "src/score.py", kCountingScript);
+  write_file(dir / "job.yaml", counting_job_yaml("pool-loss", dir / "runs.txt", "0.2"));
   const std::vector<std::string> slow_beats = {"--heartbeat-period-ms", "200",
                                                "--heartbeat-threshold-ms", "60000"};
   Cluster cl;
@@ -190,8 +154,8 @@ TEST_CASE("integration.pool_loss.frozen_pool_declared_lost_its_late_results_disc
   TempDir dir("poolfreeze");
   const std::string db = dir / "fanout.db";
   make_files(dir / "data", 16);
-  write_file(dir / "src/score.py", kScript);
-  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.5"));
+  write_file(dir / "src/score.py", kCountingScript);
+  write_file(dir / "job.yaml", counting_job_yaml("pool-loss", dir / "runs.txt", "0.5"));
   Cluster cl;
   cl.start_interchange(dir.path(), db, kFastBeats);
   cl.start_pool(dir.path(), "pool-a", 2, kFastBeats);
@@ -290,8 +254,8 @@ TEST_CASE("integration.pool_loss.pool_backs_off_while_interchange_is_away_then_r
 TEST_CASE("integration.pool_loss.embedded_run_reports_its_pools_gone_and_resume_finishes") {
   TempDir dir("pool-loss-embedded");
   make_files(dir / "data", 40);
-  write_file(dir / "src/score.py", kScript);
-  write_file(dir / "job.yaml", job_yaml(dir / "runs.txt", "0.1"));
+  write_file(dir / "src/score.py", kCountingScript);
+  write_file(dir / "job.yaml", counting_job_yaml("pool-loss", dir / "runs.txt", "0.1"));
   const std::string db = dir / "fanout.db";
   fanout::SpawnOptions so;
   so.argv = {fanout_bin(), "run",      dir / "job.yaml", "--db",

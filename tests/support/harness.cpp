@@ -196,4 +196,38 @@ void make_files(const std::string& dir, unsigned n) {
   }
 }
 
+const char* const kCountingScript = R"PY(
+import os, time
+def run(mini_batch):
+    name = os.path.basename(mini_batch[0])
+    with open(os.environ["RUNS"], "a") as f:
+        f.write(name + "\n")
+    time.sleep(float(os.environ.get("NAP", "0.2")))
+    return [name]
+)PY";
+
+std::string counting_job_yaml(const std::string& name, const std::string& runs,
+                              const std::string& nap) {
+  return "type: parallel\nname: " + name + R"(
+inputs:
+  files: {type: uri_folder, path: ./data}
+outputs:
+  out: {type: uri_file, path: ./out.txt}
+input_data: ${{inputs.files}}
+mini_batch_size: "1"
+max_concurrency_per_instance: 2
+retry_settings:
+  max_retries: 3
+  timeout: 120
+environment_variables:
+  RUNS: )" +
+         runs + "\n  NAP: \"" + nap + R"("
+task:
+  type: run_function
+  code: ./src
+  entry_script: score.py
+  append_row_to: ${{outputs.out}}
+)";
+}
+
 }  // namespace fanout::test

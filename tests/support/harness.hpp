@@ -83,6 +83,15 @@ struct Cluster {
   std::string logs() const;  // tails of every log, for failure messages
 };
 
+// The entry script of the recovery tests: each run appends its file's name to the file named by
+// $RUNS (so a mini-batch that ran twice shows), sleeps $NAP seconds (default 0.2) and returns
+// the name as its one row.
+extern const char* const kCountingScript;
+// A job named `name` over ./data, one file per mini-batch, running ./src/score.py (write
+// kCountingScript there) on 2 workers with 4 tries, rows into ./out.txt, RUNS=`runs`, NAP=`nap`.
+std::string counting_job_yaml(const std::string& name, const std::string& runs,
+                              const std::string& nap);
+
 // Makes a folder of n small text files ("file00000.txt" ...) each holding its own name.
 void make_files(const std::string& dir, unsigned n);
 
