@@ -36,21 +36,18 @@ void check_rows_once(const std::string& out, unsigned n) {
   CHECK(distinct.size() == n);
 }
 
-}  // namespace
-
-TEST_CASE("integration.pool_loss.killed_pool_work_requeued_and_pool_reregisters") {
-  TempDir dir("poolkill");
-  const std::string db = dir / "fanout.db";
+// A 40-file counting job on a standalone interchange with two pools, pool-a and pool-b (all
+// three started with `beats`). Returns the client once pool-a is busy: it has finished attempts
+// and, with work still pending, holds running ones.
+fanout::ChildProcess start_two_pools_busy(const TempDir& dir, const std::string& db,
+                                          const std::vector<std::string>& beats, Cluster& cl) {
   make_files(dir / "data", 40);
   write_file(dir / "src/score.py", kCountingScript);
   write_file(dir / "job.yaml", counting_job_yaml("pool-loss", dir / "runs.txt", "0.2"));
-  Cluster cl;
-  cl.start_interchange(dir.path(), db, kFastBeats);
-  cl.start_pool(dir.path(), "pool-a", 2, kFastBeats);
-  cl.start_pool(dir.path(), "pool-b", 2, kFastBeats);
+  cl.start_interchange(dir.path(), db, beats);
+  cl.start_pool(dir.path(), "pool-a", 2, beats);
+  cl.start_pool(dir.path(), "pool-b", 2, beats);
   auto client = start_client(dir, cl, db);
-
-  // pool-a is busy: it has finished attempts and, with work queued, holds running ones.
   REQUIRE(wait_until(
       [&] {
         return sql_int(db,
@@ -59,6 +56,16 @@ TEST_CASE("integration.pool_loss.killed_pool_work_requeued_and_pool_reregisters"
                sql_int(db, "select count(*) from minibatches where state='pending'") > 4;
       },
       std::chrono::seconds(60)));
+  return client;
+}
+
+}  // namespace
+
+TEST_CASE("integration.pool_loss.killed_pool_work_requeued_and_pool_reregisters") {
+  TempDir dir("poolkill");
+  const std::string db = dir / "fanout.db";
+  Cluster cl;
+  auto client = start_two_pools_busy(dir, db, kFastBeats, cl);
   cl.pools[0].signal(SIGKILL);
   (void)cl.pools[0].wait_for(std::chrono::seconds(10));
 
@@ -107,25 +114,9 @@ TEST_CASE("integration.pool_loss.killed_pool_work_requeued_and_pool_reregisters"
 TEST_CASE("integration.pool_loss.terminated_pool_says_goodbye_its_work_requeued_at_once") {
   TempDir dir("poolterm");
   const std::string db = dir / "fanout.db";
-  make_files(dir / "data", 40);
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("pool-loss", dir / "runs.txt", "0.2"));
-  const std::vector<std::string> slow_beats = {"--heartbeat-period-ms", "200",
-                                               "--heartbeat-threshold-ms", "60000"};
   Cluster cl;
-  cl.start_interchange(dir.path(), db, slow_beats);
-  cl.start_pool(dir.path(), "pool-a", 2, slow_beats);
-  cl.start_pool(dir.path(), "pool-b", 2, slow_beats);
-  auto client = start_client(dir, cl, db);
-
-  REQUIRE(wait_until(
-      [&] {
-        return sql_int(db,
-                       "select count(*) from attempts where pool='pool-a' and "
-                       "status='RUN_DONE'") >= 2 &&
-               sql_int(db, "select count(*) from minibatches where state='pending'") > 4;
-      },
-      std::chrono::seconds(60)));
+  auto client = start_two_pools_busy(
+      dir, db, {"--heartbeat-period-ms", "200", "--heartbeat-threshold-ms", "60000"}, cl);
   cl.pools[0].signal(SIGTERM);
   auto pool_st = cl.pools[0].wait_for(std::chrono::seconds(20));
   REQUIRE(pool_st.has_value());
