@@ -62,7 +62,32 @@ Pool::~Pool() {
   }
 }
 
-std::uint32_t Pool::capacity() const { return opts_.workers + opts_.prefetch; }
+// Tasks the pool asks for: its workers plus its prefetch, raised while a job it runs has short
+// tasks (mean under kPipelineMaxTaskS) to what fills its workers' pipes twice over (the depth of
+// pipeline_room()), at most kMaxAutoPrefetch. For short tasks, holding them early costs a few
+// milliseconds of another pool's time at most, and saves a frame each way per task and the
+// workers' wait for the round trip. Long tasks keep the configured prefetch, so that a pool does
+// not hold work another pool could start (why Parsl's prefetch defaults to 0).
+std::uint32_t Pool::capacity() const {
+  double shortest = 0;
+  for (const auto& [job_id, mean] : mean_task_s_) {
+    if (mean <= 0 || mean >= kPipelineMaxTaskS || jobs_.count(job_id) == 0) continue;
+    if (shortest == 0 || mean < shortest) shortest = mean;
+  }
+  std::size_t extra = opts_.prefetch;
+  if (shortest > 0) {
+    extra =
+        std::max(extra, std::min(kMaxAutoPrefetch, 2 * opts_.workers * pipeline_depth(shortest)));
+  }
+  return opts_.workers + static_cast<std::uint32_t>(extra);
+}
+
+std::size_t Pool::pipeline_depth(double mean_task_s) {
+  const double fit = kPipelineQueueS / mean_task_s;
+  return fit >= static_cast<double>(kMaxPipelineDepth)
+             ? kMaxPipelineDepth
+             : std::max<std::size_t>(1, static_cast<std::size_t>(fit));
+}
 
 void Pool::send(const std::string& frame) {
   // The DEALER queues for a reconnecting interchange up to its high-water mark; beyond that the
@@ -332,10 +357,7 @@ std::size_t Pool::pipeline_room(const Worker& w) const {
   if (w.state() != Worker::State::Busy || !w.task || w.stale > 0 || w.kill_at) return 0;
   auto m = mean_task_s_.find(w.job_id());
   if (m == mean_task_s_.end() || m->second <= 0 || m->second >= kPipelineMaxTaskS) return 0;
-  const double fit = kPipelineQueueS / m->second;
-  const std::size_t depth = fit >= static_cast<double>(kMaxPipelineDepth)
-                                ? kMaxPipelineDepth
-                                : std::max<std::size_t>(1, static_cast<std::size_t>(fit));
+  const std::size_t depth = pipeline_depth(m->second);
   return depth > w.queued.size() ? depth - w.queued.size() : 0;
 }
 

@@ -70,6 +70,9 @@ class Pool final {
   void on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events);
   void on_worker_gone(std::size_t slot);
   void assign();
+  // Tasks a busy worker may hold in its pipe for a job whose mean task time is `mean_task_s`
+  // (below kPipelineMaxTaskS).
+  static std::size_t pipeline_depth(double mean_task_s);
   // How many more tasks may wait in the pipe of `w` (0: none). See pool.cpp.
   [[nodiscard]] std::size_t pipeline_room(const Worker& w) const;
   bool start_worker(std::size_t slot, std::uint64_t job_id);
@@ -122,6 +125,8 @@ class Pool final {
   static constexpr double kPipelineQueueS = 0.002;
   static constexpr std::size_t kMaxPipelineDepth = 64;
   static constexpr std::size_t kPipeBudgetBytes = 48 * 1024;
+  // The most capacity() adds beyond the workers for short tasks (see capacity()).
+  static constexpr std::size_t kMaxAutoPrefetch = 256;
   std::deque<proto::Task> queue_{};
   std::vector<std::optional<Worker>> slots_{};
   std::vector<proto::TaskResult> results_{};
