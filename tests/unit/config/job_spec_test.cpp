@@ -11,44 +11,19 @@
 #include <string>
 #include <vector>
 
+#include "scratch_dir.hpp"
+
 namespace fs = std::filesystem;
 using fanout::ErrorCode;
 using fanout::config::JobConfig;
 
+using fanout::test::ScratchDir;
+using fanout::test::slurp;
+
 namespace {
 
-// A fresh folder under the system temp folder, removed with everything in it at scope exit.
-class TempDir final {
- public:
-  TempDir() {
-    static int counter = 0;
-    root_ = fs::temp_directory_path() /
-            ("fanout_job_spec_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  [[nodiscard]] std::string path(const std::string& rel = "") const {
-    return rel.empty() ? root_.string() : (root_ / rel).string();
-  }
-  void write(const std::string& rel, const std::string& text) const {
-    fs::create_directories((root_ / rel).parent_path());
-    std::ofstream(root_ / rel) << text;
-  }
-  void mkdir(const std::string& rel) const { fs::create_directories(root_ / rel); }
-
- private:
-  fs::path root_;
-};
-
 // What the baseline job (kBase) needs on disk, plus a few extras the cases use.
-void make_tree(const TempDir& t) {
+void make_tree(const ScratchDir& t) {
   t.write("data/a.txt", "a\n");
   t.write("data/b.txt", "b\n");
   t.write("my data/c.txt", "c\n");
@@ -94,14 +69,14 @@ std::string with_outputs(const std::string& body, const std::string& task_tail) 
   return base_with(1, "type: parallel\noutputs:\n" + body) + task_tail;
 }
 
-fanout::Expected<JobConfig> parse(const TempDir& t, const std::string& yaml) {
+fanout::Expected<JobConfig> parse(const ScratchDir& t, const std::string& yaml) {
   return fanout::config::parse_job(yaml, t.path("job.yaml"));
 }
 
 }  // namespace
 
 TEST_CASE("config.job_spec.accepts_full_example") {
-  TempDir t;
+  ScratchDir t;
   make_tree(t);
   const std::string yaml = R"(
 $schema: https://azuremlschemas.azureedge.net/latest/parallelJob.schema.json
@@ -228,11 +203,11 @@ TEST_CASE("config.job_spec.accepts_table") {
   struct Case {
     std::string name;
     std::string yaml;
-    std::function<void(const JobConfig&, const TempDir&)> check;
+    std::function<void(const JobConfig&, const ScratchDir&)> check;
   };
   const std::vector<Case> cases = {
       {"defaults", kBase,
-       [](const JobConfig& c, const TempDir& t) {
+       [](const JobConfig& c, const ScratchDir& t) {
          CHECK(c.name == "job");  // the file's stem
          CHECK(c.task_type == "run_function");
          CHECK(c.code_dir == t.path("src"));
@@ -254,48 +229,48 @@ TEST_CASE("config.job_spec.accepts_table") {
          CHECK(c.fanout.python == "python3");
        }},
       {"display_name_names_the_job", kBase + "display_name: Nice name\n",
-       [](const JobConfig& c, const TempDir&) { CHECK(c.name == "Nice name"); }},
+       [](const JobConfig& c, const ScratchDir&) { CHECK(c.name == "Nice name"); }},
       {"code_defaults_to_yaml_folder",
        swap(swap(kBase, "  code: ./src\n", ""), "score.py", "src/score.py"),
-       [](const JobConfig& c, const TempDir& t) {
+       [](const JobConfig& c, const ScratchDir& t) {
          CHECK(c.code_dir == t.path());
          CHECK(c.entry_script == "src/score.py");
        }},
       {"size_kb", kBase + "mini_batch_size: \"10kb\"\n",
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          CHECK(c.mini_batch_size == "10kb");
          CHECK(c.mini_batch_files == 0);
          CHECK(c.mini_batch_bytes == 10240);
        }},
       {"size_MB_upper", kBase + "mini_batch_size: 1MB\n",
-       [](const JobConfig& c, const TempDir&) { CHECK(c.mini_batch_bytes == 1048576); }},
+       [](const JobConfig& c, const ScratchDir&) { CHECK(c.mini_batch_bytes == 1048576); }},
       {"size_gb_space", kBase + "mini_batch_size: 2 gb\n",
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          CHECK(c.mini_batch_bytes == 2ull * 1024 * 1024 * 1024);
          CHECK(c.mini_batch_files == 0);
        }},
       {"size_int", kBase + "mini_batch_size: 25\n",
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          CHECK(c.mini_batch_files == 25);
          CHECK(c.mini_batch_bytes == 0);
        }},
       {"numeric_strings_and_whole_floats",
        kBase + "max_concurrency_per_instance: \"4\"\nerror_threshold: 2.0\n"
                "allowed_failed_percent: -1\nretry_settings:\n  timeout: \"2.5\"\n",
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          CHECK(c.max_concurrency_per_instance == 4);
          CHECK(c.error_threshold == 2);
          CHECK(c.allowed_failed_percent == 100);  // -1: ignore
          CHECK(c.timeout_s == 2.5);
        }},
       {"run_max_try_v1", kBase + "run_max_try: 5\nrun_invocation_timeout: 120\n",
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          CHECK(c.max_retries == 4);
          CHECK(c.timeout_s == 120);
        }},
       {"run_max_try_overrides_retry_settings",
        kBase + "retry_settings:\n  max_retries: 7\nrun_max_try: 1\n",
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          CHECK(c.max_retries == 0);
          REQUIRE(c.notices.size() == 1);
          CHECK(c.notices[0] == "run_max_try overrides retry_settings.max_retries");
@@ -303,7 +278,7 @@ TEST_CASE("config.job_spec.accepts_table") {
       {"literal_inputs",
        base_with(2, "inputs:\n  threshold: 0.5\n  label: \"cat dog\"") +
            "  program_arguments: --threshold ${{inputs.threshold}} --label ${{inputs.label}}\n",
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          REQUIRE(c.inputs.size() == 3);
          CHECK(c.inputs[0].name == "threshold");
          CHECK(c.inputs[0].type == "literal");
@@ -314,7 +289,7 @@ TEST_CASE("config.job_spec.accepts_table") {
       {"literal_input_component_form",
        base_with(2, "inputs:\n  k:\n    type: integer\n    default: 3") +
            "  program_arguments: --k=${{inputs.k}}\n",
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          CHECK(c.inputs[0].type == "literal");
          CHECK(c.inputs[0].value == "3");
          CHECK(c.user_args == std::vector<std::string>{"--k=3"});
@@ -326,7 +301,7 @@ TEST_CASE("config.job_spec.accepts_table") {
                "    --progress_update_timeout 100 --node_count=2 --process_count_per_node 3\n"
                "    --allowed_failed_percent 25 --run_invocation_timeout 9 --mini_batch_size 3kb\n"
                "    \"x\\\"y\" --error_threshold=-1 last\n",
-       [](const JobConfig& c, const TempDir& t) {
+       [](const JobConfig& c, const ScratchDir& t) {
          CHECK(c.user_args == std::vector<std::string>{"--model", t.path("data"), "--foo", "a b",
                                                        "--bar=1", "x\"y", "last"});
          CHECK(c.system_args.at("error_threshold") == "-1");  // repeated: the last wins
@@ -346,71 +321,73 @@ TEST_CASE("config.job_spec.accepts_table") {
        }},
       {"path_with_spaces_stays_one_argument",
        base_with(5, "    path: ./my data") + "  program_arguments: --in ${{inputs.data}}\n",
-       [](const JobConfig& c, const TempDir& t) {
+       [](const JobConfig& c, const ScratchDir& t) {
          CHECK(c.user_args == std::vector<std::string>{"--in", t.path("my data")});
        }},
       {"append_row_file_name_into_first_folder_output",
        with_outputs("  res:\n    type: uri_folder\n    path: ./out",
                     "  program_arguments: --append_row_file_name rows.txt\n"),
-       [](const JobConfig& c, const TempDir& t) {
+       [](const JobConfig& c, const ScratchDir& t) {
          CHECK(c.append_row_to == t.path("out/rows.txt"));
          CHECK(c.system_args.at("append_row_file_name") == "rows.txt");
        }},
       {"append_row_file_name_into_yaml_folder",
        with_outputs("  res:\n    type: uri_file\n    path: ./out/x.txt",
                     "  program_arguments: --append_row_file_name=rows.txt\n"),
-       [](const JobConfig& c, const TempDir& t) { CHECK(c.append_row_to == t.path("rows.txt")); }},
+       [](const JobConfig& c, const ScratchDir& t) {
+         CHECK(c.append_row_to == t.path("rows.txt"));
+       }},
       {"append_row_to_folder_output",
        with_outputs("  res: {type: uri_folder, path: ./out}",
                     "  append_row_to: ${{outputs.res}}\n"),
-       [](const JobConfig& c, const TempDir& t) {
+       [](const JobConfig& c, const ScratchDir& t) {
          CHECK(c.append_row_to == t.path("out/parallel_run_step.txt"));
        }},
       {"append_row_to_plain_path", kBase + "  append_row_to: ./out/rows.txt\n",
-       [](const JobConfig& c, const TempDir& t) {
+       [](const JobConfig& c, const ScratchDir& t) {
          CHECK(c.append_row_to == t.path("out/rows.txt"));
        }},
       {"empty_output_is_a_folder_without_path", kBase + "outputs:\n  res:\n",
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          REQUIRE(c.outputs.size() == 1);
          CHECK(c.outputs[0].type == "uri_folder");
          CHECK(c.outputs[0].path.empty());
        }},
       {"uri_file_input", swap(swap(kBase, "uri_folder", "uri_file"), "./data", "./model.pkl"),
-       [](const JobConfig& c, const TempDir& t) {
+       [](const JobConfig& c, const ScratchDir& t) {
          CHECK(c.inputs[0].type == "uri_file");
          CHECK(c.inputs[0].path == t.path("model.pkl"));
        }},
       {"mltable_sizes_in_bytes",
        swap(swap(kBase, "uri_folder", "mltable"), "./data", "./table") + "mini_batch_size: 1024\n",
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          CHECK(c.mini_batch_files == 0);
          CHECK(c.mini_batch_bytes == 1024);
        }},
       {"mltable_default_size", swap(swap(kBase, "uri_folder", "mltable"), "./data", "./table"),
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          CHECK(c.mini_batch_size == "1MB");
          CHECK(c.mini_batch_files == 0);
          CHECK(c.mini_batch_bytes == 1048576);
        }},
       {"command_task", base_with(9, "  type: command\n  command: wc -l ${{inputs.data}}/a.txt"),
-       [](const JobConfig& c, const TempDir& t) {
+       [](const JobConfig& c, const ScratchDir& t) {
          CHECK(c.task_type == "command");
          CHECK(c.command == "wc -l " + t.path("data") + "/a.txt");
          CHECK(c.entry_script.empty());
        }},
       {"native_task", base_with(9, "  type: native\n  library: ./libx.so"),
-       [](const JobConfig& c, const TempDir& t) {
+       [](const JobConfig& c, const ScratchDir& t) {
          CHECK(c.task_type == "native");
          CHECK(c.library == t.path("src/libx.so"));  // relative to task.code
        }},
       {"native_builtin_noop", base_with(9, "  type: native\n  library: builtin:noop"),
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          CHECK(c.task_type == "native");
          CHECK(c.library == "builtin:noop");  // no file, not resolved against task.code
        }},
       {"task_overhead_timeout_python", kBase + "  program_arguments: --task_overhead_timeout 2.5\n",
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          CHECK(c.task_overhead_timeout_s == 2.5);
          CHECK(c.notices.empty());
        }},
@@ -418,7 +395,7 @@ TEST_CASE("config.job_spec.accepts_table") {
        base_with(9,
                  "  type: command\n  command: true\n"
                  "  program_arguments: --task_overhead_timeout 2"),
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          CHECK(c.task_overhead_timeout_s == 2);
          REQUIRE(c.notices.size() == 1);
          CHECK(c.notices[0] ==
@@ -427,16 +404,16 @@ TEST_CASE("config.job_spec.accepts_table") {
        }},
       {"compute_local_is_quiet",
        kBase + "compute: local\ntags: {a: b}\nidentity:\n  type: managed\n",
-       [](const JobConfig& c, const TempDir&) { CHECK(c.notices.empty()); }},
+       [](const JobConfig& c, const ScratchDir&) { CHECK(c.notices.empty()); }},
       {"inline_environment_is_reported",
        kBase + "environment:\n  image: python:3.11\n  conda_file: env.yml\n",
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          REQUIRE(c.notices.size() == 1);
          CHECK(c.notices[0] == "environment: inline definition ignored (fanout runs locally)");
        }},
       {"environment_variables_and_partition_keys",
        kBase + "environment_variables:\n  FOO: bar\n  N: 3\n  EMPTY:\npartition_keys:\n  - a\n",
-       [](const JobConfig& c, const TempDir&) {
+       [](const JobConfig& c, const ScratchDir&) {
          CHECK(c.environment_variables ==
                std::map<std::string, std::string>{{"EMPTY", ""}, {"FOO", "bar"}, {"N", "3"}});
          CHECK(c.partition_keys == std::vector<std::string>{"a"});
@@ -444,19 +421,19 @@ TEST_CASE("config.job_spec.accepts_table") {
       {"fanout_settings",
        kBase + "fanout:\n  python: ./venv/bin/python\n  log_level: WARNING\n  row_header: yes\n"
                "  heartbeat_period_ms: 100\n  heartbeat_threshold_ms: 101\n",
-       [](const JobConfig& c, const TempDir& t) {
+       [](const JobConfig& c, const ScratchDir& t) {
          CHECK(c.fanout.python == t.path("venv/bin/python"));
          CHECK(c.fanout.log_level == "warning");
          CHECK(c.fanout.row_header);
          CHECK(c.fanout.heartbeat_threshold_ms == 101);
        }},
       {"spaced_reference", base_with(6, "input_data: \"${{ inputs.data }}\""),
-       [](const JobConfig& c, const TempDir&) { CHECK(c.input_data == "data"); }},
+       [](const JobConfig& c, const ScratchDir&) { CHECK(c.input_data == "data"); }},
   };
   for (const auto& tc : cases) {
     CAPTURE(tc.name);
     CAPTURE(tc.yaml);
-    TempDir t;
+    ScratchDir t;
     make_tree(t);
     auto r = parse(t, tc.yaml);
     REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
@@ -563,7 +540,7 @@ TEST_CASE("config.job_spec.rejects_table") {
   for (const auto& tc : cases) {
     CAPTURE(tc.name);
     CAPTURE(tc.yaml);
-    TempDir t;
+    ScratchDir t;
     make_tree(t);
     auto r = parse(t, tc.yaml);
     REQUIRE(!r.has_value());
@@ -580,7 +557,7 @@ TEST_CASE("config.job_spec.rejects_table") {
 }
 
 TEST_CASE("config.job_spec.rejects_non_mapping_documents") {
-  TempDir t;
+  ScratchDir t;
   for (const char* yaml : {"", "# only a comment\n", "- a\n- b\n", "just text\n",
                            "type: parallel\n---\ntype: parallel\n"}) {
     CAPTURE(yaml);
@@ -592,7 +569,7 @@ TEST_CASE("config.job_spec.rejects_non_mapping_documents") {
 }
 
 TEST_CASE("config.job_spec.load_job_reads_relative_to_the_yaml_folder") {
-  TempDir t;
+  ScratchDir t;
   make_tree(t);
   t.write("job.yaml", kBase);
   auto r = fanout::config::load_job(t.path("job.yaml"));
@@ -602,7 +579,7 @@ TEST_CASE("config.job_spec.load_job_reads_relative_to_the_yaml_folder") {
 }
 
 TEST_CASE("config.job_spec.messages_name_the_path_as_given") {
-  TempDir t;
+  ScratchDir t;
   make_tree(t);
   t.write("job.yaml", base_with(9, "  entry_script: gone.py"));
   const fs::path cwd = fs::current_path();
@@ -616,7 +593,7 @@ TEST_CASE("config.job_spec.messages_name_the_path_as_given") {
 }
 
 TEST_CASE("config.job_spec.load_job_missing_file_is_not_found") {
-  TempDir t;
+  ScratchDir t;
   auto r = fanout::config::load_job(t.path("absent.yaml"));
   REQUIRE(!r.has_value());
   CHECK(r.error().code == ErrorCode::NotFound);

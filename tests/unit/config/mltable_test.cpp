@@ -10,40 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "scratch_dir.hpp"
+
 namespace fs = std::filesystem;
 using fanout::ErrorCode;
 using namespace fanout::config;
 
-namespace {
+using fanout::test::ScratchDir;
+using fanout::test::slurp;
 
-class TempDir final {
- public:
-  TempDir() {
-    static int counter = 0;
-    root_ = fs::temp_directory_path() /
-            ("fanout_mltable_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] std::string path(const std::string& rel = "") const {
-    return rel.empty() ? root_.string() : (root_ / rel).string();
-  }
-  void write(const std::string& rel, const std::string& text) const {
-    fs::create_directories((root_ / rel).parent_path());
-    std::ofstream(root_ / rel) << text;
-  }
-
- private:
-  fs::path root_;
-};
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("config.mltable.accepts") {
   SUBCASE("full read_delimited and column steps") {
@@ -142,7 +118,7 @@ TEST_CASE("config.mltable.rejects_near_misses") {
 }
 
 TEST_CASE("config.mltable.lists_files_in_a_stable_order") {
-  TempDir d;
+  ScratchDir d;
   d.write("data/2024/01/a.csv", "x\n");
   d.write("data/2024/02/b.csv", "x\n");
   d.write("data/2024/02/skip.txt", "x\n");

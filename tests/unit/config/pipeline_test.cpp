@@ -10,38 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "scratch_dir.hpp"
+
 namespace fs = std::filesystem;
 using fanout::ErrorCode;
 using namespace fanout::config;
 
+using fanout::test::ScratchDir;
+using fanout::test::slurp;
+
 namespace {
-
-class TempDir final {
- public:
-  TempDir() {
-    static int counter = 0;
-    root_ = fs::temp_directory_path() /
-            ("fanout_pipeline_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] std::string path(const std::string& rel = "") const {
-    return rel.empty() ? root_.string() : (root_ / rel).string();
-  }
-  void write(const std::string& rel, const std::string& text) const {
-    fs::create_directories((root_ / rel).parent_path());
-    std::ofstream(root_ / rel) << text;
-  }
-
- private:
-  fs::path root_;
-};
 
 // The parallel job comes first in the file but depends on the command job.
 const char* kPipeline = R"(type: pipeline
@@ -95,7 +73,7 @@ environment_variables:
 }  // namespace
 
 TEST_CASE("config.pipeline.wiring_order_and_paths") {
-  TempDir d;
+  ScratchDir d;
   d.write("pipeline.yaml", kPipeline);
   d.write("comp/prep.yml", kPrep);
   d.write("comp/code/clean.sh", "true\n");
@@ -152,7 +130,7 @@ TEST_CASE("config.pipeline.rejects_near_misses") {
   };
   for (const auto& c : cases) {
     CAPTURE(c.from);
-    TempDir d;
+    ScratchDir d;
     d.write("prep.yml", kPrep);
     d.write("code/clean.sh", "true\n");
     std::string p = kPipeline;
@@ -169,7 +147,7 @@ TEST_CASE("config.pipeline.rejects_near_misses") {
     CHECK(pl.error().message.find(c.must) != std::string::npos);
   }
   SUBCASE("a command referring to an undefined output names the component file") {
-    TempDir d;
+    ScratchDir d;
     std::string prep = kPrep;
     prep.replace(prep.find("${{outputs.clean}}"), 18, "${{outputs.cleaned}}");
     d.write("prep.yml", prep);
@@ -182,7 +160,7 @@ TEST_CASE("config.pipeline.rejects_near_misses") {
 }
 
 TEST_CASE("config.pipeline.job_file_type") {
-  TempDir d;
+  ScratchDir d;
   d.write("a.yaml", "type: pipeline\njobs: {}\n");
   d.write("b.yaml", "type: parallel\n");
   d.write("c.yaml", "[unclosed\n");

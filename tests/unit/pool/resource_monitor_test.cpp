@@ -12,16 +12,12 @@
 #include <sstream>
 #include <string>
 
+#include "scratch_dir.hpp"
+
 using namespace fanout::pool;
+using fanout::test::slurp;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::uint64_t own_cpu_ticks() {
   ProcCounters c;

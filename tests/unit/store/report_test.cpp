@@ -17,6 +17,8 @@
 #include "fanout/util/error.hpp"
 #include "fanout/util/log.hpp"
 
+#include "scratch_dir.hpp"
+
 using fanout::ErrorCode;
 using fanout::store::AttemptRecord;
 using fanout::store::Db;
@@ -26,35 +28,12 @@ using fanout::store::TaskStore;
 namespace proto = fanout::proto;
 namespace store = fanout::store;
 
+using fanout::test::ScratchDir;
+using fanout::test::slurp;
+
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir final {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "fanout-report-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = fs::canonical(pattern);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> column(const std::string& db_path, const std::string& sql) {
   Db db(db_path, Db::Mode::ReadOnly);
@@ -169,7 +148,7 @@ void make_store(const std::string& db) {
 }  // namespace
 
 TEST_CASE("store.report.views_agree_with_the_tables") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string db = dir.file("fanout.db");
   make_store(db);
   CHECK(column(db, "PRAGMA user_version")[0] == "2");
@@ -214,7 +193,7 @@ TEST_CASE("store.report.views_agree_with_the_tables") {
 }
 
 TEST_CASE("store.report.writes_every_file_and_regenerates_byte_for_byte") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string db = dir.file("fanout.db");
   make_store(db);
   const std::string out = dir.file("logs");
@@ -271,7 +250,7 @@ TEST_CASE("store.report.writes_every_file_and_regenerates_byte_for_byte") {
 }
 
 TEST_CASE("store.report.errors_name_the_store_and_job") {
-  TempDir dir;
+  ScratchDir dir;
   auto missing = store::write_job_report(dir.file("nope.db"), 1, dir.file("out"));
   REQUIRE_FALSE(missing.has_value());
   CHECK(missing.error().code == ErrorCode::NotFound);
@@ -289,7 +268,7 @@ TEST_CASE("store.report.errors_name_the_store_and_job") {
 }
 
 TEST_CASE("store.report.job_status_reads_pools_and_last_errors") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string db = dir.file("fanout.db");
   make_store(db);
   auto s = store::read_job_status(db, 1);

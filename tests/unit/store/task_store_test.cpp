@@ -19,6 +19,8 @@
 #include "fanout/util/error.hpp"
 #include "fanout/util/log.hpp"
 
+#include "scratch_dir.hpp"
+
 using fanout::ErrorCode;
 using fanout::Failure;
 using fanout::store::AttemptRecord;
@@ -30,38 +32,14 @@ using fanout::store::StoreReader;
 using fanout::store::TaskStore;
 namespace proto = fanout::proto;
 
+using fanout::test::ScratchDir;
+using fanout::test::slurp;
+
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh folder, removed with its contents at scope exit.
-class TempDir final {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "fanout-store-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = fs::canonical(pattern);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] std::string file(const char* name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
 fanout::Logger quiet_logger() { return fanout::make_logger("store-test", spdlog::level::off); }
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void append(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::app);
@@ -140,7 +118,7 @@ AttemptRecord make_attempt(std::uint64_t task_id, std::uint64_t job_id, std::uin
 }  // namespace
 
 TEST_CASE("store.task_store.migrations_create_schema_and_reopen_is_idempotent") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.file("nested/folder/fanout.db");  // parents are created
   {
     TaskStore store(path, quiet_logger());
@@ -177,7 +155,7 @@ TEST_CASE("store.task_store.migrations_create_schema_and_reopen_is_idempotent") 
 }
 
 TEST_CASE("store.task_store.refuses_newer_schema") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.file("fanout.db");
   { TaskStore store(path, quiet_logger()); }
   {
@@ -209,7 +187,7 @@ TEST_CASE("store.task_store.refuses_newer_schema") {
 }
 
 TEST_CASE("store.task_store.reader_refuses_missing_file") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.file("absent.db");
   try {
     StoreReader reader(path);
@@ -222,7 +200,7 @@ TEST_CASE("store.task_store.reader_refuses_missing_file") {
 }
 
 TEST_CASE("store.task_store.records_job_lifecycle") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.file("fanout.db");
   const std::string out = dir.file("out/parallel_run_step.txt");
   {
@@ -325,7 +303,7 @@ TEST_CASE("store.task_store.records_job_lifecycle") {
 TEST_CASE("store.task_store.dispatch_and_result_in_one_transaction") {
   // Queued back to back, most of these land in the same transaction, where the writer skips a
   // mark_running that a later result overwrites, but never one that follows a result (a retry).
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.file("fanout.db");
   constexpr std::uint64_t kN = 2000;
   using S = proto::AttemptStatus;
@@ -353,7 +331,7 @@ TEST_CASE("store.task_store.dispatch_and_result_in_one_transaction") {
 }
 
 TEST_CASE("store.task_store.history_is_newest_first") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.file("fanout.db");
   {
     TaskStore store(path, quiet_logger());
@@ -385,7 +363,7 @@ TEST_CASE("store.task_store.history_is_newest_first") {
 }
 
 TEST_CASE("store.task_store.recovers_truncates_output") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.file("fanout.db");
   const std::string out = dir.file("job1/out.txt");
   const std::string out2 = dir.file("job2/out.txt");
@@ -467,7 +445,7 @@ TEST_CASE("store.task_store.recovers_truncates_output") {
 }
 
 TEST_CASE("store.task_store.recover_fails_undecodable_job") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.file("fanout.db");
   {
     TaskStore store(path, quiet_logger());
@@ -485,7 +463,7 @@ TEST_CASE("store.task_store.recover_fails_undecodable_job") {
 }
 
 TEST_CASE("store.task_store.write_error_makes_store_not_ok") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.file("fanout.db");
   const std::string blocker = dir.file("blocker");
   append(blocker, "a file, not a folder");
@@ -499,7 +477,7 @@ TEST_CASE("store.task_store.write_error_makes_store_not_ok") {
 }
 
 TEST_CASE("store.task_store.destructor_commits_everything_queued") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.file("fanout.db");
   {
     TaskStore store(path, quiet_logger());
@@ -551,7 +529,7 @@ void report_rate(std::uint64_t n, double s) {
 }  // namespace
 
 TEST_CASE("store.task_store.batched_writes_commit_everything") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.file("fanout.db");
   const std::string out = dir.file("out.txt");
   constexpr std::uint64_t kN = 50000;
@@ -588,7 +566,7 @@ TEST_CASE("store.task_store.batched_writes_commit_everything") {
 }
 
 TEST_CASE("store.task_store.bench_attempts" * doctest::skip()) {
-  TempDir dir;
+  ScratchDir dir;
   constexpr std::uint64_t kN = 1000000;
   TaskStore store(dir.file("fanout.db"), fanout::make_logger("bench", spdlog::level::debug));
   store.create_job(1, make_spec(dir.file("out.txt")), 10.0);

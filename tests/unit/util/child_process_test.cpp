@@ -21,35 +21,19 @@
 
 #include "fanout/util/fd.hpp"
 
+#include "scratch_dir.hpp"
+
 using fanout::ChildProcess;
 using fanout::ExitStatus;
 using fanout::SpawnOptions;
 using namespace std::chrono_literals;
 
+using fanout::test::ScratchDir;
+using fanout::test::slurp;
+
 namespace {
 
 namespace fs = std::filesystem;
-
-// A fresh folder, removed with its contents at scope exit.
-class TempDir final {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "fanout-child-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = fs::canonical(pattern);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-  [[nodiscard]] std::string file(const char* name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 // Polls `pred` every few milliseconds until it holds or `timeout` passes.
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
@@ -59,13 +43,6 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
     std::this_thread::sleep_for(5ms);
   }
   return true;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 ChildProcess spawn(SpawnOptions opts) {
@@ -174,7 +151,7 @@ TEST_CASE("util.child_process.stop_sends_sigterm_first") {
 }
 
 TEST_CASE("util.child_process.stop_kills_after_grace") {
-  TempDir dir;
+  ScratchDir dir;
   SpawnOptions opts;
   // Ignores SIGTERM (the ignored disposition survives exec), then says so.
   opts.argv = {"sh", "-c", "trap '' TERM; echo ready; exec sleep 30"};
@@ -205,7 +182,7 @@ TEST_CASE("util.child_process.rejects_empty_argv") {
 }
 
 TEST_CASE("util.child_process.redirects_output") {
-  TempDir dir;
+  ScratchDir dir;
   SpawnOptions opts;
   opts.argv = {"sh", "-c", "echo out; echo err >&2"};
   opts.stdout_file = dir.file("stdout.txt");
@@ -220,7 +197,7 @@ TEST_CASE("util.child_process.redirects_output") {
 }
 
 TEST_CASE("util.child_process.stdin_null") {
-  TempDir dir;
+  ScratchDir dir;
   SpawnOptions opts;
   opts.argv = {"sh", "-c", "cat; echo done"};
   opts.stdin_file = "null";
@@ -231,7 +208,7 @@ TEST_CASE("util.child_process.stdin_null") {
 }
 
 TEST_CASE("util.child_process.env_set_reaches_child") {
-  TempDir dir;
+  ScratchDir dir;
   REQUIRE(::setenv("FANOUT_TEST_OVERRIDE", "parent", 1) == 0);
   SpawnOptions opts;
   opts.argv = {"sh", "-c",
@@ -269,19 +246,19 @@ TEST_CASE("util.child_process.fd_map_passes_pipe") {
 }
 
 TEST_CASE("util.child_process.cwd") {
-  TempDir dir;
+  ScratchDir dir;
   SpawnOptions opts;
   opts.argv = {"sh", "-c", "pwd -P"};
-  opts.cwd = dir.path().string();
+  opts.cwd = dir.path();
   opts.stdout_file = dir.file("out.txt");
   auto c = spawn(opts);
   CHECK(finish(c).success());
-  CHECK(slurp(opts.stdout_file) == dir.path().string() + "\n");
+  CHECK(slurp(opts.stdout_file) == dir.path() + "\n");
 
   SUBCASE("missing folder exits 126") {
     SpawnOptions bad;
     bad.argv = {"true"};
-    bad.cwd = (dir.path() / "missing").string();
+    bad.cwd = dir.path("missing");
     auto b = spawn(bad);
     CHECK(finish(b).code == 126);
   }
