@@ -29,6 +29,7 @@
 #include "fanout/util/clock.hpp"
 #include "fanout/util/error.hpp"
 #include "fanout/util/fd.hpp"
+#include "fanout/util/json.hpp"
 
 namespace fanout::store {
 
@@ -354,55 +355,13 @@ bool unpack_from(std::string_view bytes, T& out) {
   }
 }
 
-void append_json_string(std::string& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  // Copies runs of plain characters at once: most paths need no escaping at all.
-  std::size_t run = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;  // UTF-8 passes through unchanged
-    out.append(s.data() + run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        out += "\\u00";
-        out += kHex[c >> 4];
-        out += kHex[c & 0xf];
-    }
-  }
-  out.append(s.data() + run, s.size() - run);
-  out += '"';
-}
-
 // The detail recorded when the client sent none: {"files": [...items...]}.
 void default_detail(std::string& out, const std::vector<std::string>& items) {
   out.clear();
   out += "{\"files\": [";
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out += ", ";
-    append_json_string(out, items[i]);
+    json_quote(out, items[i]);
   }
   out += "]}";
 }
