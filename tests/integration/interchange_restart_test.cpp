@@ -67,21 +67,29 @@ std::string file_name(const std::string& mb_index) {
   return name;
 }
 
+// A counting job over `files` files (each run naps `nap` s) on a standalone interchange started
+// with `ix_extra` and one pool, pool-a, of 2 workers. Returns the `fanout run` client.
+fanout::ChildProcess start_counting_job(const TempDir& dir, const std::string& db, int files,
+                                        const std::string& nap,
+                                        const std::vector<std::string>& ix_extra, Cluster& cl) {
+  make_files(dir / "data", static_cast<unsigned>(files));
+  write_file(dir / "src/score.py", kCountingScript);
+  write_file(dir / "job.yaml", counting_job_yaml("ix-restart", dir / "runs.txt", nap));
+  cl.start_interchange(dir.path(), db, ix_extra);
+  cl.start_pool(dir.path(), "pool-a", 2);
+  return spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep, "--db", db,
+                "--python", python_bin(), "--quiet"},
+               dir / "client.out", dir / "client.err");
+}
+
 }  // namespace
 
 TEST_CASE("integration.interchange_restart.job_completes_rows_once_nothing_succeeded_reruns") {
   TempDir dir("ixrestart");
   const std::string db = dir / "fanout.db";
-  make_files(dir / "data", 40);
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("ix-restart", dir / "runs.txt", "0.2"));
   Cluster cl;
-  cl.start_interchange(dir.path(), db, ix_args({"--window", "8"}));
+  auto client = start_counting_job(dir, db, 40, "0.2", ix_args({"--window", "8"}), cl);
   const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
-  cl.start_pool(dir.path(), "pool-a", 2);
-  auto client = spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", client_ep, "--db",
-                       db, "--python", python_bin(), "--quiet"},
-                      dir / "client.out", dir / "client.err");
 
   REQUIRE(wait_until(
       [&] { return sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 8; },
@@ -144,16 +152,9 @@ TEST_CASE("integration.issue_4.client_blocked_on_window_resubmits_after_intercha
   TempDir dir("ixresubmit");
   const std::string db = dir / "fanout.db";
   constexpr int kFiles = 150;
-  make_files(dir / "data", kFiles);
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("ix-restart", dir / "runs.txt", "0.05"));
   Cluster cl;
-  cl.start_interchange(dir.path(), db, ix_args({"--window", "4"}));
+  auto client = start_counting_job(dir, db, kFiles, "0.05", ix_args({"--window", "4"}), cl);
   const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
-  cl.start_pool(dir.path(), "pool-a", 2);
-  auto client = spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", client_ep, "--db",
-                       db, "--python", python_bin(), "--quiet"},
-                      dir / "client.out", dir / "client.err");
 
   REQUIRE(wait_until(
       [&] { return sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 10; },
@@ -219,16 +220,9 @@ TEST_CASE("integration.issue_4.client_blocked_on_window_resubmits_after_intercha
 TEST_CASE("integration.interchange_restart.job_without_client_finishes_and_wait_reports_it") {
   TempDir dir("ixorphan");
   const std::string db = dir / "fanout.db";
-  make_files(dir / "data", 24);
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("ix-restart", dir / "runs.txt", "0.2"));
   Cluster cl;
-  cl.start_interchange(dir.path(), db, kFastBeats);
+  auto client = start_counting_job(dir, db, 24, "0.2", kFastBeats, cl);
   const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
-  cl.start_pool(dir.path(), "pool-a", 2);
-  auto client = spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", client_ep, "--db",
-                       db, "--python", python_bin(), "--quiet"},
-                      dir / "client.out", dir / "client.err");
   REQUIRE(wait_until(
       [&] {
         return sql_int(db, "select submit_done from jobs where id=1") == 1 &&
@@ -263,15 +257,8 @@ TEST_CASE("integration.interchange_restart.job_without_client_finishes_and_wait_
 TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_id") {
   TempDir dir("ixresume");
   const std::string db = dir / "fanout.db";
-  make_files(dir / "data", 24);
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("ix-restart", dir / "runs.txt", "0.2"));
   Cluster cl;
-  cl.start_interchange(dir.path(), db, kFastBeats);
-  cl.start_pool(dir.path(), "pool-a", 2);
-  auto client = spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep, "--db",
-                       db, "--python", python_bin(), "--quiet"},
-                      dir / "client.out", dir / "client.err");
+  auto client = start_counting_job(dir, db, 24, "0.2", kFastBeats, cl);
   REQUIRE(wait_until(
       [&] {
         return sql_int(db, "select submit_done from jobs where id=1") == 1 &&
