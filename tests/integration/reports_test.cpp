@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "csv_parse.hpp"
 #include "harness.hpp"
 
 using namespace fanout::test;
@@ -54,39 +55,6 @@ task:
   append_row_to: ${{outputs.scores}}
   program_arguments: --resource_monitor_interval 0.25 --profiling_module cProfile --mine 1
 )";
-}
-
-std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row;
-  std::string field;
-  bool quoted = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        field += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      row.push_back(std::move(field));
-      field.clear();
-    } else if (c == '\n') {
-      row.push_back(std::move(field));
-      field.clear();
-      rows.push_back(std::move(row));
-      row.clear();
-    } else {
-      field += c;
-    }
-  }
-  return rows;
 }
 
 // The rows of a query that joins its columns with char(31), as join_row() joins CSV fields.

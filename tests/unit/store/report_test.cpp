@@ -17,6 +17,7 @@
 #include "fanout/util/error.hpp"
 #include "fanout/util/log.hpp"
 
+#include "csv_parse.hpp"
 #include "scratch_dir.hpp"
 
 using fanout::ErrorCode;
@@ -28,6 +29,7 @@ using fanout::store::TaskStore;
 namespace proto = fanout::proto;
 namespace store = fanout::store;
 
+using fanout::test::parse_csv;
 using fanout::test::ScratchDir;
 using fanout::test::slurp;
 
@@ -41,40 +43,6 @@ std::vector<std::string> column(const std::string& db_path, const std::string& s
   std::vector<std::string> out;
   while (st.step()) out.emplace_back(st.column_text(0));
   return out;
-}
-
-// Splits CSV text into records of fields (RFC 4180, as append_csv_field writes it).
-std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row;
-  std::string field;
-  bool quoted = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        field += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      row.push_back(std::move(field));
-      field.clear();
-    } else if (c == '\n') {
-      row.push_back(std::move(field));
-      field.clear();
-      rows.push_back(std::move(row));
-      row.clear();
-    } else {
-      field += c;
-    }
-  }
-  return rows;
 }
 
 AttemptRecord attempt(std::uint64_t task_id, std::uint64_t index, std::uint32_t try_no,
