@@ -153,6 +153,7 @@ void Pool::drop_job(std::uint64_t job_id, const std::string& reason) {
   }
   jobs_.erase(job_id);
   init_failures_.erase(job_id);
+  mean_task_s_.erase(job_id);  // capacity() walks it on every loop turn
   log_->info("job {} dropped ({}): stopped {} running tasks, dropped {} queued", job_id, reason,
              stopped, queued);
 }
