@@ -355,9 +355,8 @@ bool unpack_from(std::string_view bytes, T& out) {
   }
 }
 
-// The detail recorded when the client sent none: {"files": [...items...]}.
-void default_detail(std::string& out, const std::vector<std::string>& items) {
-  out.clear();
+// Appends the detail recorded when the client sent none: {"files": [...items...]}.
+void append_default_detail(std::string& out, const std::vector<std::string>& items) {
   out += "{\"files\": [";
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out += ", ";
@@ -420,6 +419,53 @@ struct OutputFile {
   bool close_after = false;  // the job finished in the current batch
 };
 
+// One INSERT prepared for 64, 8 and 1 rows: the writer binds up to 64 rows per sqlite3_step.
+// SQLite's per-statement work (resetting the VM, starting the statement, opening and positioning
+// cursors on each b-tree) is then paid once per chunk instead of once per row; the rows' own
+// b-tree work is the same. `head` is "INSERT INTO t (a, b, c)", `tail` what follows the VALUES
+// list (an ON CONFLICT clause, or nothing).
+class MultiRow final {
+ public:
+  static constexpr std::size_t kChunks[] = {64, 8, 1};
+
+  MultiRow(Db& db, std::string_view head, int cols, std::string_view tail) : cols_(cols) {
+    std::string row = "(";
+    for (int c = 0; c < cols; ++c) row += c == 0 ? "?" : ", ?";
+    row += ")";
+    for (const std::size_t n : kChunks) {
+      std::string sql(head);
+      sql += " VALUES ";
+      for (std::size_t r = 0; r < n; ++r) {
+        if (r > 0) sql += ", ";
+        sql += row;
+      }
+      sql += ' ';
+      sql += tail;
+      statements_.push_back(std::make_unique<Statement>(db, sql));
+    }
+  }
+
+  // Inserts rows 0 .. n-1: bind_row(statement, base, i) binds row i's parameters base + 1 ..
+  // base + cols. Rows go in order, so a later row of an upsert wins over an earlier one.
+  template <typename BindRow>
+  void run(std::size_t n, BindRow&& bind_row) {
+    std::size_t i = 0;
+    for (std::size_t k = 0; k < std::size(kChunks); ++k) {
+      Statement& st = *statements_[k];
+      for (; n - i >= kChunks[k]; i += kChunks[k]) {
+        for (std::size_t r = 0; r < kChunks[k]; ++r) {
+          bind_row(st, static_cast<int>(r) * cols_, i + r);
+        }
+        st.run();
+      }
+    }
+  }
+
+ private:
+  int cols_;
+  std::vector<std::unique_ptr<Statement>> statements_;
+};
+
 // The writer thread's state: statements prepared once, reusable buffers and the open output
 // files. Used only with Impl::db_mu held.
 class Writer {
@@ -431,12 +477,12 @@ class Writer {
 INSERT INTO jobs (id, name, state, reason, spec_path, runtime, entry_script, output_path,
                   log_dir, settings, spec, created, started)
 VALUES (?1, ?2, 'running', '', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10))sql"),
-        insert_minibatch_(db, R"sql(
-INSERT OR IGNORE INTO minibatches (job_id, id, state, items)
-VALUES (?1, ?2, 'pending', ?3))sql"),
-        insert_input_(db, R"sql(
-INSERT OR IGNORE INTO minibatch_inputs (job_id, minibatch_id, detail, descriptor)
-VALUES (?1, ?2, ?3, ?4))sql"),
+        insert_minibatch_(db, "INSERT OR IGNORE INTO minibatches (job_id, id, state, items)", 4,
+                          ""),
+        insert_input_(db,
+                      "INSERT OR IGNORE INTO minibatch_inputs (job_id, minibatch_id, detail, "
+                      "descriptor)",
+                      4, ""),
         submit_done_(db, "UPDATE jobs SET submit_done = 1, total = ?2 WHERE id = ?1"),
         mark_running_(db,
                       "UPDATE minibatches SET state = 'running', tries = ?3 "
@@ -444,13 +490,18 @@ VALUES (?1, ?2, ?3, ?4))sql"),
         insert_attempt_(db, R"sql(
 INSERT INTO attempts (id, job_id, minibatch_id, attempt, status, pool_id, pool, node, process,
                       worker_pid, start, elapsed_s, cpu_s, run_s, items, succeeded, failed, rows,
-                      error_category, error_message)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-        ?20))sql"),
+                      error_category, error_message))sql",
+                        20, ""),
+        // The row exists (added at submission), so the upsert acts as an UPDATE, in a form that
+        // many rows share in one statement. A missing row would be created, not skipped.
         update_minibatch_(db, R"sql(
-UPDATE minibatches SET state = ?3, tries = ?4, succeeded = ?5, failed = ?6, rows = ?7,
-       output_offset = coalesce(?8, output_offset), output_bytes = coalesce(?9, output_bytes)
-WHERE job_id = ?1 AND id = ?2)sql"),
+INSERT INTO minibatches (job_id, id, state, tries, items, succeeded, failed, rows, output_offset,
+                         output_bytes))sql",
+                          10, R"sql(
+ON CONFLICT (job_id, id) DO UPDATE SET state = excluded.state, tries = excluded.tries,
+       succeeded = excluded.succeeded, failed = excluded.failed, rows = excluded.rows,
+       output_offset = coalesce(excluded.output_offset, output_offset),
+       output_bytes = coalesce(excluded.output_bytes, output_bytes))sql"),
         finish_job_(db, "UPDATE jobs SET state = ?2, reason = ?3, ended = ?4 WHERE id = ?1"),
         upsert_pool_(db, R"sql(
 INSERT OR REPLACE INTO pools (id, name, node, workers, prefetch, pid, build, state, registered,
@@ -480,10 +531,22 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql") {}
     skip_superseded(ops);
     try {
       Transaction tx(db_);
-      for (auto& op : ops) std::visit([this](auto& o) { do_op(o); }, op);
+      for (auto& op : ops) {
+        // Consecutive results share multi-row statements. Any other operation first writes the
+        // results queued before it, so that every row is written in the order it was queued.
+        if (std::holds_alternative<AttemptRecord>(op)) {
+          do_op(std::get<AttemptRecord>(op));
+          continue;
+        }
+        if (auto* run = std::get_if<MarkRunning>(&op); run != nullptr && run->superseded) continue;
+        flush_attempts();
+        std::visit([this](auto& o) { do_op(o); }, op);
+      }
+      flush_attempts();
       write_outputs();
       tx.commit();
     } catch (...) {
+      attempts_.clear();
       discard_outputs();
       throw;
     }
@@ -512,24 +575,37 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql") {}
   }
 
   void do_op(AddMiniBatches& op) {
+    // Every descriptor and default detail is encoded first, into one buffer each, so that the
+    // multi-row statements can bind views into them (binds do not copy).
+    buf_.clear();
+    detail_.clear();
+    ends_.clear();
     for (const auto& mb : op.batches) {
-      pack_into(buf_, mb.items);
-      std::string_view detail = mb.detail;
-      if (detail.empty()) {
-        default_detail(detail_, mb.items);
-        detail = detail_;
-      }
-      insert_minibatch_.bind(1, op.job_id)
-          .bind(2, mb.index)
-          .bind(3, static_cast<std::uint64_t>(mb.items.size()));
-      insert_minibatch_.run();
-      insert_input_.bind(1, op.job_id)
-          .bind(2, mb.index)
-          .bind(3, detail)
-          .bind_blob(4, {buf_.data(), buf_.size()});
-      insert_input_.run();
-      SPDLOG_LOGGER_TRACE(log_, "job {} mini-batch {} added", op.job_id, mb.index);
+      msgpack::pack(buf_, mb.items);
+      if (mb.detail.empty()) append_default_detail(detail_, mb.items);
+      ends_.emplace_back(buf_.size(), detail_.size());
     }
+    const auto& batches = op.batches;
+    insert_minibatch_.run(batches.size(), [&](Statement& st, int b, std::size_t i) {
+      st.bind(b + 1, op.job_id)
+          .bind(b + 2, batches[i].index)
+          .bind(b + 3, "pending")
+          .bind(b + 4, static_cast<std::uint64_t>(batches[i].items.size()));
+    });
+    insert_input_.run(batches.size(), [&](Statement& st, int b, std::size_t i) {
+      const auto [desc_begin, detail_begin] =
+          i == 0 ? std::pair<std::size_t, std::size_t>{} : ends_[i - 1];
+      const auto [desc_end, detail_end] = ends_[i];
+      std::string_view detail = batches[i].detail;
+      if (detail.empty()) {
+        detail = std::string_view(detail_).substr(detail_begin, detail_end - detail_begin);
+      }
+      st.bind(b + 1, op.job_id)
+          .bind(b + 2, batches[i].index)
+          .bind(b + 3, detail)
+          .bind_blob(b + 4, {buf_.data() + desc_begin, desc_end - desc_begin});
+    });
+    SPDLOG_LOGGER_TRACE(log_, "job {}: {} mini-batches added", op.job_id, batches.size());
   }
 
   void do_op(SetSubmitDone& op) {
@@ -558,51 +634,72 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql") {}
     mark_running_.run();
   }
 
-  void do_op(AttemptRecord& rec) {
-    const auto& r = rec.result;
-    insert_attempt_.bind(1, r.task_id)
-        .bind(2, r.job_id)
-        .bind(3, r.index)
-        .bind(4, r.attempt)
-        .bind(5, proto::to_string(static_cast<proto::AttemptStatus>(r.status)))
-        .bind(6, rec.pool_id)
-        .bind_text_or_null(7, rec.pool_name)
-        .bind_text_or_null(8, r.node)
-        .bind_text_or_null(9, r.process)
-        .bind(10, r.worker_pid)
-        .bind(11, r.start)
-        .bind(12, r.elapsed_s)
-        .bind(13, r.cpu_s)
-        .bind(14, r.run_s)
-        .bind(15, r.items)
-        .bind(16, r.succeeded)
-        .bind(17, r.failed)
-        .bind(18, r.rows)
-        .bind_text_or_null(19, r.error_category)
-        .bind_text_or_null(20, r.error_message);
-    insert_attempt_.run();
-
-    update_minibatch_.bind(1, r.job_id)
-        .bind(2, r.index)
-        .bind(3, rec.minibatch_state)
-        .bind(4, r.attempt)
-        .bind(5, r.succeeded)
-        .bind(6, r.failed)
-        .bind(7, r.rows);
+  // Queues a result's two rows (its attempt, its mini-batch's new state) for flush_attempts(),
+  // and its output bytes for write_outputs(); `rec` must stay alive until then.
+  void queue_attempt(AttemptRecord& rec) {
+    QueuedAttempt q{&rec};
     if (rec.write_output) {
-      if (OutputFile* f = output_for(r.job_id)) {
+      if (OutputFile* f = output_for(rec.result.job_id)) {
         if (!f->touched) {
           f->touched = true;
           touched_.push_back(f);
         }
-        update_minibatch_.bind(8, f->end + f->pending.size())
-            .bind(9, static_cast<std::uint64_t>(r.output.size()));
-        f->pending += r.output;
+        q.has_output = true;
+        q.output_offset = f->end + f->pending.size();
+        f->pending += rec.result.output;
       }
     }
-    update_minibatch_.run();
-    SPDLOG_LOGGER_TRACE(log_, "attempt {} of job {} mini-batch {} recorded", r.task_id, r.job_id,
-                        r.index);
+    attempts_.push_back(q);
+  }
+
+  void do_op(AttemptRecord& rec) { queue_attempt(rec); }
+
+  // Writes the queued results' rows, up to 64 per statement.
+  void flush_attempts() {
+    if (attempts_.empty()) return;
+    insert_attempt_.run(attempts_.size(), [this](Statement& st, int b, std::size_t i) {
+      const AttemptRecord& rec = *attempts_[i].rec;
+      const auto& r = rec.result;
+      st.bind(b + 1, r.task_id)
+          .bind(b + 2, r.job_id)
+          .bind(b + 3, r.index)
+          .bind(b + 4, r.attempt)
+          .bind(b + 5, proto::to_string(static_cast<proto::AttemptStatus>(r.status)))
+          .bind(b + 6, rec.pool_id)
+          .bind_text_or_null(b + 7, rec.pool_name)
+          .bind_text_or_null(b + 8, r.node)
+          .bind_text_or_null(b + 9, r.process)
+          .bind(b + 10, r.worker_pid)
+          .bind(b + 11, r.start)
+          .bind(b + 12, r.elapsed_s)
+          .bind(b + 13, r.cpu_s)
+          .bind(b + 14, r.run_s)
+          .bind(b + 15, r.items)
+          .bind(b + 16, r.succeeded)
+          .bind(b + 17, r.failed)
+          .bind(b + 18, r.rows)
+          .bind_text_or_null(b + 19, r.error_category)
+          .bind_text_or_null(b + 20, r.error_message);
+    });
+    update_minibatch_.run(attempts_.size(), [this](Statement& st, int b, std::size_t i) {
+      const QueuedAttempt& q = attempts_[i];
+      const auto& r = q.rec->result;
+      st.bind(b + 1, r.job_id)
+          .bind(b + 2, r.index)
+          .bind(b + 3, q.rec->minibatch_state)
+          .bind(b + 4, r.attempt)
+          .bind(b + 5, r.items)
+          .bind(b + 6, r.succeeded)
+          .bind(b + 7, r.failed)
+          .bind(b + 8, r.rows);
+      if (q.has_output) {
+        st.bind(b + 9, q.output_offset).bind(b + 10, static_cast<std::uint64_t>(r.output.size()));
+      } else {
+        st.bind_null(b + 9).bind_null(b + 10);
+      }
+    });
+    SPDLOG_LOGGER_TRACE(log_, "{} attempts recorded", attempts_.size());
+    attempts_.clear();
   }
 
   void do_op(FinishJob& op) {
@@ -764,12 +861,12 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql") {}
   Logger log_;
   Db& db_;
   Statement insert_job_;
-  Statement insert_minibatch_;
-  Statement insert_input_;
+  MultiRow insert_minibatch_;
+  MultiRow insert_input_;
   Statement submit_done_;
   Statement mark_running_;
-  Statement insert_attempt_;
-  Statement update_minibatch_;
+  MultiRow insert_attempt_;
+  MultiRow update_minibatch_;
   Statement finish_job_;
   Statement upsert_pool_;
   Statement job_output_;
@@ -778,6 +875,13 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql") {}
   Statement insert_disk_sample_;
   msgpack::sbuffer buf_{1024};
   std::string detail_;
+  std::vector<std::pair<std::size_t, std::size_t>> ends_;  // AddMiniBatches: buf_, detail_ ends
+  struct QueuedAttempt {
+    AttemptRecord* rec = nullptr;
+    bool has_output = false;
+    std::uint64_t output_offset = 0;
+  };
+  std::vector<QueuedAttempt> attempts_;  // results of the current run of AttemptRecords
   std::unordered_map<std::uint64_t, OutputFile> outputs_;
   std::unordered_set<MiniBatchKey, MiniBatchKeyHash> recorded_;  // skip_superseded() scratch
   std::vector<OutputFile*> touched_;  // stable: unordered_map never moves its elements
@@ -1041,7 +1145,8 @@ std::vector<UnfinishedJob> TaskStore::recover() {
       }
       mb.detail = remaining.column_text(4);
       // A detail the store made up (the client sent none) is not handed on as the client's.
-      default_detail(detail, mb.items);
+      detail.clear();
+      append_default_detail(detail, mb.items);
       if (mb.detail == detail) mb.detail.clear();
       u.remaining.push_back(std::move(mb));
       u.remaining_tries.push_back(tries);
