@@ -290,6 +290,11 @@ constexpr std::chrono::milliseconds kGroupCommitDelay{20};
 constexpr std::size_t kMaxOpsPerTransaction = 32768;
 // Operations queued but not yet committed beyond which push() waits (about 40 MB of attempts).
 constexpr std::uint64_t kMaxBacklog = 4 * kMaxOpsPerTransaction;
+// The checkpoint thread runs at most this often (see Impl::checkpoint_loop()).
+constexpr std::chrono::milliseconds kCheckpointInterval{100};
+// WAL pages past which the writer checkpoints by itself, should the checkpoint thread fall
+// behind or be missing (SQLite's default is 1,000).
+constexpr int kWriterCheckpointPages = 16384;
 
 static_assert(std::size(kMigrations) == static_cast<std::size_t>(kSchemaVersion),
               "one migration script per schema version");
@@ -895,9 +900,10 @@ struct TaskStore::Impl {
   Impl(const std::string& p, Logger l)
       : path(p), log(std::move(l)), db((make_parent_dirs(p), p), Db::Mode::ReadWriteCreate) {
     db.exec("PRAGMA busy_timeout = 5000", "set busy_timeout");
+    bool is_wal = false;
     {
       Statement wal(db, "PRAGMA journal_mode = WAL");
-      const bool is_wal = wal.step() && wal.column_text(0) == "wal";
+      is_wal = wal.step() && wal.column_text(0) == "wal";
       if (!is_wal) {
         log->warn("store {}: cannot use WAL journal mode; readers may block the writer", path);
       }
@@ -910,6 +916,17 @@ struct TaskStore::Impl {
             "set pragmas");
     apply_migrations(db, log);
     writer = std::make_unique<Writer>(db, log);
+    // Checkpoints (copying committed pages from the WAL into the database file) run on a
+    // thread of their own, with a connection of their own: SQLite's automatic checkpoint would
+    // run them on the writer thread, inside the commit of every ~1,000th page, and the writer
+    // is the serial stage of the hot path. The writer keeps a far larger automatic threshold as
+    // a backstop. Without a WAL there is nothing to checkpoint.
+    if (is_wal) {
+      checkpoint_db = std::make_unique<Db>(p, Db::Mode::ReadWriteCreate);
+      db.exec(("PRAGMA wal_autocheckpoint = " + std::to_string(kWriterCheckpointPages)).c_str(),
+              "set wal_autocheckpoint");
+      checkpoint_thread = std::thread([this] { checkpoint_loop(); });
+    }
     thread = std::thread([this] { run(); });
   }
 
@@ -920,10 +937,21 @@ struct TaskStore::Impl {
     }
     work_cv.notify_one();
     thread.join();
+    if (checkpoint_thread.joinable()) {
+      {
+        std::lock_guard lk(checkpoint_mu);
+        checkpoint_stop = true;
+      }
+      checkpoint_cv.notify_one();
+      checkpoint_thread.join();
+      // Closed before db, whose close then checkpoints what is left and removes the WAL.
+      checkpoint_db.reset();
+    }
     SPDLOG_LOGGER_DEBUG(log,
                         "store {}: closed after {} ops in {} transactions (largest {}), "
-                        "writer CPU {:.3f} s wall {:.3f} s",
-                        path, stats_ops, stats_batches, stats_max_batch, stats_cpu_s, stats_wall_s);
+                        "writer CPU {:.3f} s wall {:.3f} s; {} checkpoints on their own thread",
+                        path, stats_ops, stats_batches, stats_max_batch, stats_cpu_s, stats_wall_s,
+                        stats_checkpoints);
   }
 
   template <typename T>
@@ -984,9 +1012,46 @@ struct TaskStore::Impl {
           committed = first + i + n;
         }
         done_cv.notify_all();
+        request_checkpoint();
       }
       ops.clear();
       lk.lock();
+    }
+  }
+
+  void request_checkpoint() {
+    if (!checkpoint_thread.joinable()) return;
+    {
+      std::lock_guard lk(checkpoint_mu);
+      checkpoint_due = true;
+    }
+    checkpoint_cv.notify_one();
+  }
+
+  // The checkpoint thread: after commits, at most every kCheckpointInterval, a PASSIVE
+  // checkpoint, which copies what readers no longer need and never waits for, or blocks, the
+  // writer or a reader. What it cannot copy yet is copied by a later one. Once a checkpoint has
+  // copied everything, the writer's next transaction starts the WAL file over, so the file stays
+  // about as large as what is written between two checkpoints.
+  void checkpoint_loop() {
+    std::unique_lock lk(checkpoint_mu);
+    for (;;) {
+      checkpoint_cv.wait(lk, [this] { return checkpoint_stop || checkpoint_due; });
+      if (checkpoint_stop) break;
+      checkpoint_due = false;
+      lk.unlock();
+      int wal_frames = 0, copied = 0;
+      const int rc = sqlite3_wal_checkpoint_v2(checkpoint_db->get(), nullptr,
+                                               SQLITE_CHECKPOINT_PASSIVE, &wal_frames, &copied);
+      // BUSY: another checkpoint (the writer's backstop) is running; the next one continues.
+      if (rc != SQLITE_OK && rc != SQLITE_BUSY && !checkpoint_warned) {
+        checkpoint_warned = true;
+        log->warn("store {}: checkpoint failed, the writer's own checkpoints take over: {}", path,
+                  checkpoint_db->errmsg());
+      }
+      ++stats_checkpoints;
+      lk.lock();
+      checkpoint_cv.wait_for(lk, kCheckpointInterval, [this] { return checkpoint_stop; });
     }
   }
 
@@ -1030,6 +1095,16 @@ struct TaskStore::Impl {
   std::uint64_t stats_batches = 0, stats_ops = 0, stats_max_batch = 0;
   double stats_cpu_s = 0;
   double stats_wall_s = 0;
+
+  // The checkpoint thread (see checkpoint_loop()); absent without a WAL.
+  std::unique_ptr<Db> checkpoint_db;
+  std::mutex checkpoint_mu;  // guards checkpoint_due, checkpoint_stop
+  std::condition_variable checkpoint_cv;
+  bool checkpoint_due = false;
+  bool checkpoint_stop = false;
+  bool checkpoint_warned = false;       // checkpoint thread only
+  std::uint64_t stats_checkpoints = 0;  // checkpoint thread only; read after it is joined
+  std::thread checkpoint_thread;
 
   std::thread thread;  // last: started once everything above exists
 };
