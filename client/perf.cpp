@@ -29,6 +29,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The prefetch of a perf run's pools unless --prefetch says otherwise; also the most a pool
+// raises its prefetch to by itself for short tasks (pool/pool.hpp, kMaxAutoPrefetch).
+constexpr std::int64_t kPerfPrefetch = 256;
+
 // An empty run(): what `--runtime python` measures. The sleep is for --sleep-ms.
 constexpr const char* kNoopScript = R"PY(import os, time
 _SLEEP = float(os.environ.get("FANOUT_PERF_SLEEP_MS", "0")) / 1000.0
@@ -158,7 +162,7 @@ RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log) {
       std::fclose(f);
     }
   }
-  const std::uint32_t prefetch = o.prefetch >= 0 ? static_cast<std::uint32_t>(o.prefetch) : 256u;
+  const std::uint32_t prefetch = static_cast<std::uint32_t>(o.prefetch >= 0 ? o.prefetch : kPerfPrefetch);
 
   config::JobConfig cfg;
   cfg.name = "perf";
@@ -356,11 +360,40 @@ std::string describe(const PerfOptions& o) {
   return fmt::format(
       "runtime {}, {} pool(s) x {} workers, prefetch {}, poll {} ms, log {}, "
       "items/batch {}, sleep {} ms",
-      o.runtime, o.pools, o.workers, o.prefetch >= 0 ? o.prefetch : 256, o.poll_ms, o.log_level,
+      o.runtime, o.pools, o.workers, o.prefetch >= 0 ? o.prefetch : kPerfPrefetch, o.poll_ms, o.log_level,
       o.items_per_batch, o.sleep_ms);
 }
 
-void print_run(const PerfOptions& o, const RunStats& rs, double ceiling, double baseline) {
+// The transport ceiling of one run: the relay probe with as many messages in flight as the
+// run's pools hold (the reference of the ratio), and with kWideWindow in flight (ZeroMQ then
+// batches far more per system call than fanout's pools are ever given to).
+struct Ceiling {
+  std::uint64_t window = 0;
+  double rate = 0;
+  double wide_rate = 0;
+};
+
+constexpr std::uint64_t kWideWindow = 10000;
+
+// Tasks the run's pools hold at once: each its workers plus its prefetch, which a pool raises by
+// itself to kPerfPrefetch for the no-op's short tasks.
+std::uint64_t in_flight(const PerfOptions& o) {
+  const auto prefetch = static_cast<std::uint64_t>(std::max(o.prefetch, kPerfPrefetch));
+  return static_cast<std::uint64_t>(o.pools) * (o.workers + prefetch);
+}
+
+Ceiling run_ceiling(const PerfOptions& o, const std::string& root, Logger& log) {
+  const std::string relay = find_binary("FANOUT_ZMQ_RELAY_BIN", "fanout-zmq-relay", "tools");
+  Ceiling c;
+  c.window = in_flight(o);
+  c.rate = run_probe({relay, "--tasks", "200000", "--window", std::to_string(c.window)}, root, log);
+  c.wide_rate =
+      run_probe({relay, "--tasks", "200000", "--window", std::to_string(kWideWindow)}, root, log);
+  return c;
+}
+
+void print_run(const PerfOptions& o, const RunStats& rs, const Ceiling& ceiling,
+               double baseline) {
   const double rate = rs.rate();
   if (o.json) {
     std::printf(
@@ -370,18 +403,22 @@ void print_run(const PerfOptions& o, const RunStats& rs, double ceiling, double 
         "\"submit_rate\":%.1f,"
         "\"cpu_ms_per_minibatch\":{\"client\":%.5f,\"interchange\":%.5f,\"pools\":%.5f,"
         "\"workers\":%.5f},\"attempts_committed\":%llu,\"succeeded\":%llu,"
-        "\"interchange_peak_rss_kb\":%ld,\"ceiling_rate\":%.1f,\"fraction_of_ceiling\":%.4f,"
+        "\"interchange_peak_rss_kb\":%ld,\"ceiling_window\":%llu,\"ceiling_rate\":%.1f,"
+        "\"fraction_of_ceiling\":%.4f,\"ceiling_rate_window_10000\":%.1f,"
+        "\"fraction_of_ceiling_window_10000\":%.4f,"
         "\"mp_pool_rate\":%.1f,\"fraction_of_mp_pool\":%.4f,\"ok\":%s}\n",
         static_cast<unsigned long long>(rs.tasks), json_quote(o.runtime).c_str(), o.workers,
-        o.pools, static_cast<long long>(o.prefetch >= 0 ? o.prefetch : 256), o.poll_ms,
+        o.pools, static_cast<long long>(o.prefetch >= 0 ? o.prefetch : kPerfPrefetch), o.poll_ms,
         json_quote(o.log_level).c_str(), o.sleep_ms, o.items_per_batch, rs.wall_s, rs.report_s,
         rate, rate > 0 ? 1e6 / rate : 0.0,
         rs.submit_s > 0 ? static_cast<double>(rs.tasks) / rs.submit_s : 0.0,
         per_mb_ms(rs.cpu_client, rs.tasks), per_mb_ms(rs.cpu_ix, rs.tasks),
         per_mb_ms(rs.cpu_pools, rs.tasks), per_mb_ms(rs.cpu_workers, rs.tasks),
         static_cast<unsigned long long>(rs.attempts),
-        static_cast<unsigned long long>(rs.committed_succeeded), rs.ix_peak_rss_kb, ceiling,
-        ceiling > 0 ? rate / ceiling : 0.0, baseline, baseline > 0 ? rate / baseline : 0.0,
+        static_cast<unsigned long long>(rs.committed_succeeded), rs.ix_peak_rss_kb,
+        static_cast<unsigned long long>(ceiling.window), ceiling.rate,
+        ceiling.rate > 0 ? rate / ceiling.rate : 0.0, ceiling.wide_rate,
+        ceiling.wide_rate > 0 ? rate / ceiling.wide_rate : 0.0, baseline, baseline > 0 ? rate / baseline : 0.0,
         rs.ok ? "true" : "false");
     return;
   }
@@ -411,10 +448,16 @@ void print_run(const PerfOptions& o, const RunStats& rs, double ceiling, double 
     std::printf("  ideal %.1f mini-batches/s (workers x 1000 / sleep-ms): efficiency %.1f%%\n",
                 ideal, 100.0 * rate / ideal);
   }
-  if (ceiling > 0) {
+  if (ceiling.rate > 0) {
     std::printf(
-        "  ceiling (3-process ZeroMQ relay, same run) %.0f msg/s: fanout = %.3f x ceiling\n",
-        ceiling, rate / ceiling);
+        "  ceiling (3-process ZeroMQ relay, same run, %llu in flight like fanout) %.0f msg/s: "
+        "fanout = %.3f x ceiling\n",
+        static_cast<unsigned long long>(ceiling.window), ceiling.rate, rate / ceiling.rate);
+  }
+  if (ceiling.wide_rate > 0) {
+    std::printf("  the same relay with %llu in flight %.0f msg/s: fanout = %.3f x that\n",
+                static_cast<unsigned long long>(kWideWindow), ceiling.wide_rate,
+                rate / ceiling.wide_rate);
   }
   if (baseline > 0) {
     std::printf(
@@ -506,12 +549,9 @@ int run_perf(const PerfOptions& opts, Logger log) {
   } else {
     // The ceiling and the baseline run first, in the same session, so ratios compare like with
     // like on a machine whose load changes.
-    double ceiling = 0, baseline = 0;
-    if (o.ceiling) {
-      ceiling = run_probe(
-          {find_binary("FANOUT_ZMQ_RELAY_BIN", "fanout-zmq-relay", "tools"), "--tasks", "200000"},
-          root, log);
-    }
+    Ceiling ceiling;
+    double baseline = 0;
+    if (o.ceiling) ceiling = run_ceiling(o, root, log);
     if (o.baseline && o.runtime == "python") {
       baseline = run_probe({o.python, tools_dir() + "/mp_baseline.py", "--tasks", "50000",
                             "--workers", std::to_string(o.workers)},
