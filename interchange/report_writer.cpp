@@ -1,6 +1,7 @@
 // The report writer thread. See report_writer.hpp.
 #include "interchange/report_writer.hpp"
 
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -20,7 +21,10 @@ ReportWriter::ReportWriter(std::string db_path)
     throw Failure(
         Error{ErrorCode::Io, std::string("report writer: eventfd: ") + std::strerror(errno)});
   }
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    ::pthread_setname_np(::pthread_self(), "fanout-report");  // as top -H and perf show it
+    run();
+  });
 }
 
 ReportWriter::~ReportWriter() {

@@ -3,6 +3,7 @@
 #include "fanout/store/task_store.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -1072,9 +1073,15 @@ struct TaskStore::Impl {
       checkpoint_db = std::make_unique<Db>(p, Db::Mode::ReadWriteCreate);
       db.exec(("PRAGMA wal_autocheckpoint = " + std::to_string(kWriterCheckpointPages)).c_str(),
               "set wal_autocheckpoint");
-      checkpoint_thread = std::thread([this] { checkpoint_loop(); });
+      checkpoint_thread = std::thread([this] {
+        ::pthread_setname_np(::pthread_self(), "fanout-ckpt");  // as top -H and perf show it
+        checkpoint_loop();
+      });
     }
-    thread = std::thread([this] { run(); });
+    thread = std::thread([this] {
+      ::pthread_setname_np(::pthread_self(), "fanout-store");
+      run();
+    });
   }
 
   ~Impl() {
