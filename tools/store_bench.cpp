@@ -44,7 +44,9 @@ int main(int argc, char** argv) {
       }
     };
     for (std::uint64_t i = 0; i < tasks; ++i) {
-      add_up_to(std::min(tasks, i + window));
+      // As fanout perf's client does: it submits once half the window is free, in frames of
+      // up to 1,024 mini-batches (one add each), so results come in runs between adds.
+      if (added < tasks && added < i + window / 2) add_up_to(std::min(tasks, i + window));
       store.mark_running(1, i, 1);
       fanout::proto::TaskResult r;
       r.task_id = i + 1;
