@@ -12,7 +12,7 @@ py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
 echo "== native no-op vs the ceiling probe (3 runs)"
-for i in 1 2 3; do "$fanout" perf --tasks 200000 | grep -E "end to end|CPU|ceiling|store:"; done
+for i in 1 2 3; do "$fanout" perf --tasks 200000 | grep -E "end to end|CPU|ceiling|relay with|store:"; done
 
 echo "== Python no-op vs multiprocessing.Pool(2) (2 runs)"
 for i in 1 2; do
@@ -33,7 +33,7 @@ print("%-8s rate %8.0f/s  cpu us/mb %.2f" % (sys.argv[1], r["rate"], 1000*(c["in
 done
 
 echo "== interchange peak RSS through 1,000,000 mini-batches"
-"$fanout" perf --tasks 1000000 | grep -E "end to end|job report|RSS|store:|ceiling"
+"$fanout" perf --tasks 1000000 | grep -E "end to end|job report|RSS|store:|ceiling|relay with"
 
 echo "== first mini-batch after fanout run starts, 1,000,000-file folder"
 million="$out/million"
