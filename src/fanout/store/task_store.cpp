@@ -1145,7 +1145,11 @@ struct TaskStore::Impl {
         work_cv.wait(lk, has_work);
       } else if (!work_cv.wait_until(lk, held_due, has_work)) {
         lk.unlock();
-        if (healthy.load(std::memory_order_relaxed)) apply({});
+        if (healthy.load(std::memory_order_relaxed)) {
+          apply({});
+        } else {
+          held_due = std::chrono::steady_clock::time_point::max();  // dropped: see ok()
+        }
         lk.lock();
         continue;
       }

@@ -3,6 +3,7 @@
 #include "fanout/store/task_store.hpp"
 
 #include <doctest/doctest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -332,14 +334,19 @@ TEST_CASE("store.task_store.dispatch_and_result_in_one_transaction") {
 
 namespace {
 
-// Polls `sql` (one integer) on the store file until it returns `want`, for up to 20 s.
-bool wait_for_int(const std::string& path, const std::string& sql, std::int64_t want) {
+// Polls `pred` until true, for up to 20 s.
+bool wait_for(const std::function<bool()>& pred) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (sql_int(path, sql) == want) return true;
+    if (pred()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
+}
+
+// Polls `sql` (one integer) on the store file until it returns `want`, for up to 20 s.
+bool wait_for_int(const std::string& path, const std::string& sql, std::int64_t want) {
+  return wait_for([&] { return sql_int(path, sql) == want; });
 }
 
 // One snapshot of what a crash would leave: 1 when the job's minibatches rows are exactly the
@@ -572,6 +579,32 @@ TEST_CASE("store.task_store.write_error_makes_store_not_ok") {
   store.create_job(2, make_spec(""), 10.0);  // dropped
   store.flush();
   CHECK(sql_int(path, "SELECT count(*) FROM jobs") == 0);  // the failed batch was rolled back
+}
+
+TEST_CASE("store.task_store.issue_6.idle_after_a_write_error_with_held_minibatches") {
+  // Held mini-batches come due on a timer; once the store has failed nothing is written, and
+  // the writer must then wait for work again rather than wake at a deadline already past.
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  const std::string blocker = dir.file("blocker");
+  append(blocker, "a file, not a folder");
+  TaskStore store(path, quiet_logger());
+  store.create_job(1, make_spec(""), 10.0);
+  store.add_minibatches(1, {make_batch(0, {"a"}), make_batch(1, {"b"})});
+  // Committed, its mini-batches held (a flush would write them).
+  REQUIRE(wait_for_int(path, "SELECT count(*) FROM jobs", 1));
+  store.create_job(2, make_spec(blocker + "/out.txt"), 10.0);  // fails the next transaction
+  REQUIRE(wait_for([&] { return !store.ok(); }));
+  const auto cpu = [] {
+    rusage ru{};
+    ::getrusage(RUSAGE_SELF, &ru);
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+  };
+  const double before = cpu();
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // past the held rows' 250 ms
+  // A writer spinning on a past deadline uses most of a core in that second.
+  CHECK(cpu() - before < 0.2);
 }
 
 TEST_CASE("store.task_store.destructor_commits_everything_queued") {
