@@ -162,7 +162,8 @@ RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log) {
       std::fclose(f);
     }
   }
-  const std::uint32_t prefetch = static_cast<std::uint32_t>(o.prefetch >= 0 ? o.prefetch : kPerfPrefetch);
+  const std::uint32_t prefetch =
+      static_cast<std::uint32_t>(o.prefetch >= 0 ? o.prefetch : kPerfPrefetch);
 
   config::JobConfig cfg;
   cfg.name = "perf";
@@ -360,8 +361,8 @@ std::string describe(const PerfOptions& o) {
   return fmt::format(
       "runtime {}, {} pool(s) x {} workers, prefetch {}, poll {} ms, log {}, "
       "items/batch {}, sleep {} ms",
-      o.runtime, o.pools, o.workers, o.prefetch >= 0 ? o.prefetch : kPerfPrefetch, o.poll_ms, o.log_level,
-      o.items_per_batch, o.sleep_ms);
+      o.runtime, o.pools, o.workers, o.prefetch >= 0 ? o.prefetch : kPerfPrefetch, o.poll_ms,
+      o.log_level, o.items_per_batch, o.sleep_ms);
 }
 
 // The transport ceiling of one run: the relay probe with as many messages in flight as the
@@ -392,8 +393,7 @@ Ceiling run_ceiling(const PerfOptions& o, const std::string& root, Logger& log) 
   return c;
 }
 
-void print_run(const PerfOptions& o, const RunStats& rs, const Ceiling& ceiling,
-               double baseline) {
+void print_run(const PerfOptions& o, const RunStats& rs, const Ceiling& ceiling, double baseline) {
   const double rate = rs.rate();
   if (o.json) {
     std::printf(
@@ -418,8 +418,8 @@ void print_run(const PerfOptions& o, const RunStats& rs, const Ceiling& ceiling,
         static_cast<unsigned long long>(rs.committed_succeeded), rs.ix_peak_rss_kb,
         static_cast<unsigned long long>(ceiling.window), ceiling.rate,
         ceiling.rate > 0 ? rate / ceiling.rate : 0.0, ceiling.wide_rate,
-        ceiling.wide_rate > 0 ? rate / ceiling.wide_rate : 0.0, baseline, baseline > 0 ? rate / baseline : 0.0,
-        rs.ok ? "true" : "false");
+        ceiling.wide_rate > 0 ? rate / ceiling.wide_rate : 0.0, baseline,
+        baseline > 0 ? rate / baseline : 0.0, rs.ok ? "true" : "false");
     return;
   }
   std::printf("fanout perf: %llu mini-batches (%s)\n", static_cast<unsigned long long>(rs.tasks),
