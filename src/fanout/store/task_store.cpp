@@ -573,14 +573,13 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql") {}
     try {
       Transaction tx(db_);
       for (auto& op : ops) {
-        // Consecutive results share multi-row statements. Any other operation first writes the
-        // results queued before it, so that every row is written in the order it was queued
-        // (a MarkRunning does so itself, only when it writes a row).
-        if (std::holds_alternative<AttemptRecord>(op)) {
-          do_op(std::get<AttemptRecord>(op));
-          continue;
+        // Consecutive results are queued to share multi-row statements. Any other operation
+        // first writes the results queued before it, so that every row is written in the order
+        // it was queued (a MarkRunning does so itself, only when it writes a row).
+        if (!std::holds_alternative<AttemptRecord>(op) &&
+            !std::holds_alternative<MarkRunning>(op)) {
+          flush_attempts();
         }
-        if (!std::holds_alternative<MarkRunning>(op)) flush_attempts();
         std::visit([this](auto& o) { do_op(o); }, op);
       }
       flush_attempts();
@@ -768,7 +767,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql") {}
 
   // Queues a result's two rows (its attempt, its mini-batch's new state) for flush_attempts(),
   // and its output bytes for write_outputs(); `rec` must stay alive until then.
-  void queue_attempt(AttemptRecord& rec) {
+  void do_op(AttemptRecord& rec) {
     QueuedAttempt q{&rec};
     const auto& r = rec.result;
     if (HeldMiniBatch* e = find_held(r.job_id, r.index)) {
@@ -790,8 +789,6 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql") {}
     }
     attempts_.push_back(q);
   }
-
-  void do_op(AttemptRecord& rec) { queue_attempt(rec); }
 
   // Writes the queued results' rows, up to 64 per statement.
   void flush_attempts() {
