@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <msgpack.hpp>
@@ -133,6 +134,24 @@ struct TaskResult {
                        output, error_category, error_message, node, process, worker_pid, start,
                        elapsed_s, cpu_s, run_s)
 };
+
+// The result of an attempt that failed as a whole: every one of the task's items failed, with
+// `status` and the error given, and no rows. Where it happened (node, process, pid, start,
+// elapsed) is the caller's to fill in.
+[[nodiscard]] inline TaskResult failed_result(const Task& task, AttemptStatus status,
+                                              std::string category, std::string message) {
+  TaskResult r;
+  r.task_id = task.task_id;
+  r.job_id = task.job_id;
+  r.index = task.index;
+  r.attempt = task.attempt;
+  r.status = static_cast<std::uint8_t>(status);
+  r.items = task.items.size();
+  r.failed = r.items;
+  r.error_category = std::move(category);
+  r.error_message = std::move(message);
+  return r;
+}
 
 // ---- pool <-> interchange ----
 
