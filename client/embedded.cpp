@@ -8,7 +8,6 @@
 #include <random>
 #include <thread>
 
-#include "client/monitoring.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
 
@@ -41,9 +40,8 @@ std::string tail_of(const std::string& path, std::size_t lines) {
 }
 
 // The private interchange and pools of the embedded default.
-Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const std::string& run_dir,
-                   std::uint32_t workers, std::uint32_t pools, const std::string& python,
-                   Logger log, std::uint32_t window)
+Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::string& run_dir,
+                   Logger log)
     : log_(std::move(log)) {
   const std::string sys_dir = run_dir + "/logs/sys";
   (void)make_dirs(sys_dir);
@@ -51,15 +49,13 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
   std::error_code ec;
   fs::remove(ready_, ec);
   ix_log_ = sys_dir + "/interchange.log";
-  const std::string level = cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
   SpawnOptions so;
   // Flags the interchange and the pools take alike: heartbeats, log level and log file.
   auto common_flags = [&](std::vector<std::string>& argv, const std::string& log_file) {
     for (const std::string& a :
-         {std::string("--heartbeat-period-ms"), std::to_string(cfg.fanout.heartbeat_period_ms),
-          std::string("--heartbeat-threshold-ms"),
-          std::to_string(cfg.fanout.heartbeat_threshold_ms), std::string("--log-level"), level,
-          std::string("--log-file"), log_file}) {
+         {std::string("--heartbeat-period-ms"), std::to_string(rs.heartbeat_period_ms),
+          std::string("--heartbeat-threshold-ms"), std::to_string(rs.heartbeat_threshold_ms),
+          std::string("--log-level"), rs.log_level, std::string("--log-file"), log_file}) {
       argv.push_back(a);
     }
   };
@@ -70,9 +66,9 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
              ready_,
              "--exit-when-idle"};
   common_flags(so.argv, ix_log_);
-  if (window > 0) {
+  if (rs.window > 0) {
     so.argv.push_back("--window");
-    so.argv.push_back(std::to_string(window));
+    so.argv.push_back(std::to_string(rs.window));
   }
   so.stdin_file = "null";
   so.stderr_file = ix_log_;
@@ -109,7 +105,7 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
   const std::string node = host_name();
   const std::string node_dir = sys_dir + "/node/" + node;
   (void)make_dirs(node_dir);
-  for (std::uint32_t i = 0; i < pools; ++i) {
+  for (std::uint32_t i = 0; i < rs.pools; ++i) {
     SpawnOptions ps;
     const std::string plog = fmt::format("{}/pool{:02}.log", node_dir, i + 1);
     ps.argv = {find_binary("FANOUT_POOL_BIN", "fanout-pool", "pool"),
@@ -118,21 +114,20 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
                "--name",
                fmt::format("{}-{}-pool{:02}", node, ::getpid(), i + 1),
                "--workers",
-               std::to_string(workers),
+               std::to_string(rs.workers),
                "--prefetch",
-               std::to_string(cfg.fanout.prefetch),
+               std::to_string(rs.prefetch),
                "--poll-ms",
-               std::to_string(cfg.fanout.poll_ms),
+               std::to_string(rs.poll_ms),
                "--exit-on-lost"};
     common_flags(ps.argv, plog);
-    if (!python.empty()) {
+    if (!rs.python.empty()) {
       ps.argv.push_back("--python");
-      ps.argv.push_back(python);
+      ps.argv.push_back(rs.python);
     }
-    // The pools of the embedded default serve this job only: they sample from their start.
-    if (auto mon = monitoring_options(cfg); mon && mon->resource_monitor_interval_s > 0) {
+    if (rs.resource_monitor_interval_s > 0) {
       ps.argv.push_back("--resource-monitor-interval");
-      ps.argv.push_back(fmt::format("{}", mon->resource_monitor_interval_s));
+      ps.argv.push_back(fmt::format("{}", rs.resource_monitor_interval_s));
     }
     ps.stdin_file = "null";
     ps.stderr_file = plog;

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "fanout/config/job_spec.hpp"
+#include "client/run_settings.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/log.hpp"
 
@@ -19,11 +19,10 @@ std::string tail_of(const std::string& path, std::size_t lines);
 
 class Embedded final {
  public:
-  // Starts the interchange (waiting for its endpoints) and `pools` pools. Throws Failure naming
-  // the log to read when a child cannot start.
-  Embedded(const config::JobConfig& cfg, const std::string& db, const std::string& run_dir,
-           std::uint32_t workers, std::uint32_t pools, const std::string& python, Logger log,
-           std::uint32_t window = 0);  // the interchange's --window; 0: its default
+  // Starts the interchange on the store `db` (waiting for its endpoints) and `rs.pools` pools,
+  // logging into `run_dir`/logs/sys. Throws Failure naming the log to read when a child cannot
+  // start.
+  Embedded(const RunSettings& rs, const std::string& db, const std::string& run_dir, Logger log);
   ~Embedded() { stop(); }
   Embedded(const Embedded&) = delete;
   Embedded& operator=(const Embedded&) = delete;
