@@ -286,8 +286,9 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   } else {
     std::string failure = state.detail();
     if (state.end() == SessionEnd::Rejected) failure = "interchange: " + failure;
-    if (state.end() == SessionEnd::NotAccepted)
+    if (state.end() == SessionEnd::NotAccepted) {
       failure = "no answer from the interchange at " + endpoint;
+    }
     std::fprintf(stderr, "error: %s\n", failure.empty() ? "the job did not end" : failure.c_str());
     if (job_id != 0) {
       // What committed is kept; resume runs the rest (docs/architecture.md, recovery table).

@@ -24,6 +24,18 @@ std::string find_binary(const char* env, const char* name, const char* build_sub
   return name;  // from PATH
 }
 
+std::string ready_value(const std::string& text, std::string_view key) {
+  for (std::size_t pos = 0; pos < text.size();) {
+    auto nl = text.find('\n', pos);
+    std::string_view line = std::string_view(text).substr(pos, nl - pos);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == '=') {
+      return std::string(line.substr(key.size() + 1));
+    }
+  }
+  return {};
+}
+
 std::string tail_of(const std::string& path, std::size_t lines) {
   auto text = read_file(path);
   if (!text) return {};
@@ -94,14 +106,9 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  auto text = read_file(ready_).value();
-  for (std::size_t pos = 0; pos < text.size();) {
-    auto nl = text.find('\n', pos);
-    std::string line = text.substr(pos, nl - pos);
-    pos = nl == std::string::npos ? text.size() : nl + 1;
-    if (line.rfind("client=", 0) == 0) client_ep_ = line.substr(7);
-    if (line.rfind("pool=", 0) == 0) pool_ep_ = line.substr(5);
-  }
+  const auto text = read_file(ready_).value();
+  client_ep_ = ready_value(text, "client");
+  pool_ep_ = ready_value(text, "pool");
   const std::string node = host_name();
   const std::string node_dir = sys_dir + "/node/" + node;
   (void)make_dirs(node_dir);

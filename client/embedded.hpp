@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "client/run_settings.hpp"
@@ -13,6 +14,10 @@ namespace fanout::client {
 
 // The path of a sibling binary: $ENV, beside this executable, the build tree, else PATH.
 std::string find_binary(const char* env, const char* name, const char* build_subdir);
+
+// The value of a `key=value` line of a ready file (interchange.ready: "client=", "pool="); ""
+// when there is none.
+std::string ready_value(const std::string& text, std::string_view key);
 
 // The last `lines` lines of a text file, for error messages ("" if unreadable).
 std::string tail_of(const std::string& path, std::size_t lines);

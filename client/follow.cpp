@@ -46,7 +46,8 @@ std::optional<store::JobSummary> job_in_store(const std::string& db, std::uint64
   }
 }
 
-int report_from_store(const store::JobSummary& j) {
+// The end of a job the store holds as ended, as JobEnded would have told it.
+proto::JobEnded ended_from_store(const store::JobSummary& j) {
   proto::JobEnded e;
   e.job_id = j.id;
   e.state = j.state;
@@ -58,7 +59,11 @@ int report_from_store(const store::JobSummary& j) {
   e.progress.failed = j.failed;
   e.progress.items_succeeded = j.items_succeeded;
   e.progress.items_failed = j.items_failed;
-  return report_ended(e, j.output_path, j.log_dir);
+  return e;
+}
+
+int report_from_store(const store::JobSummary& j) {
+  return report_ended(ended_from_store(j), j.output_path, j.log_dir);
 }
 
 // The client endpoint recorded in the job's run folder (the parent of its logs/ folder).
@@ -66,14 +71,7 @@ std::string endpoint_from_run_dir(const std::string& log_dir) {
   if (log_dir.empty()) return {};
   const std::string ready = fs::path(log_dir).parent_path().string() + "/interchange.ready";
   auto text = read_file(ready);
-  if (!text) return {};
-  for (std::size_t pos = 0; pos < text->size();) {
-    auto nl = text->find('\n', pos);
-    std::string line = text->substr(pos, nl - pos);
-    pos = nl == std::string::npos ? text->size() : nl + 1;
-    if (line.rfind("client=", 0) == 0) return line.substr(7);
-  }
-  return {};
+  return text ? ready_value(*text, "client") : std::string();
 }
 
 // Prints how a followed job's session ended and returns the exit code.
@@ -90,7 +88,7 @@ int report_session(const Session& session, ProgressPrinter& printer, const std::
       return report_ended(*state.ended(), output_path, log_dir);
     case SessionEnd::EndedInStore:
       printer.finish();
-      return report_from_store(*in_store);
+      return report_ended(*state.ended(), in_store->output_path, in_store->log_dir);
     case SessionEnd::Rejected:
       printer.finish();
       std::fprintf(stderr, "error: interchange at %s: %s\n", endpoint.c_str(),
@@ -122,14 +120,13 @@ int follow_on(const std::string& endpoint, std::uint64_t job_id, const FollowOpt
       Session::Options{.rules = SessionRules{.submits = false, .give_up_after = kNoAnswerLimit},
                        .embedded = emb,
                        .printer = &printer,
-                       .ended_in_store =
-                           [&] {
-                             std::string err;
-                             auto j = job_in_store(opts.db, job_id, err);
-                             if (!j || !is_ended(j->state)) return false;
-                             in_store = std::move(j);
-                             return true;
-                           }},
+                       .ended_in_store = [&]() -> std::optional<proto::JobEnded> {
+                         std::string err;
+                         auto j = job_in_store(opts.db, job_id, err);
+                         if (!j || !is_ended(j->state)) return std::nullopt;
+                         in_store = std::move(j);
+                         return ended_from_store(*in_store);
+                       }},
       log);
   session.attach(job_id, opts.cancel ? "cancelled by fanout cancel" : "");
   std::string output_path, log_dir, store_error;

@@ -95,7 +95,12 @@ SessionPolicy::Interrupt SessionPolicy::on_interrupts(int count) {
 
 void SessionPolicy::not_accepted() { finish(SessionEnd::NotAccepted, {}); }
 void SessionPolicy::child_died(std::string what) { finish(SessionEnd::ChildDied, std::move(what)); }
-void SessionPolicy::ended_in_store() { finish(SessionEnd::EndedInStore, {}); }
+void SessionPolicy::ended_in_store(proto::JobEnded e) {
+  if (end_ != SessionEnd::Open) return;
+  ended_ = std::move(e);
+  progress_ = ended_->progress;
+  end_ = SessionEnd::EndedInStore;
+}
 void SessionPolicy::fail(std::string what) { finish(SessionEnd::Failed, std::move(what)); }
 
 void SessionPolicy::finish(SessionEnd why, std::string detail) {
@@ -148,8 +153,6 @@ int SessionPolicy::exit_code() const {
   switch (end_) {
     case SessionEnd::Ended:
     case SessionEnd::EndedInStore:
-      // The store's end is reported by the caller from the store's state; JobEnded carries its own.
-      if (!ended_) return 1;
       return proto::parse_job_state(ended_->state) == proto::JobState::Succeeded ? 0 : 1;
     case SessionEnd::Rejected:
       // A job this client submitted and lost is an infrastructure failure; a job id the user
@@ -237,8 +240,10 @@ void Session::handle(const std::string& frame, Clock::time_point now) {
     case proto::MsgType::Reject:
       if (auto m = proto::decode<proto::Reject>(frame)) {
         // Not known to this interchange: the job may have ended under another one.
-        if (policy_.reject_ends(*m) && opts_.ended_in_store && opts_.ended_in_store()) {
-          policy_.ended_in_store();
+        std::optional<proto::JobEnded> in_store;
+        if (policy_.reject_ends(*m) && opts_.ended_in_store) in_store = opts_.ended_in_store();
+        if (in_store) {
+          policy_.ended_in_store(std::move(*in_store));
         } else {
           policy_.on_reject(*m, now);
         }
@@ -267,8 +272,8 @@ bool Session::pump(std::chrono::milliseconds wait) {
   if (policy_.probe_due(now)) {
     // The job may have ended while no interchange was there to tell us (an embedded one exits
     // once idle): the store has the final word.
-    if (opts_.ended_in_store && opts_.ended_in_store()) {
-      policy_.ended_in_store();
+    if (auto in_store = opts_.ended_in_store ? opts_.ended_in_store() : std::nullopt) {
+      policy_.ended_in_store(std::move(*in_store));
       return false;
     }
     send_probe(true);

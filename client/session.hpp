@@ -93,7 +93,8 @@ class SessionPolicy final {
   void request_cancel(std::string reason) { cancel_reason_ = std::move(reason); }
   void not_accepted();
   void child_died(std::string what);
-  void ended_in_store();
+  // The store holds the job as ended (`e` built from it): the session ends as if told so.
+  void ended_in_store(proto::JobEnded e);
   void fail(std::string what);
 
   // ---- what to do ----
@@ -160,8 +161,9 @@ class Session final {
     Embedded* embedded = nullptr;                  // its children's death ends the session
     ProgressPrinter* printer = nullptr;            // shown acceptance and progress; null: none
     const std::atomic<int>* interrupts = nullptr;  // the Ctrl-C count; null: not interruptible
-    // Asked before each probe and on a Reject: true when the store holds the job as ended.
-    std::function<bool()> ended_in_store{};
+    // Asked before each probe and on a Reject that ends the session: the job's end when the
+    // store holds it as ended (no interchange may be left to say so).
+    std::function<std::optional<proto::JobEnded>()> ended_in_store{};
   };
   // Connects to the interchange's client endpoint (nothing is sent yet).
   Session(std::string endpoint, Options opts, Logger log);

@@ -337,3 +337,15 @@ TEST_CASE("client.session.a_cancel_asked_for_is_repeated_with_each_probe") {
   CHECK(p.probe_due(t0 + kProbeAfter));
   CHECK(p.cancel_reason() == "cancelled by fanout cancel");  // Session sends CancelJob first
 }
+
+TEST_CASE("client.session.an_end_found_in_the_store_ends_the_session_like_job_ended") {
+  for (auto [state, code] : {std::pair{"succeeded", 0}, {"cancelled", 1}}) {
+    CAPTURE(state);
+    SessionPolicy p = following(seconds(60));
+    p.ended_in_store(ended(state));
+    CHECK(p.end() == SessionEnd::EndedInStore);
+    CHECK_FALSE(p.keep_going());
+    CHECK(p.exit_code() == code);
+    CHECK_FALSE(p.give_up_if_silent(t0 + seconds(120)));  // over: nothing more to decide
+  }
+}
