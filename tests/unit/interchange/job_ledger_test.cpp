@@ -341,9 +341,9 @@ TEST_CASE("interchange.job_ledger.lost_attempts_are_retried_and_counted_failed_t
   CHECK_FALSE(finish(l, t[0], AttemptStatus::RunDone).ours);
 }
 
-// attempts.id must be the task id the pool saw: a lost attempt used to be recorded under a fresh
-// id, so the pool's logs and the store disagreed. The retry gets the fresh id.
-TEST_CASE("interchange.issue_15.lost_attempt_keeps_its_task_id") {
+// attempts.id must be the task id the pool saw (issue 15): a lost attempt used to be recorded under
+// a fresh id, so the pool's logs and the store disagreed. The retry gets the fresh id.
+TEST_CASE("interchange.job_ledger.lost_attempt_keeps_its_task_id") {
   JobLedger l(1, 100);
   Job& job = job_with(l, 1);
   auto t = take(l, job, 1);
