@@ -251,8 +251,12 @@ class _Config(object):
 
 
 def _fix_sys_path(script_dir):
-    """cwd (the job's code folder) first, then the entry script's folder; the shim's
-    own folder moves to the end (it holds azureml_user and fanout_runtime)."""
+    """cwd (the job's code folder) first, then the entry script's folder.
+
+    The shim's own folder (azureml_user, fanout_runtime) loses the place Python gave
+    it as the script's folder and keeps the one PYTHONPATH gives it, right after those
+    two and before site-packages, so that an installed package of the same name cannot
+    replace EntryScript; it goes at the end only when PYTHONPATH lacks it."""
     shim_dir = os.path.dirname(os.path.abspath(_SHIM_FILE))
     if sys.path and sys.path[0] and os.path.realpath(sys.path[0]) == os.path.realpath(shim_dir):
         del sys.path[0]
