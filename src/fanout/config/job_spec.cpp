@@ -1,6 +1,6 @@
-// Azure ML parallel-job YAML to JobConfig: the top-level keys, limits, the task and the checks
-// that paths exist. Inputs and outputs are in job_io.cpp, program_arguments in
-// program_arguments.cpp, the `fanout:` block in fanout_settings.cpp; messages are located by
+// Azure ML parallel-job YAML to JobConfig: the top-level keys, the task and the checks that paths
+// exist. Inputs and outputs are read in job_io.cpp, limits in job_limits.cpp, program_arguments
+// in program_arguments.cpp, the `fanout:` block in fanout_settings.cpp; messages are located by
 // detail/located_yaml.hpp. Every key, default and message is in docs/job-spec.md.
 #include "fanout/config/job_spec.hpp"
 
@@ -15,6 +15,7 @@
 
 #include "fanout/config/detail/fanout_settings.hpp"
 #include "fanout/config/detail/job_io.hpp"
+#include "fanout/config/detail/job_limits.hpp"
 #include "fanout/config/detail/job_node.hpp"
 #include "fanout/config/detail/located_yaml.hpp"
 #include "fanout/config/detail/program_arguments.hpp"
@@ -30,18 +31,8 @@ using detail::quote;
 using detail::trim;
 using detail::Where;
 
-constexpr std::int64_t kMaxI64 = std::numeric_limits<std::int64_t>::max();
-constexpr std::int64_t kMaxU32 = std::numeric_limits<std::uint32_t>::max();
-
 // ParallelRunStep's name for the append_row file when only a folder is known.
 constexpr std::string_view kDefaultRowFile = "parallel_run_step.txt";
-// ParallelRunStep's default mini-batch for tabular input.
-constexpr std::uint64_t kDefaultTabularBytes = 1024 * 1024;
-
-// What messages say was expected, where several places check the same thing.
-constexpr std::string_view kSecondsText = "a number of seconds > 0";
-constexpr std::string_view kPercentText = "a percentage from 0 to 100, or -1";
-constexpr std::string_view kLevelText = "DEBUG, INFO, WARNING, ERROR or CRITICAL";
 
 // Parses one job file. Holds the reader (the file name for messages) and the config being
 // filled. Single use: construct, call run() once.
@@ -58,31 +49,19 @@ class Parser final {
  private:
   [[noreturn]] void fail(const Where& w, std::string_view what) const { r_.fail(w, what); }
 
-  std::uint32_t u32(const Entry& e, std::int64_t lo) const {
-    return static_cast<std::uint32_t>(r_.integer(e, lo, kMaxU32));
-  }
-  double positive(const Where& w, std::string_view s) const;
-  double positive(const Entry& e) const { return positive(e.where(), r_.text(e, kSecondsText)); }
-  double percent(const Where& w, std::string_view s) const;
-  double percent(const Entry& e) const { return percent(e.where(), r_.text(e, kPercentText)); }
-  std::string level(const Where& w, std::string_view s) const;
-  std::string level(const Entry& e) const { return level(e.where(), r_.text(e, kLevelText)); }
-
   // References to the inputs and outputs read so far.
   detail::JobRefs refs() const { return detail::JobRefs(r_, cfg_.inputs, cfg_.outputs); }
   std::string substitute(const Where& w, std::string_view s) const {
     return refs().substitute(w, s);
   }
 
-  void claim(std::string_view field, const std::string& source);
   void notice(const Entry& e);
 
   void parse_type(const Fields& root) const;
   void parse_input_data(const Fields& root);
-  void apply_batch_size(const Where& w, const std::string& s, const std::string& source);
-  void parse_limits(const Fields& root);
+  void parse_partition_keys(const Fields& root);
+  void parse_environment_variables(const Fields& root);
   void parse_task(const Fields& root);
-  void apply_system_args(const Where& w);
   void parse_append_row_to(const Entry* e);
   void check_files() const;
   void expect_folder(const Where& w, const std::string& path) const;
@@ -90,8 +69,8 @@ class Parser final {
 
   detail::YamlReader r_;
   JobConfig cfg_{};
-  std::map<std::string, std::string, std::less<>> set_by_{};  // field -> key that last set it
-  std::map<std::string, Where> input_where_{};                // input name -> its path's place
+  detail::JobLimits limits_{r_, cfg_};
+  std::map<std::string, Where> input_where_{};  // input name -> its path's place
   Where input_data_where_{};
   Where code_where_{};
   Where entry_where_{};
@@ -99,42 +78,6 @@ class Parser final {
   // false: a pipeline step whose input an earlier step makes; its paths are checked later.
   bool check_files_ = true;
 };
-
-double Parser::positive(const Where& w, std::string_view s) const {
-  auto v = detail::to_double(s);
-  if (!v) fail(w, "expected " + std::string(kSecondsText) + " (got " + quote(s) + ")");
-  if (*v <= 0) {
-    fail(w, "expected " + std::string(kSecondsText) + " (got " + std::string(trim(s)) + ")");
-  }
-  return *v;
-}
-
-double Parser::percent(const Where& w, std::string_view s) const {
-  auto v = detail::to_double(s);
-  if (!v) fail(w, "expected " + std::string(kPercentText) + " (got " + quote(s) + ")");
-  // ParallelRunStep reads -1 as "ignore failures", which is what 100 means.
-  if (*v == -1) return 100;
-  if (*v < 0 || *v > 100) {
-    fail(w, "expected " + std::string(kPercentText) + " (got " + std::string(trim(s)) + ")");
-  }
-  return *v;
-}
-
-std::string Parser::level(const Where& w, std::string_view s) const {
-  std::string u = detail::upper(trim(s));
-  for (std::string_view l : {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}) {
-    if (u == l) return u;
-  }
-  fail(w, "expected " + std::string(kLevelText) + " (got " + quote(s) + ")");
-}
-
-void Parser::claim(std::string_view field, const std::string& source) {
-  auto it = set_by_.find(field);
-  if (it != set_by_.end() && it->second != source) {
-    cfg_.notices.push_back(source + " overrides " + it->second);
-  }
-  set_by_.insert_or_assign(std::string(field), source);
-}
 
 void Parser::notice(const Entry& e) {
   if (e.value.IsDefined() && e.value.IsScalar()) {
@@ -173,34 +116,7 @@ void Parser::parse_input_data(const Fields& root) {
   input_data_where_ = input_where_[ref->name];
 }
 
-void Parser::apply_batch_size(const Where& w, const std::string& s, const std::string& source) {
-  auto size = parse_batch_size(s);
-  if (!size) fail(w, size.error().message);
-  cfg_.mini_batch_size = std::string(trim(s));
-  cfg_.mini_batch_files = size->files;
-  cfg_.mini_batch_bytes = size->bytes;
-  // For tabular input ParallelRunStep reads a bare number as bytes ("1024" is 1 KiB).
-  for (const auto& in : cfg_.inputs) {
-    if (in.name == cfg_.input_data && in.type == "mltable" && size->files > 0) {
-      cfg_.mini_batch_bytes = size->files;
-      cfg_.mini_batch_files = 0;
-    }
-  }
-  claim("mini_batch_size", source);
-}
-
-void Parser::parse_limits(const Fields& root) {
-  if (const Entry* e = root.get("mini_batch_size")) {
-    apply_batch_size(e->where(), r_.text(*e, "a file count or a size like \"10kb\""), e->key);
-  } else {
-    for (const auto& in : cfg_.inputs) {
-      if (in.name == cfg_.input_data && in.type == "mltable") {
-        cfg_.mini_batch_size = "1MB";  // ParallelRunStep's default for tabular input
-        cfg_.mini_batch_files = 0;
-        cfg_.mini_batch_bytes = kDefaultTabularBytes;
-      }
-    }
-  }
+void Parser::parse_partition_keys(const Fields& root) {
   if (const Entry* e = root.get("partition_keys")) {
     if (!e->is_null() && !e->value.IsSequence()) {
       fail(e->where(), "expected a list of column names (got " + detail::describe(e->value) + ")");
@@ -220,54 +136,9 @@ void Parser::parse_limits(const Fields& root) {
       }
     }
   }
-  if (const Entry* e = root.get("resources")) {
-    Fields f = r_.fields(*e, {"instance_count", "instance_type", "shm_size", "properties",
-                              "docker_args", "max_instance_count", "locations"});
-    if (const Entry* c = f.get("instance_count")) {
-      cfg_.instance_count = u32(*c, 1);
-      claim("instance_count", c->key);
-    }
-  }
-  if (const Entry* e = root.get("max_concurrency_per_instance")) {
-    cfg_.max_concurrency_per_instance = u32(*e, 1);
-    claim("max_concurrency_per_instance", e->key);
-  }
-  if (const Entry* e = root.get("mini_batch_error_threshold")) {
-    cfg_.mini_batch_error_threshold = r_.integer(*e, -1, kMaxI64);
-    claim("mini_batch_error_threshold", e->key);
-  }
-  if (const Entry* e = root.get("error_threshold")) {
-    cfg_.error_threshold = r_.integer(*e, -1, kMaxI64);
-    claim("error_threshold", e->key);
-  }
-  if (const Entry* e = root.get("allowed_failed_percent")) {
-    cfg_.allowed_failed_percent = percent(*e);
-    claim("allowed_failed_percent", e->key);
-  }
-  if (const Entry* e = root.get("logging_level")) {
-    cfg_.logging_level = level(*e);
-    claim("logging_level", e->key);
-  }
-  if (const Entry* e = root.get("retry_settings")) {
-    Fields f = r_.fields(*e, {"max_retries", "timeout"});
-    if (const Entry* r = f.get("max_retries")) {
-      cfg_.max_retries = u32(*r, 0);
-      claim("max_retries", r->key);
-    }
-    if (const Entry* t = f.get("timeout")) {
-      cfg_.timeout_s = positive(*t);
-      claim("timeout_s", t->key);
-    }
-  }
-  // ParallelRunStep (v1) spellings; run_max_try counts tries, max_retries counts retries.
-  if (const Entry* e = root.get("run_max_try")) {
-    cfg_.max_retries = static_cast<std::uint32_t>(r_.integer(*e, 1, kMaxU32) - 1);
-    claim("max_retries", e->key);
-  }
-  if (const Entry* e = root.get("run_invocation_timeout")) {
-    cfg_.timeout_s = positive(*e);
-    claim("timeout_s", e->key);
-  }
+}
+
+void Parser::parse_environment_variables(const Fields& root) {
   if (const Entry* e = root.get("environment_variables")) {
     Fields f = r_.collect(*e);
     for (const Entry& v : f.entries) {
@@ -355,71 +226,9 @@ void Parser::parse_task(const Fields& root) {
     cfg_.program_arguments = std::move(args.text);
     cfg_.user_args = std::move(args.user_args);
     cfg_.system_args = std::move(args.system_args);
-    apply_system_args(w);
+    limits_.apply_system_args(w);
   }
   parse_append_row_to(f.get("append_row_to"));
-}
-
-void Parser::apply_system_args(const Where& w) {
-  const auto& sa = cfg_.system_args;
-  auto at = [&](std::string_view flag) {
-    return Where{w.key + ": --" + std::string(flag), w.line};
-  };
-  auto source = [&](std::string_view flag) { return w.key + " --" + std::string(flag); };
-  if (auto it = sa.find("error_threshold"); it != sa.end()) {
-    cfg_.error_threshold = r_.integer(at(it->first), it->second, -1, kMaxI64);
-    claim("error_threshold", source(it->first));
-  }
-  if (auto it = sa.find("allowed_failed_count"); it != sa.end()) {
-    cfg_.mini_batch_error_threshold = r_.integer(at(it->first), it->second, -1, kMaxI64);
-    claim("mini_batch_error_threshold", source(it->first));
-  }
-  if (auto it = sa.find("allowed_failed_percent"); it != sa.end()) {
-    cfg_.allowed_failed_percent = percent(at(it->first), it->second);
-    claim("allowed_failed_percent", source(it->first));
-  }
-  if (auto it = sa.find("logging_level"); it != sa.end()) {
-    cfg_.logging_level = level(at(it->first), it->second);
-    claim("logging_level", source(it->first));
-  }
-  if (auto it = sa.find("run_invocation_timeout"); it != sa.end()) {
-    cfg_.timeout_s = positive(at(it->first), it->second);
-    claim("timeout_s", source(it->first));
-  }
-  if (auto it = sa.find("run_max_try"); it != sa.end()) {
-    cfg_.max_retries =
-        static_cast<std::uint32_t>(r_.integer(at(it->first), it->second, 1, kMaxU32) - 1);
-    claim("max_retries", source(it->first));
-  }
-  if (auto it = sa.find("process_count_per_node"); it != sa.end()) {
-    cfg_.max_concurrency_per_instance =
-        static_cast<std::uint32_t>(r_.integer(at(it->first), it->second, 1, kMaxU32));
-    claim("max_concurrency_per_instance", source(it->first));
-  }
-  if (auto it = sa.find("node_count"); it != sa.end()) {
-    cfg_.instance_count =
-        static_cast<std::uint32_t>(r_.integer(at(it->first), it->second, 1, kMaxU32));
-    claim("instance_count", source(it->first));
-  }
-  if (auto it = sa.find("mini_batch_size"); it != sa.end()) {
-    apply_batch_size(at(it->first), it->second, source(it->first));
-  }
-  if (auto it = sa.find("task_overhead_timeout"); it != sa.end()) {
-    cfg_.task_overhead_timeout_s = positive(at(it->first), it->second);
-    // Only the Python shim marks where run() starts and ends; fanout-worker's runtimes hand the
-    // mini-batch straight over, so the run timeout already bounds all of it.
-    if (cfg_.task_type == "command" || cfg_.task_type == "native") {
-      cfg_.notices.push_back(source(it->first) + " ignored (the " + cfg_.task_type +
-                             " runtime has no loading phase; retry_settings.timeout bounds each "
-                             "mini-batch)");
-    }
-  }
-  if (auto it = sa.find("first_task_creation_timeout"); it != sa.end()) {
-    cfg_.first_task_creation_timeout_s = positive(at(it->first), it->second);
-  }
-  if (auto it = sa.find("progress_update_timeout"); it != sa.end()) {
-    cfg_.progress_update_timeout_s = positive(at(it->first), it->second);
-  }
 }
 
 void Parser::parse_append_row_to(const Entry* e) {
@@ -534,7 +343,11 @@ JobConfig Parser::run(const YAML::Node& root) {
   if (const Entry* e = top.get("outputs"))
     cfg_.outputs = detail::read_outputs(r_, *e, cfg_.base_dir);
   parse_input_data(top);
-  parse_limits(top);
+  // Keys are read in this order, which decides the mistake reported when there are several.
+  limits_.read_batch_size(top);
+  parse_partition_keys(top);
+  limits_.read_keys(top);
+  parse_environment_variables(top);
   parse_task(top);
   if (const Entry* e = top.get("fanout")) {
     cfg_.fanout = detail::read_fanout_settings(r_, *e, cfg_.base_dir);
