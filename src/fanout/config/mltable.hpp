@@ -39,7 +39,8 @@ struct TableSpec {
   std::string header = "all_files_same_headers";
   bool empty_as_string = false;
   bool include_path_column = false;  // adds a "Path" column holding the file's path
-  std::string partition_format{};    // extract_columns_from_partition_format, e.g. "{a}/{b}.csv"
+  // The column transformations:
+  std::string partition_format{};  // extract_columns_from_partition_format, e.g. "{a}/{b}.csv"
   std::vector<std::string> drop_columns{};
   std::vector<std::string> keep_columns{};
 };
