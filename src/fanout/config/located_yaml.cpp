@@ -36,6 +36,27 @@ std::string with_line(const std::string& file, int mark_line) {
   return mark_line >= 0 ? file + ":" + std::to_string(mark_line + 1) : file;
 }
 
+// `s` quoted and escaped, cut at `max` characters.
+std::string quote_at_most(std::string_view s, std::size_t max) {
+  std::string out = "\"";
+  for (std::size_t i = 0; i < s.size() && i < max; ++i) {
+    char c = s[i];
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += c;
+    }
+  }
+  if (s.size() > max) out += "...";
+  out += '"';
+  return out;
+}
+
 }  // namespace
 
 std::string located(std::string_view file, const Where& w, std::string_view what) {
@@ -64,26 +85,9 @@ std::string describe(const YAML::Node& n) {
   return "a mapping";
 }
 
-std::string quote(std::string_view s) {
-  constexpr std::size_t kMax = 80;
-  std::string out = "\"";
-  for (std::size_t i = 0; i < s.size() && i < kMax; ++i) {
-    char c = s[i];
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else {
-      out += c;
-    }
-  }
-  if (s.size() > kMax) out += "...";
-  out += '"';
-  return out;
-}
+std::string quote(std::string_view s) { return quote_at_most(s, 80); }
+
+std::string quote_whole(std::string_view s) { return quote_at_most(s, s.size()); }
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);

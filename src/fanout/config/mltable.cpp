@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using detail::describe;
 using detail::line_of;
-using detail::quote;
+using detail::quote_whole;
 using detail::Where;
 using detail::YamlReader;
 
@@ -116,14 +116,15 @@ class TableParser final {
       p.kind = kv.first.Scalar();
       p.line = line_of(kv.first);
       if (p.kind != "file" && p.kind != "folder" && p.kind != "pattern") {
-        r_.fail({key, p.line}, "expected file, folder or pattern (got " + quote(p.kind) + ")");
+        r_.fail({key, p.line},
+                "expected file, folder or pattern (got " + quote_whole(p.kind) + ")");
       }
       const Where at{key + "." + p.kind, p.line};
       std::string v = r_.scalar(kv.second, at.key, "a local path");
       if (v.empty()) r_.fail(at, "expected a local path (got \"\")");
       if (v.find("://") != std::string::npos || v.rfind("azureml:", 0) == 0) {
         r_.fail(at, "expected a local path; remote URIs and Azure ML assets are not read (got " +
-                        quote(v) + ")");
+                        quote_whole(v) + ")");
       }
       p.value = p.kind == "pattern" ? v : resolve_path(t_.base_dir, v);
       t_.paths.push_back(std::move(p));
@@ -158,7 +159,7 @@ class TableParser final {
         }
         if (partition_format_keys(t_.partition_format).empty()) {
           r_.fail({k, line_of(v)}, "expected a format naming at least one {column} (got " +
-                                       quote(t_.partition_format) + ")");
+                                       quote_whole(t_.partition_format) + ")");
         }
       } else if (name == "drop_columns") {
         auto n = names(v.IsMap() ? v["columns"] : v, k, v);
@@ -170,7 +171,7 @@ class TableParser final {
         r_.fail({key, line_of(kv.first)},
                 "expected read_delimited, extract_columns_from_partition_format, drop_columns or "
                 "keep_columns; fanout does not support " +
-                    quote(name) + " yet");
+                    quote_whole(name) + " yet");
       }
     }
   }
@@ -190,19 +191,19 @@ class TableParser final {
         if (t_.delimiter.size() != 1 || t_.delimiter == "\"" || t_.delimiter == "\n") {
           r_.fail({ok, line_of(x)},
                   "expected one character other than a quote or a line break (got " +
-                      quote(t_.delimiter) + ")");
+                      quote_whole(t_.delimiter) + ")");
         }
       } else if (opt == "encoding") {
         t_.encoding = r_.scalar(x, ok, one_of(kEncodings));
         if (std::find(kEncodings.begin(), kEncodings.end(), t_.encoding) == kEncodings.end()) {
           r_.fail({ok, line_of(x)},
-                  "expected " + one_of(kEncodings) + " (got " + quote(t_.encoding) + ")");
+                  "expected " + one_of(kEncodings) + " (got " + quote_whole(t_.encoding) + ")");
         }
       } else if (opt == "header") {
         t_.header = r_.scalar(x, ok, one_of(kHeaders));
         if (std::find(kHeaders.begin(), kHeaders.end(), t_.header) == kHeaders.end()) {
           r_.fail({ok, line_of(x)},
-                  "expected " + one_of(kHeaders) + " (got " + quote(t_.header) + ")");
+                  "expected " + one_of(kHeaders) + " (got " + quote_whole(t_.header) + ")");
         }
       } else if (opt == "empty_as_string") {
         t_.empty_as_string = r_.boolean(x, ok);

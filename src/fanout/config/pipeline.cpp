@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 using detail::describe;
 using detail::line_of;
-using detail::quote;
+using detail::quote_whole;
 using detail::sole_ref;
 using detail::trim;
 using detail::YamlError;
@@ -91,7 +91,7 @@ class PipelineParser final {
     if (v.rfind("azureml:", 0) == 0 || v.find("://") != std::string::npos) {
       fail(file, line_of(n), key,
            "expected a local path; Azure ML assets, datastores and remote URIs are not read (got " +
-               quote(v) + ")");
+               quote_whole(v) + ")");
     }
     return resolve_path(base, v.rfind("file:", 0) == 0 ? v.substr(5) : v);
   }
@@ -163,7 +163,7 @@ void PipelineParser::parse_inputs(const YAML::Node& n) {
         fail(line_of(v["type"]), key + ".type",
              "expected uri_folder, uri_file, mltable, custom_model, mlflow_model, triton_model, "
              "string, integer, number or boolean (got " +
-                 quote(type) + ")");
+                 quote_whole(type) + ")");
       }
     } else {
       fail(line_of(v), key,
@@ -209,14 +209,15 @@ PipelineParser::Def PipelineParser::load_def(const std::string& name, const YAML
         fail(line_of(c), key + ".component",
              "expected a local component file such as ./score.yml; registered components are "
              "not available locally (got " +
-                 quote(v) + ")");
+                 quote_whole(v) + ")");
       }
       if (v.rfind("file:", 0) == 0) v = v.substr(5);
       const std::string path = resolve_path(base_, v);
       std::error_code ec;
       if (!fs::is_regular_file(path, ec)) {
         fail(line_of(c), key + ".component",
-             "expected an existing component file (got " + quote(v) + ", which does not exist)");
+             "expected an existing component file (got " + quote_whole(v) +
+                 ", which does not exist)");
       }
       auto text = read_file(path);
       if (!text) throw YamlError{text.error().message};
@@ -238,7 +239,8 @@ PipelineParser::Def PipelineParser::load_def(const std::string& name, const YAML
       if (parts.size() >= 2 && parts[0] == "parent" && parts[1] == "jobs") {
         if (parts.size() != 5 || parts[3] != "outputs") {
           fail(line_of(v), where + "." + kv.first.Scalar(),
-               "expected ${{parent.jobs.<job>.outputs.<name>}} (got " + quote(v.Scalar()) + ")");
+               "expected ${{parent.jobs.<job>.outputs.<name>}} (got " + quote_whole(v.Scalar()) +
+                   ")");
         }
         after.insert(parts[2]);
       }
@@ -256,7 +258,7 @@ std::vector<std::size_t> PipelineParser::order(const std::vector<Def>& defs) con
     for (const auto& a : d.after) {
       if (!names.count(a)) {
         fail(line_of(d.job["inputs"]), "jobs." + d.name + ".inputs",
-             "refers to job " + quote(a) + ", which is not defined under jobs");
+             "refers to job " + quote_whole(a) + ", which is not defined under jobs");
       }
       if (a == d.name) {
         fail(line_of(d.job["inputs"]), "jobs." + d.name + ".inputs", "refers to its own outputs");
@@ -304,29 +306,31 @@ BoundValue PipelineParser::bind_input(const Def& d, const std::string& key, cons
       auto it = inputs_.find(parts[2]);
       if (it == inputs_.end()) {
         fail(file, line_of(at), key,
-             "refers to pipeline input " + quote(parts[2]) + ", which is not defined under inputs");
+             "refers to pipeline input " + quote_whole(parts[2]) +
+                 ", which is not defined under inputs");
       }
       return it->second;
     }
     if (parts.size() == 5 && parts[0] == "parent" && parts[1] == "jobs") {
       auto job = done_.find(parts[2]);
       if (job == done_.end()) {
-        fail(file, line_of(at), key, "refers to job " + quote(parts[2]) + ", which is not defined");
+        fail(file, line_of(at), key,
+             "refers to job " + quote_whole(parts[2]) + ", which is not defined");
       }
       auto out = job->second.outputs.find(parts[4]);
       if (out == job->second.outputs.end()) {
         std::string names;
         for (const auto& [n, b] : job->second.outputs) names += (names.empty() ? "" : ", ") + n;
         fail(file, line_of(at), key,
-             "refers to output " + quote(parts[4]) + " of job " + quote(parts[2]) + ", which has " +
-                 (names.empty() ? "no outputs" : "outputs " + names));
+             "refers to output " + quote_whole(parts[4]) + " of job " + quote_whole(parts[2]) +
+                 ", which has " + (names.empty() ? "no outputs" : "outputs " + names));
       }
       return out->second;
     }
     if (!ref.empty()) {
       fail(file, line_of(at), key,
            "expected ${{parent.inputs.<name>}} or ${{parent.jobs.<job>.outputs.<name>}} (got " +
-               quote("${{" + ref + "}}") + ")");
+               quote_whole("${{" + ref + "}}") + ")");
     }
     return std::nullopt;
   };
@@ -350,7 +354,7 @@ BoundValue PipelineParser::bind_input(const Def& d, const std::string& key, cons
     fail(file, line_of(v["type"]), key + ".type",
          "expected uri_folder, uri_file, mltable, custom_model, mlflow_model, triton_model, "
          "string, integer, number or boolean (got " +
-             quote(type) + ")");
+             quote_whole(type) + ")");
   }
   YAML::Node path = v["path"] ? v["path"] : v["default"];
   if (!path) return BoundValue{type.empty() ? "uri_folder" : type, ""};  // a declaration only
@@ -378,7 +382,7 @@ std::string PipelineParser::substitute(const Def& d, const PipelineStep& s, cons
     const std::size_t close = text.find("}}", open);
     if (close == std::string::npos) {
       fail(d.file, line_of(where), "jobs." + d.name + ".command",
-           "expected }} to close " + quote(text.substr(open, 40)) + " (got end of text)");
+           "expected }} to close " + quote_whole(text.substr(open, 40)) + " (got end of text)");
     }
     const std::string ref =
         std::string(trim(std::string_view(text).substr(open + 3, close - open - 3)));
@@ -388,8 +392,8 @@ std::string PipelineParser::substitute(const Def& d, const PipelineStep& s, cons
     if (parts.size() == 2 && parts[0] == "outputs") table = &s.outputs;
     if (table == nullptr) {
       fail(d.file, line_of(where), "jobs." + d.name + ".command",
-           "expected ${{inputs.<name>}} or ${{outputs.<name>}} (got " + quote("${{" + ref + "}}") +
-               ")");
+           "expected ${{inputs.<name>}} or ${{outputs.<name>}} (got " +
+               quote_whole("${{" + ref + "}}") + ")");
     }
     auto it = table->find(parts[1]);
     if (it == table->end()) {
@@ -416,7 +420,7 @@ PipelineStep PipelineParser::resolve(const Def& d) {
   s.type = std::string(trim(scalar(tnode, key + ".type", "command or parallel")));
   if (s.type != "command" && s.type != "parallel") {
     fail(d.file, line_of(tnode), key + ".type",
-         "expected command or parallel (got " + quote(s.type) + ")");
+         "expected command or parallel (got " + quote_whole(s.type) + ")");
   }
 
   // Inputs: the definition's (component declarations, defaults, or the inline values), then the
@@ -464,7 +468,7 @@ PipelineStep PipelineParser::resolve(const Def& d) {
           auto it = p_.outputs.find(parts[2]);
           if (it == p_.outputs.end()) {
             fail(file, line_of(v), where,
-                 "refers to pipeline output " + quote(parts[2]) +
+                 "refers to pipeline output " + quote_whole(parts[2]) +
                      ", which is not defined under outputs");
           }
           b.value = it->second.value;
@@ -512,9 +516,9 @@ PipelineStep PipelineParser::resolve(const Def& d) {
       s.cwd = local_input_path(d.file, code, key + ".code", def_base);
       std::error_code ec;
       if (!fs::is_directory(s.cwd, ec)) {
-        fail(
-            d.file, line_of(code), key + ".code",
-            "expected an existing folder (got " + quote(code.Scalar()) + ", which does not exist)");
+        fail(d.file, line_of(code), key + ".code",
+             "expected an existing folder (got " + quote_whole(code.Scalar()) +
+                 ", which does not exist)");
       }
     }
     if (const YAML::Node env = d.def["environment_variables"]; env && env.IsMap()) {
@@ -650,19 +654,19 @@ Expected<void> check_step_files(const PipelineStep& step) {
     if (!ok) {
       return make_error(ErrorCode::NotFound,
                         where + "inputs." + in.name + ": expected an existing " + in.type +
-                            " (got " + quote(in.path) + ", which does not exist" +
+                            " (got " + quote_whole(in.path) + ", which does not exist" +
                             (step.after.empty() ? "" : " after the jobs it depends on ran") + ")");
     }
   }
   if (!fs::is_directory(c.code_dir, ec)) {
     return make_error(ErrorCode::NotFound, where + "task.code: expected an existing folder (got " +
-                                               quote(c.code_dir) + ")");
+                                               quote_whole(c.code_dir) + ")");
   }
   if (c.task_type == "run_function" &&
       !fs::is_regular_file(resolve_path(c.code_dir, c.entry_script), ec)) {
     return make_error(ErrorCode::NotFound,
                       where + "task.entry_script: expected an existing file (got " +
-                          quote(resolve_path(c.code_dir, c.entry_script)) + ")");
+                          quote_whole(resolve_path(c.code_dir, c.entry_script)) + ")");
   }
   return {};
 }

@@ -152,6 +152,8 @@ TEST_CASE("config.located_yaml.sole_ref") {
 TEST_CASE("config.located_yaml.quote_and_describe") {
   CHECK(quote("a\"b\\c\nd\te") == "\"a\\\"b\\\\c\\nd\\te\"");
   CHECK(quote(std::string(81, 'x')) == "\"" + std::string(80, 'x') + "...\"");
+  CHECK(quote_whole(std::string(81, 'x')) == "\"" + std::string(81, 'x') + "\"");
+  CHECK(quote_whole("a\"b") == "\"a\\\"b\"");
   CHECK(describe(YAML::Node()) == "nothing");
   CHECK(describe(YAML::Load("~")) == "nothing");
   CHECK(describe(YAML::Load("abc")) == "\"abc\"");

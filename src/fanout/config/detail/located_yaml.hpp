@@ -46,6 +46,8 @@ std::string describe(const YAML::Node& n);
 // `s` in double quotes with quotes, backslashes, tabs and line breaks escaped; cut at 80
 // characters, with "..." after.
 std::string quote(std::string_view s);
+// The same, never cut: for paths, which are no use shortened.
+std::string quote_whole(std::string_view s);
 
 // `s` without leading and trailing white space.
 std::string_view trim(std::string_view s);
