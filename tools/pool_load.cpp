@@ -179,8 +179,9 @@ class Load final {
 
  private:
   void start_interchange();
-  // Opens pools [first, first + count) here; the rest of the N in forked helpers.
+  // Opens this process's share of the N pools, and forks helpers that open the others.
   void open_pools(std::uint64_t per_process);
+  // Opens pools [first, first + count) in this process (and the client's socket if asked).
   void open_own_pools(std::uint64_t first, std::uint64_t count, bool with_client);
   // A helper process: serves its pools until the parent closes `pipe_fd`. Never returns.
   [[noreturn]] void serve_helper(std::uint64_t first, std::uint64_t count, int pipe_fd);
@@ -215,7 +216,6 @@ class Load final {
   std::size_t client_item_ = 0;
   std::size_t parent_item_ = 0;    // a helper: the pipe from the parent
   std::size_t next_register_ = 0;  // pools [0, next_register_) have sent their Register
-  bool helper_ = false;
   struct Helper {
     pid_t pid = -1;
     int pipe_fd = -1;  // closing it tells the helper to stop
@@ -336,7 +336,6 @@ void Load::open_own_pools(std::uint64_t first, std::uint64_t count, bool with_cl
 void Load::serve_helper(std::uint64_t first, std::uint64_t count, int pipe_fd) {
   int rc = 0;
   try {
-    helper_ = true;
     open_own_pools(first, count, false);
     parent_item_ = poller_->add_fd(pipe_fd);
     while (true) {
@@ -589,8 +588,10 @@ void Load::measure_lost() {
   victim.last_sent = t0;
   victim.silent = true;
   fanout::store::Db db(db_, fanout::store::Db::Mode::ReadOnly);
+  // By the id its Registered gave it: with --interchange, an earlier run's pool of the same
+  // name may already be `lost`.
   const std::string query =
-      "SELECT count(*) FROM pools WHERE name = '" + victim.name + "' AND state = 'lost'";
+      "SELECT count(*) FROM pools WHERE id = " + std::to_string(victim.id) + " AND state = 'lost'";
   const auto deadline =
       t0 + Millis(o_.heartbeat_threshold_ms) + 4 * period() + std::chrono::seconds(30);
   while (Clock::now() < deadline) {
@@ -785,7 +786,7 @@ int main(int argc, char** argv) {
                  "its client endpoint (with --interchange)");
   app.add_option("--interchange-pid", o.interchange_pid,
                  "its pid, for CPU and memory (with --interchange)");
-  app.add_option("--db", o.db, "its store, for the lost pool's row (with --interchange)");
+  app.add_option("--db", o.db, "its store: the job's rows, the lost pool's (with --interchange)");
   app.add_option("--interchange-bin", o.interchange_bin, "the fanout-interchange to start");
   app.add_option("--dir", o.dir, "keep each run's store and logs in DIR/n<N>");
   app.add_flag("--keep", o.keep, "keep the temporary folders");
@@ -799,8 +800,8 @@ int main(int argc, char** argv) {
                  "--heartbeat-threshold-ms > --heartbeat-period-ms > 0\n");
     return 2;
   }
-  if (!o.interchange.empty() && o.client_endpoint.empty()) {
-    std::fprintf(stderr, "error: --interchange needs --client-endpoint\n");
+  if (!o.interchange.empty() && (o.client_endpoint.empty() || o.db.empty())) {
+    std::fprintf(stderr, "error: --interchange needs --client-endpoint and --db (its store)\n");
     return 2;
   }
   if (o.interchange_bin.empty()) o.interchange_bin = default_interchange_bin();
@@ -809,13 +810,6 @@ int main(int argc, char** argv) {
   const rlim_t have = raise_open_files(need);
   const std::uint64_t per_process =
       have > 2 * kSpareFds ? static_cast<std::uint64_t>((have - kSpareFds) / 2) : 1;
-  if (have < need && o.interchange.empty() == false && o.db.empty()) {
-    std::fprintf(stderr,
-                 "error: %llu pools need helper processes here (open-file limit %llu), "
-                 "and those need --db to count registrations\n",
-                 static_cast<unsigned long long>(most), static_cast<unsigned long long>(have));
-    return 2;
-  }
   bool all_ok = true;
   for (std::uint64_t n : o.pools) {
     Load load(o, n, per_process);
