@@ -23,7 +23,7 @@
 #include "fanout/config/row_settings.hpp"
 #include "fanout/net/socket.hpp"
 #include "fanout/protocol/codec.hpp"
-#include "fanout/store/task_store.hpp"
+#include "fanout/store/reader.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"

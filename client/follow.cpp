@@ -15,7 +15,7 @@
 #include "fanout/net/socket.hpp"
 #include "fanout/protocol/codec.hpp"
 #include "fanout/store/db.hpp"
-#include "fanout/store/task_store.hpp"
+#include "fanout/store/reader.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
 
