@@ -21,7 +21,7 @@
 #include "client/session.hpp"
 #include "client/tabular.hpp"
 #include "fanout/config/row_settings.hpp"
-#include "fanout/store/task_store.hpp"
+#include "fanout/store/reader.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"

@@ -14,7 +14,7 @@
 #include "client/session.hpp"
 #include "fanout/protocol/job_state.hpp"
 #include "fanout/store/job_settings.hpp"
-#include "fanout/store/task_store.hpp"
+#include "fanout/store/reader.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
 

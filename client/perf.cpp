@@ -19,7 +19,7 @@
 #include "client/embedded.hpp"
 #include "client/run_settings.hpp"
 #include "client/session.hpp"
-#include "fanout/store/task_store.hpp"
+#include "fanout/store/reader.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"

@@ -11,7 +11,7 @@ namespace fanout::client {
 // 2 no such store or job (the error names which).
 int print_status(const std::string& db, std::uint64_t job_id, bool json);
 
-// Regenerates the job's report files (store::write_job_report) into `out_dir`, or into the
+// Regenerates the job's report files (report::write_job_report) into `out_dir`, or into the
 // job's own logs folder when empty, and lists them. Returns the exit code: 0 written, 2 no such
 // store or job, 1 a file could not be written.
 int write_report(const std::string& db, std::uint64_t job_id, const std::string& out_dir);

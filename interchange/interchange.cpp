@@ -13,7 +13,8 @@
 #include <random>
 
 #include "fanout/protocol/codec.hpp"
-#include "fanout/store/report.hpp"
+#include "fanout/report/progress_overview.hpp"
+#include "fanout/util/atomic_file.hpp"
 #include "fanout/util/fs.hpp"
 #include "interchange/job_checks.hpp"
 
@@ -701,7 +702,7 @@ void Interchange::write_overviews() {
   const double now = unix_now();
   for (const auto& [id, job] : ledger_.jobs()) {
     if (job.spec.log_dir.empty() || job.started <= 0) continue;
-    store::ProgressOverview ov;
+    report::ProgressOverview ov;
     ov.job_id = id;
     ov.name = job.spec.name;
     ov.state = state_string(job.state);
@@ -714,8 +715,8 @@ void Interchange::write_overviews() {
     ov.attempts_failed = job.attempts_failed;
     ov.started = job.started;
     ov.now = now;
-    const std::string path = job.spec.log_dir + "/" + store::progress_overview_name(job.started);
-    if (auto r = store::write_file_atomic(path, store::format_progress_overview(ov)); !r) {
+    const std::string path = job.spec.log_dir + "/" + report::progress_overview_name(job.started);
+    if (auto r = write_file_atomic(path, report::format_progress_overview(ov)); !r) {
       SPDLOG_LOGGER_DEBUG(log_, "job {}: progress overview not written: {}", id, r.error().message);
     }
   }

@@ -9,7 +9,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "fanout/store/report.hpp"
+#include "fanout/report/job_report.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/error.hpp"
 
@@ -74,7 +74,7 @@ void ReportWriter::run() {
     d.job_id = req.job_id;
     const double cpu0 = thread_cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = store::write_job_report(db_path_, req.job_id, req.log_dir);
+    auto r = report::write_job_report(db_path_, req.job_id, req.log_dir);
     d.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     d.cpu_s = thread_cpu_seconds() - cpu0;
     if (r) {

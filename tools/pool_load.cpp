@@ -36,7 +36,7 @@
 #include "fanout/protocol/codec.hpp"
 #include "fanout/protocol/messages.hpp"
 #include "fanout/store/db.hpp"
-#include "fanout/store/task_store.hpp"
+#include "fanout/store/reader.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/error.hpp"

@@ -29,6 +29,12 @@ Expected<void> make_dirs(const std::string& dir) {
   return {};
 }
 
+Expected<void> make_parent_dirs(const std::string& path) {
+  const fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) return {};
+  return make_dirs(parent.string());
+}
+
 std::string resolve_path(const std::string& base, const std::string& path) {
   fs::path p(path);
   if (p.is_relative()) p = fs::path(base) / p;

@@ -13,6 +13,10 @@ namespace fanout {
 // Creates `dir` and its parents. Error{Io} naming the folder on failure.
 [[nodiscard]] Expected<void> make_dirs(const std::string& dir);
 
+// Creates the folder holding `path`, if `path` names one (nothing for a bare file name).
+// Error{Io} naming the folder on failure.
+[[nodiscard]] Expected<void> make_parent_dirs(const std::string& path);
+
 // `path` made absolute against `base` (when relative) and lexically normalised.
 std::string resolve_path(const std::string& base, const std::string& path);
 

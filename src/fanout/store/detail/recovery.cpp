@@ -1,0 +1,113 @@
+// Recovery after a restart. See recovery.hpp and docs/store.md, section 5.
+#include "fanout/store/detail/recovery.hpp"
+
+#include <string>
+#include <utility>
+
+#include "fanout/store/detail/encoding.hpp"
+#include "fanout/store/detail/output_file.hpp"
+#include "fanout/util/clock.hpp"
+
+namespace fanout::store::detail {
+
+std::vector<UnfinishedJob> recover(Db& db, const Logger& log) {
+  Transaction tx(db);
+  Statement jobs(db,
+                 "SELECT id, spec, submit_done, total, output_path FROM jobs "
+                 "WHERE state IN ('pending', 'running') ORDER BY id");
+  Statement counts(db,
+                   "SELECT succeeded, failed, items_succeeded, items_failed, attempts_failed "
+                   "FROM job_counts WHERE job_id = ?1");
+  Statement remaining(db,
+                      "SELECT m.id, m.state, m.tries, i.descriptor, i.detail FROM minibatches m "
+                      "JOIN minibatch_inputs i ON i.job_id = m.job_id AND i.minibatch_id = m.id "
+                      "WHERE m.job_id = ?1 AND m.state IN ('pending', 'running') ORDER BY m.id");
+  Statement output_end(db,
+                       "SELECT coalesce(max(output_offset + output_bytes), 0) FROM minibatches "
+                       "WHERE job_id = ?1 AND output_offset IS NOT NULL");
+  Statement requeue(db,
+                    "UPDATE minibatches SET state = 'pending', tries = max(tries - 1, 0) "
+                    "WHERE job_id = ?1 AND state = 'running'");
+  Statement fail_job(db, "UPDATE jobs SET state = 'failed', reason = ?2, ended = ?3 WHERE id = ?1");
+
+  std::vector<UnfinishedJob> out;
+  std::vector<std::pair<std::uint64_t, std::string>> broken;   // job id, reason
+  std::vector<std::pair<std::string, std::uint64_t>> outputs;  // path, committed end
+  std::string detail;
+  while (jobs.step()) {
+    UnfinishedJob u;
+    u.job_id = jobs.column_uint64(0);
+    if (!unpack_from(jobs.column_blob(1), u.spec)) {
+      broken.emplace_back(u.job_id, "cannot resume: the stored job spec cannot be decoded");
+      continue;
+    }
+    u.submit_done = jobs.column_int64(2) != 0;
+    u.total = jobs.column_uint64(3);
+    const std::string output_path(jobs.column_text(4));
+
+    counts.bind(1, u.job_id);
+    if (counts.step()) {
+      u.succeeded = counts.column_uint64(0);
+      u.failed = counts.column_uint64(1);
+      u.items_succeeded = counts.column_uint64(2);
+      u.items_failed = counts.column_uint64(3);
+      u.attempts_failed = counts.column_uint64(4);
+    }
+    counts.reset();
+
+    bool ok = true;
+    remaining.bind(1, u.job_id);
+    while (remaining.step()) {
+      proto::MiniBatch mb;
+      mb.index = remaining.column_uint64(0);
+      auto tries = static_cast<std::uint32_t>(remaining.column_int64(2));
+      // A running mini-batch's last try was dispatched but never recorded: it is given back.
+      if (remaining.column_text(1) == "running" && tries > 0) --tries;
+      if (!unpack_from(remaining.column_blob(3), mb.items)) {
+        broken.emplace_back(u.job_id, "cannot resume: the stored items of mini-batch " +
+                                          std::to_string(mb.index) + " cannot be decoded");
+        ok = false;
+        break;
+      }
+      mb.detail = remaining.column_text(4);
+      // A detail the store made up (the client sent none) is not handed on as the client's.
+      detail.clear();
+      append_default_detail(detail, mb.items);
+      if (mb.detail == detail) mb.detail.clear();
+      u.remaining.push_back(std::move(mb));
+      u.remaining_tries.push_back(tries);
+    }
+    remaining.reset();
+    if (!ok) continue;
+
+    if (!output_path.empty()) {
+      output_end.bind(1, u.job_id);
+      const std::uint64_t end = output_end.step() ? output_end.column_uint64(0) : 0;
+      output_end.reset();
+      outputs.emplace_back(output_path, end);
+    }
+    out.push_back(std::move(u));
+  }
+  jobs.reset();
+
+  for (const auto& u : out) {
+    requeue.bind(1, u.job_id);
+    requeue.run();
+  }
+  const double now = unix_now();
+  for (const auto& [id, reason] : broken) {
+    log->error("store {}: job {} {}; marked failed", db.path(), id, reason);
+    fail_job.bind(1, id).bind(2, reason).bind(3, now);
+    fail_job.run();
+  }
+  for (const auto& [path, end] : outputs) restore_output(path, end, log);
+  // Pools connected to the previous interchange process are gone with it: one that is still
+  // alive registers again, as a new row.
+  Statement stale(db, "UPDATE pools SET state = 'lost', last_seen = ?1 WHERE state = 'connected'");
+  stale.bind(1, now);
+  stale.run();
+  tx.commit();
+  return out;
+}
+
+}  // namespace fanout::store::detail

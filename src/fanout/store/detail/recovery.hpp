@@ -1,0 +1,22 @@
+// Recovery: what the store hands back when the interchange restarts, and the repairs that go
+// with it. Private to the store. The rules: docs/store.md, section 5.
+#pragma once
+
+#include <vector>
+
+#include "fanout/store/db.hpp"
+#include "fanout/store/records.hpp"
+#include "fanout/util/log.hpp"
+
+namespace fanout::store::detail {
+
+// In one transaction on `db` (a migrated store; no writer may run meanwhile): returns the jobs
+// in state pending or running, with their remaining mini-batches by index; puts mini-batches
+// that were running back to pending, giving back the try that was in flight; marks failed
+// (logged at error) the jobs whose stored spec or items cannot be decoded; cuts each returned
+// job's output file back to the end of its last committed rows (creating it if missing); marks
+// pools still `connected` to the previous interchange process `lost`. Throws Failure{Database}
+// or Failure{Io} naming the file; the transaction is then rolled back.
+[[nodiscard]] std::vector<UnfinishedJob> recover(Db& db, const Logger& log);
+
+}  // namespace fanout::store::detail

@@ -1,0 +1,437 @@
+// The store's writer: applies queued operations in one transaction each. See writer.hpp.
+#include "fanout/store/detail/writer.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+#include "fanout/store/detail/encoding.hpp"
+
+namespace fanout::store::detail {
+
+namespace {
+
+// How long the writer may hold a submitted mini-batch's rows back, waiting for its first
+// result to write them with (see "Deferred submission" below).
+constexpr std::chrono::milliseconds kSubmittedRowsDelay{250};
+
+}  // namespace
+
+Writer::Writer(Db& db, Logger log)
+    : log_(std::move(log)),
+      db_(db),
+      insert_job_(db, R"sql(
+INSERT INTO jobs (id, name, state, reason, spec_path, runtime, entry_script, output_path,
+                log_dir, settings, spec, created, started)
+VALUES (?1, ?2, 'running', '', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10))sql"),
+      // A row that exists (a mini-batch submitted again after a restart) keeps its state,
+      // unless this one was dispatched: then it is marked running, as mark_running_ would.
+      insert_minibatch_(db, "INSERT INTO minibatches (job_id, id, state, tries, items)", 5,
+                        "ON CONFLICT (job_id, id) DO UPDATE SET state = excluded.state, "
+                        "tries = excluded.tries WHERE excluded.state = 'running'"),
+      insert_input_(db,
+                    "INSERT OR IGNORE INTO minibatch_inputs (job_id, minibatch_id, detail, "
+                    "descriptor)",
+                    4, ""),
+      submit_done_(db, "UPDATE jobs SET submit_done = 1, total = ?2 WHERE id = ?1"),
+      mark_running_(db,
+                    "UPDATE minibatches SET state = 'running', tries = ?3 "
+                    "WHERE job_id = ?1 AND id = ?2"),
+      insert_attempt_(db, R"sql(
+INSERT INTO attempts (id, job_id, minibatch_id, attempt, status, pool_id, pool, node, process,
+                    worker_pid, start, elapsed_s, cpu_s, run_s, items, succeeded, failed, rows,
+                    error_category, error_message))sql",
+                      20, ""),
+      // The row exists (added at submission), so the upsert acts as an UPDATE, in a form that
+      // many rows share in one statement. A missing row would be created, not skipped.
+      update_minibatch_(db, R"sql(
+INSERT INTO minibatches (job_id, id, state, tries, items, succeeded, failed, rows, output_offset,
+                       output_bytes))sql",
+                        10, R"sql(
+ON CONFLICT (job_id, id) DO UPDATE SET state = excluded.state, tries = excluded.tries,
+     succeeded = excluded.succeeded, failed = excluded.failed, rows = excluded.rows,
+     output_offset = coalesce(excluded.output_offset, output_offset),
+     output_bytes = coalesce(excluded.output_bytes, output_bytes))sql"),
+      finish_job_(db, "UPDATE jobs SET state = ?2, reason = ?3, ended = ?4 WHERE id = ?1"),
+      upsert_pool_(db, R"sql(
+INSERT OR REPLACE INTO pools (id, name, node, workers, prefetch, pid, build, state, registered,
+                            last_seen)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql"),
+      job_output_(db, "SELECT output_path FROM jobs WHERE id = ?1"),
+      insert_node_sample_(db, R"sql(
+INSERT INTO node_resource_samples (job_id, pool_id, pool, node, time, interval_s, cpu_percent,
+                                 mem_total_mb, mem_available_mb, mem_used_mb, disk_reads,
+                                 disk_writes, disk_read_mb, disk_write_mb, net_sent_mb,
+                                 net_recv_mb, tcp_connections, udp_connections)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18))sql"),
+      insert_process_sample_(db, R"sql(
+INSERT INTO process_resource_samples (job_id, pool_id, pool, node, time, process, pid,
+                                    cpu_percent, rss_mb, reads, writes, read_mb, write_mb)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13))sql"),
+      insert_disk_sample_(db, R"sql(
+INSERT INTO disk_usage_samples (job_id, pool_id, pool, node, time, mount, total_mb, used_mb,
+                              free_mb, used_percent)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql") {}
+
+void Writer::apply(std::span<Op> ops) {
+  skip_superseded(ops);
+  try {
+    Transaction tx(db_);
+    for (auto& op : ops) {
+      // Consecutive results are queued to share multi-row statements. Any other operation
+      // first writes the results queued before it, so that every row is written in the order
+      // it was queued (a MarkRunning does so itself, only when it writes a row).
+      if (!std::holds_alternative<AttemptRecord>(op) && !std::holds_alternative<MarkRunning>(op)) {
+        flush_attempts();
+      }
+      std::visit([this](auto& o) { do_op(o); }, op);
+    }
+    flush_attempts();
+    write_due_submitted();
+    outputs_.write_and_sync();
+    tx.commit();
+  } catch (...) {
+    attempts_.clear();
+    outputs_.discard();
+    throw;
+  }
+  outputs_.commit();
+}
+
+std::chrono::steady_clock::time_point Writer::held_due() const {
+  auto due = std::chrono::steady_clock::time_point::max();
+  for (const auto& [job_id, job] : held_) {
+    if (!job.entries.empty()) due = std::min(due, job.entries.front().added + kSubmittedRowsDelay);
+  }
+  return due;
+}
+
+void Writer::do_op(std::unique_ptr<CreateJob>& op) {
+  const auto& s = op->spec;
+  pack_into(buf_, s);
+  insert_job_.bind(1, op->job_id)
+      .bind(2, s.name)
+      .bind_text_or_null(3, s.spec_path)
+      .bind_text_or_null(4, s.runtime)
+      .bind_text_or_null(5, s.entry_script)
+      .bind_text_or_null(6, s.output_path)
+      .bind_text_or_null(7, s.log_dir)
+      .bind_text_or_null(8, s.settings_json)
+      .bind_blob(9, {buf_.data(), buf_.size()})
+      .bind(10, op->created);
+  insert_job_.run();
+  if (!s.output_path.empty()) outputs_.open(op->job_id, s.output_path);
+}
+
+// ---- Deferred submission ----
+// A submitted mini-batch's rows (minibatches, minibatch_inputs) are held back for up to
+// kSubmittedRowsDelay. When its first result comes within that time, which under load is the
+// rule, the minibatches row is inserted once with its final state: the UPDATE of a row
+// written moments earlier (a b-tree descent and a rewrite, a third of the writer's cost per
+// mini-batch) is saved. Otherwise it is written as before, pending or running.
+// What a crash loses is what a client resubmits: it resubmits from the interchange's count of
+// a job's mini-batches, so the committed rows of a job must stay a prefix of its indexes. At
+// the end of every transaction, every held mini-batch below the highest one written with a
+// result is written too; SetSubmitDone (after which no client resubmits), FinishJob and
+// flush() write all of the job's, or everyone's.
+
+void Writer::do_op(AddMiniBatches& op) {
+  HeldJob& job = held_[op.job_id];
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& mb : op.batches) {
+    // Held mini-batches are consecutive; any other order (a resubmission) writes them first.
+    if (!job.entries.empty() && mb.index != job.first + job.entries.size()) {
+      write_held(op.job_id, job, job.entries.size());
+    }
+    if (job.entries.empty()) job.first = mb.index;
+    job.entries.push_back(HeldMiniBatch{std::move(mb), now});
+  }
+  SPDLOG_LOGGER_TRACE(log_, "job {}: {} mini-batches added", op.job_id, op.batches.size());
+}
+
+void Writer::do_op(WriteSubmitted&) {
+  for (auto& [job_id, job] : held_) write_held(job_id, job, job.entries.size());
+}
+
+// The held, not yet written mini-batch (job_id, index), or null.
+HeldMiniBatch* Writer::find_held(std::uint64_t job_id, std::uint64_t index) {
+  auto it = held_.find(job_id);
+  if (it == held_.end()) return nullptr;
+  HeldJob& job = it->second;
+  if (index < job.first || index - job.first >= job.entries.size()) return nullptr;
+  HeldMiniBatch& e = job.entries[index - job.first];
+  return e.written ? nullptr : &e;
+}
+
+// Writes the rows of the first `n` held mini-batches of `job` (those not written with a
+// result already) and forgets them.
+void Writer::write_held(std::uint64_t job_id, HeldJob& job, std::size_t n) {
+  rows_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    const HeldMiniBatch& e = job.entries[i];
+    if (!e.written) rows_.push_back(SubmittedRow{job_id, &e.mb, e.tries, e.running});
+  }
+  insert_minibatch_.run(rows_.size(), [this](Statement& st, int b, std::size_t i) {
+    const SubmittedRow& r = rows_[i];
+    st.bind(b + 1, r.job_id)
+        .bind(b + 2, r.mb->index)
+        .bind(b + 3, r.running ? "running" : "pending")
+        .bind(b + 4, r.tries)
+        .bind(b + 5, static_cast<std::uint64_t>(r.mb->items.size()));
+  });
+  write_inputs();
+  job.entries.erase(job.entries.begin(), job.entries.begin() + static_cast<std::ptrdiff_t>(n));
+  job.first += n;
+}
+
+// At the end of a transaction: writes each job's held mini-batches that were written with a
+// result, lie below one that was (the prefix rule), or were held for kSubmittedRowsDelay.
+void Writer::write_due_submitted() {
+  const auto cutoff = std::chrono::steady_clock::now() - kSubmittedRowsDelay;
+  for (auto& [job_id, job] : held_) {
+    std::size_t n = 0;
+    while (n < job.entries.size()) {
+      const HeldMiniBatch& e = job.entries[n];
+      if (!e.written && job.first + n >= job.written_end && e.added > cutoff) break;
+      ++n;
+    }
+    if (n > 0) write_held(job_id, job, n);
+    job.written_end = 0;
+  }
+}
+
+// Writes the minibatch_inputs rows of rows_. Every descriptor and default detail is encoded
+// first, into one buffer each, so that the multi-row statement can bind views into them
+// (binds do not copy).
+void Writer::write_inputs() {
+  buf_.clear();
+  detail_.clear();
+  ends_.clear();
+  for (const SubmittedRow& r : rows_) {
+    msgpack::pack(buf_, r.mb->items);
+    if (r.mb->detail.empty()) append_default_detail(detail_, r.mb->items);
+    ends_.emplace_back(buf_.size(), detail_.size());
+  }
+  insert_input_.run(rows_.size(), [this](Statement& st, int b, std::size_t i) {
+    const auto [desc_begin, detail_begin] =
+        i == 0 ? std::pair<std::size_t, std::size_t>{} : ends_[i - 1];
+    const auto [desc_end, detail_end] = ends_[i];
+    const proto::MiniBatch& mb = *rows_[i].mb;
+    std::string_view detail = mb.detail;
+    if (detail.empty()) {
+      detail = std::string_view(detail_).substr(detail_begin, detail_end - detail_begin);
+    }
+    st.bind(b + 1, rows_[i].job_id)
+        .bind(b + 2, mb.index)
+        .bind(b + 3, detail)
+        .bind_blob(b + 4, {buf_.data() + desc_begin, desc_end - desc_begin});
+  });
+}
+
+void Writer::do_op(SetSubmitDone& op) {
+  if (auto it = held_.find(op.job_id); it != held_.end()) {
+    write_held(op.job_id, it->second, it->second.entries.size());
+  }
+  submit_done_.bind(1, op.job_id).bind(2, op.total);
+  submit_done_.run();
+}
+
+// Under load a mini-batch's dispatch and its result often fall in the same transaction. The
+// result's UPDATE sets every column mark_running sets (state, tries), so the earlier UPDATE
+// changes nothing that is committed and is skipped: one statement less per mini-batch, the
+// same committed rows. An AttemptRecord *before* a MarkRunning (a retry) does not count.
+void Writer::skip_superseded(std::span<Op> ops) {
+  recorded_.clear();
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    if (auto* rec = std::get_if<AttemptRecord>(&*it)) {
+      recorded_.insert(MiniBatchKey{rec->result.job_id, rec->result.index});
+    } else if (auto* run = std::get_if<MarkRunning>(&*it)) {
+      run->superseded = recorded_.contains(MiniBatchKey{run->job_id, run->index});
+    }
+  }
+}
+
+void Writer::do_op(MarkRunning& op) {
+  if (op.superseded) return;
+  if (HeldMiniBatch* e = find_held(op.job_id, op.index)) {
+    e->running = true;
+    e->tries = op.tries;
+    return;
+  }
+  flush_attempts();  // a retry's earlier result must not overwrite this
+  mark_running_.bind(1, op.job_id).bind(2, op.index).bind(3, op.tries);
+  mark_running_.run();
+}
+
+// Queues a result's two rows (its attempt, its mini-batch's new state) for flush_attempts(),
+// and its output bytes for outputs_.write_and_sync(); `rec` must stay alive until then.
+void Writer::do_op(AttemptRecord& rec) {
+  QueuedAttempt q{&rec};
+  const auto& r = rec.result;
+  if (HeldMiniBatch* e = find_held(r.job_id, r.index)) {
+    e->written = true;
+    q.held = &e->mb;
+    HeldJob& job = held_.find(r.job_id)->second;
+    job.written_end = std::max(job.written_end, r.index + 1);
+  }
+  if (rec.write_output) {
+    if (OutputFile* f = output_for(rec.result.job_id)) {
+      q.has_output = true;
+      q.output_offset = outputs_.append(*f, rec.result.output);
+    }
+  }
+  attempts_.push_back(q);
+}
+
+// Writes the queued results' rows, up to 64 per statement.
+void Writer::flush_attempts() {
+  if (attempts_.empty()) return;
+  insert_attempt_.run(attempts_.size(), [this](Statement& st, int b, std::size_t i) {
+    const AttemptRecord& rec = *attempts_[i].rec;
+    const auto& r = rec.result;
+    st.bind(b + 1, r.task_id)
+        .bind(b + 2, r.job_id)
+        .bind(b + 3, r.index)
+        .bind(b + 4, r.attempt)
+        .bind(b + 5, proto::to_string(static_cast<proto::AttemptStatus>(r.status)))
+        .bind(b + 6, rec.pool_id)
+        .bind_text_or_null(b + 7, rec.pool_name)
+        .bind_text_or_null(b + 8, r.node)
+        .bind_text_or_null(b + 9, r.process)
+        .bind(b + 10, r.worker_pid)
+        .bind(b + 11, r.start)
+        .bind(b + 12, r.elapsed_s)
+        .bind(b + 13, r.cpu_s)
+        .bind(b + 14, r.run_s)
+        .bind(b + 15, r.items)
+        .bind(b + 16, r.succeeded)
+        .bind(b + 17, r.failed)
+        .bind(b + 18, r.rows)
+        .bind_text_or_null(b + 19, r.error_category)
+        .bind_text_or_null(b + 20, r.error_message);
+  });
+  update_minibatch_.run(attempts_.size(), [this](Statement& st, int b, std::size_t i) {
+    const QueuedAttempt& q = attempts_[i];
+    const auto& r = q.rec->result;
+    st.bind(b + 1, r.job_id)
+        .bind(b + 2, r.index)
+        .bind(b + 3, q.rec->minibatch_state)
+        .bind(b + 4, r.attempt)
+        .bind(b + 5, q.held != nullptr ? static_cast<std::uint64_t>(q.held->items.size())
+                                       : static_cast<std::uint64_t>(r.items))
+        .bind(b + 6, r.succeeded)
+        .bind(b + 7, r.failed)
+        .bind(b + 8, r.rows);
+    if (q.has_output) {
+      st.bind(b + 9, q.output_offset).bind(b + 10, static_cast<std::uint64_t>(r.output.size()));
+    } else {
+      st.bind_null(b + 9).bind_null(b + 10);
+    }
+  });
+  // The inputs rows of the mini-batches whose first result this is.
+  rows_.clear();
+  for (const QueuedAttempt& q : attempts_) {
+    if (q.held != nullptr) rows_.push_back(SubmittedRow{q.rec->result.job_id, q.held});
+  }
+  if (!rows_.empty()) write_inputs();
+  SPDLOG_LOGGER_TRACE(log_, "{} attempts recorded", attempts_.size());
+  attempts_.clear();
+}
+
+void Writer::do_op(FinishJob& op) {
+  if (auto it = held_.find(op.job_id); it != held_.end()) {
+    write_held(op.job_id, it->second, it->second.entries.size());
+    held_.erase(it);
+  }
+  finish_job_.bind(1, op.job_id).bind(2, op.state).bind(3, op.reason).bind(4, op.ended);
+  finish_job_.run();
+  // Closed only after this batch's bytes are written and synced (see apply()).
+  outputs_.close_after_batch(op.job_id);
+}
+
+void Writer::do_op(PoolRecord& p) {
+  upsert_pool_.bind(1, p.id)
+      .bind_text_or_null(2, p.name)
+      .bind_text_or_null(3, p.node)
+      .bind(4, p.workers)
+      .bind(5, p.prefetch)
+      .bind(6, p.pid)
+      .bind_text_or_null(7, p.build)
+      .bind_text_or_null(8, p.state)
+      .bind(9, p.registered)
+      .bind(10, p.last_seen);
+  upsert_pool_.run();
+}
+
+void Writer::do_op(std::unique_ptr<ResourceRecord>& rec) {
+  const auto& smp = rec->sample;
+  const auto& n = smp.node;
+  for (const std::uint64_t job_id : rec->job_ids) {
+    insert_node_sample_.bind(1, job_id)
+        .bind(2, rec->pool_id)
+        .bind_text_or_null(3, rec->pool_name)
+        .bind_text_or_null(4, rec->node)
+        .bind(5, smp.time)
+        .bind(6, smp.interval_s)
+        .bind(7, n.cpu_percent)
+        .bind(8, n.mem_total_mb)
+        .bind(9, n.mem_available_mb)
+        .bind(10, n.mem_used_mb)
+        .bind(11, n.disk_reads)
+        .bind(12, n.disk_writes)
+        .bind(13, n.disk_read_mb)
+        .bind(14, n.disk_write_mb)
+        .bind(15, n.net_sent_mb)
+        .bind(16, n.net_recv_mb)
+        .bind(17, n.tcp_connections)
+        .bind(18, n.udp_connections);
+    insert_node_sample_.run();
+    for (const auto& d : smp.disks) {
+      insert_disk_sample_.bind(1, job_id)
+          .bind(2, rec->pool_id)
+          .bind_text_or_null(3, rec->pool_name)
+          .bind_text_or_null(4, rec->node)
+          .bind(5, smp.time)
+          .bind(6, d.mount)
+          .bind(7, d.total_mb)
+          .bind(8, d.used_mb)
+          .bind(9, d.free_mb)
+          .bind(10, d.used_percent);
+      insert_disk_sample_.run();
+    }
+  }
+  for (const auto& p : smp.processes) {
+    // A worker belongs to one job: its rows go to that job, if the sample counts for it.
+    if (std::find(rec->job_ids.begin(), rec->job_ids.end(), p.job_id) == rec->job_ids.end()) {
+      continue;
+    }
+    insert_process_sample_.bind(1, p.job_id)
+        .bind(2, rec->pool_id)
+        .bind_text_or_null(3, rec->pool_name)
+        .bind_text_or_null(4, rec->node)
+        .bind(5, smp.time)
+        .bind(6, p.process)
+        .bind(7, p.pid)
+        .bind(8, p.cpu_percent)
+        .bind(9, p.rss_mb)
+        .bind(10, p.reads)
+        .bind(11, p.writes)
+        .bind(12, p.read_mb)
+        .bind(13, p.write_mb);
+    insert_process_sample_.run();
+  }
+}
+
+// The job's output file, opened on first use when the job was created before this process
+// started (a resumed job). Null when the job has no output file (summary_only).
+OutputFile* Writer::output_for(std::uint64_t job_id) {
+  if (OutputFile* f = outputs_.find(job_id)) return f;
+  job_output_.bind(1, job_id);
+  std::string path;
+  if (job_output_.step()) path = job_output_.column_text(0);
+  job_output_.reset();
+  if (path.empty()) return nullptr;
+  return &outputs_.open(job_id, path);
+}
+
+}  // namespace fanout::store::detail

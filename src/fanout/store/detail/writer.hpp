@@ -1,0 +1,137 @@
+// The store's writer: applies a run of queued operations as one SQLite transaction, holding
+// submitted mini-batches back to write them with their first result, writing results many rows
+// per statement, and appending succeeded mini-batches' rows to their job's output file before
+// the commit. Private to the store. Schema and the output file's rules: docs/store.md.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "fanout/protocol/messages.hpp"
+#include "fanout/store/db.hpp"
+#include "fanout/store/detail/multi_row.hpp"
+#include "fanout/store/detail/ops.hpp"
+#include "fanout/store/detail/output_file.hpp"
+#include "fanout/store/records.hpp"
+#include "fanout/util/log.hpp"
+
+namespace fanout::store::detail {
+
+// A submitted mini-batch whose rows the writer holds back (see Writer, "Deferred submission").
+struct HeldMiniBatch {
+  proto::MiniBatch mb{};
+  std::chrono::steady_clock::time_point added{};
+  std::uint32_t tries = 0;
+  bool running = false;  // dispatched (a MarkRunning came for it)
+  bool written = false;  // its rows went in with its first result
+};
+
+// One job's held mini-batches: consecutive indexes from `first`, in submission order.
+struct HeldJob {
+  std::uint64_t first = 0;
+  std::deque<HeldMiniBatch> entries{};
+  std::uint64_t written_end = 0;  // 1 + the highest index written with a result this transaction
+};
+
+// A mini-batch whose minibatches and minibatch_inputs rows are being written.
+struct SubmittedRow {
+  std::uint64_t job_id = 0;
+  const proto::MiniBatch* mb = nullptr;
+  std::uint32_t tries = 0;
+  bool running = false;
+};
+
+struct MiniBatchKey {
+  std::uint64_t job_id = 0;
+  std::uint64_t index = 0;
+  bool operator==(const MiniBatchKey&) const = default;
+};
+struct MiniBatchKeyHash {
+  std::size_t operator()(const MiniBatchKey& k) const noexcept {
+    return std::hash<std::uint64_t>{}(k.index * 0x9e3779b97f4a7c15ULL ^ k.job_id);
+  }
+};
+
+// The writer's state: statements prepared once on the writer connection, reusable buffers, the
+// held submissions and the open output files. Borrows `db` (a migrated store), which must
+// outlive it. Not thread-safe: TaskStore uses it only with its connection's mutex held.
+class Writer final {
+ public:
+  // Prepares the statements. Throws Failure{Database}.
+  Writer(Db& db, Logger log);
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  // Applies `ops` in one transaction: rows first, then the output bytes are written and synced,
+  // then the transaction commits, so a committed offset always points at durable bytes. An
+  // empty `ops` writes only the held mini-batches that are due. `ops` must stay alive until the
+  // call returns (results are bound, not copied). Throws Failure on any error; the transaction
+  // is then rolled back and the output files are cut back to where the batch began.
+  void apply(std::span<Op> ops);
+
+  // When the oldest held mini-batch is due to be written without a result (max: none held);
+  // apply({}) at that time writes it.
+  [[nodiscard]] std::chrono::steady_clock::time_point held_due() const;
+
+ private:
+  struct QueuedAttempt {
+    AttemptRecord* rec = nullptr;
+    const proto::MiniBatch* held = nullptr;  // its rows go in with this result (held_)
+    bool has_output = false;
+    std::uint64_t output_offset = 0;
+  };
+
+  void do_op(std::unique_ptr<CreateJob>& op);
+  void do_op(AddMiniBatches& op);
+  void do_op(WriteSubmitted&);
+  void do_op(SetSubmitDone& op);
+  void do_op(MarkRunning& op);
+  void do_op(AttemptRecord& rec);
+  void do_op(FinishJob& op);
+  void do_op(PoolRecord& p);
+  void do_op(std::unique_ptr<ResourceRecord>& rec);
+
+  HeldMiniBatch* find_held(std::uint64_t job_id, std::uint64_t index);
+  void write_held(std::uint64_t job_id, HeldJob& job, std::size_t n);
+  void write_due_submitted();
+  void write_inputs();
+  void skip_superseded(std::span<Op> ops);
+  void flush_attempts();
+  OutputFile* output_for(std::uint64_t job_id);
+
+  Logger log_;
+  Db& db_;
+  Statement insert_job_;
+  MultiRow insert_minibatch_;
+  MultiRow insert_input_;
+  Statement submit_done_;
+  Statement mark_running_;
+  MultiRow insert_attempt_;
+  MultiRow update_minibatch_;
+  Statement finish_job_;
+  Statement upsert_pool_;
+  Statement job_output_;
+  Statement insert_node_sample_;
+  Statement insert_process_sample_;
+  Statement insert_disk_sample_;
+  msgpack::sbuffer buf_{1024};
+  std::string detail_;
+  std::vector<std::pair<std::size_t, std::size_t>> ends_;  // AddMiniBatches: buf_, detail_ ends
+  std::vector<QueuedAttempt> attempts_;              // results of the current run of AttemptRecords
+  std::unordered_map<std::uint64_t, HeldJob> held_;  // by job id: see "Deferred submission"
+  std::vector<SubmittedRow> rows_;                   // write_held() and write_inputs() scratch
+  OutputFiles outputs_;
+  std::unordered_set<MiniBatchKey, MiniBatchKeyHash> recorded_;  // skip_superseded() scratch
+};
+
+}  // namespace fanout::store::detail

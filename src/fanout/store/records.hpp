@@ -1,0 +1,62 @@
+// What TaskStore records and recovers: the rows the interchange hands to the store's queue, and
+// what recover() hands back. Schema: docs/store.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fanout/protocol/messages.hpp"
+
+namespace fanout::store {
+
+// One attempt's outcome plus what it means for its mini-batch.
+struct AttemptRecord {
+  std::uint64_t pool_id = 0;
+  std::string pool_name{};
+  proto::TaskResult result{};  // result.task_id is attempts.id
+  // State of the mini-batch after this attempt: "succeeded", "failed" (out of tries), or
+  // "pending" (will be retried).
+  std::string minibatch_state{};
+  // True for the one accepted success of a mini-batch: result.output is appended to the job's
+  // output file and its offset recorded. Never true twice for one mini-batch.
+  bool write_output = false;
+};
+
+struct PoolRecord {
+  std::uint64_t id = 0;
+  std::string name{};
+  std::string node{};
+  std::uint32_t workers = 0;
+  std::uint32_t prefetch = 0;
+  std::int64_t pid = 0;
+  std::string build{};
+  std::string state{};  // "connected" | "lost" | "gone"
+  double registered = 0;
+  double last_seen = 0;
+};
+
+// One resource-monitor sample of a pool, recorded once for each job in `job_ids` (the jobs it
+// is attributed to; the caller keeps only running jobs). Worker rows are recorded for their own
+// job only, and only when that job is in `job_ids`.
+struct ResourceRecord {
+  std::uint64_t pool_id = 0;
+  std::string pool_name{};
+  std::string node{};
+  std::vector<std::uint64_t> job_ids{};
+  proto::ResourceSample sample{};
+};
+
+// A job the store holds as not finished, with what is left to run (for resume).
+struct UnfinishedJob {
+  std::uint64_t job_id = 0;
+  proto::JobSpec spec{};
+  bool submit_done = false;                      // the client sent SubmitEnd
+  std::uint64_t total = 0;                       // mini-batches known
+  std::vector<proto::MiniBatch> remaining{};     // state pending or running, by index
+  std::vector<std::uint32_t> remaining_tries{};  // tries already used, parallel to remaining
+  std::uint64_t succeeded = 0, failed = 0, items_succeeded = 0, items_failed = 0;
+  std::uint64_t attempts_failed = 0;
+};
+
+}  // namespace fanout::store

@@ -1,0 +1,168 @@
+// The report's queries. See report_source.hpp; the views are in docs/store.md, section 7.
+#include "fanout/store/report_source.hpp"
+
+#include <utility>
+
+#include "fanout/store/detail/read_only.hpp"
+
+namespace fanout::store {
+
+namespace {
+
+// One query per ReportTable, one column per CSV field. ?1 is the job id, ?2 the node.
+struct TableQuery {
+  int columns;
+  bool per_node;
+  const char* sql;
+};
+
+constexpr TableQuery kTables[kReportTables] = {
+    // ProcessedMiniBatches
+    {14, false,
+     "SELECT minibatch_id, picked_count, process, process_start_time, total, succeeded, failed, "
+     "elapsed_seconds, process_seconds, run_method_seconds, status, error_category, "
+     "error_message, minibatch_detail FROM processed_minibatches WHERE job_id = ?1 "
+     "ORDER BY start, attempt_id"},
+    // ProcessSummary
+    {16, false,
+     "SELECT node, process, worker_starts, attempts, succeeded_attempts, failed_attempts, items, "
+     "items_succeeded, items_failed, elapsed_seconds, process_seconds, run_method_seconds, "
+     "avg_run_method_seconds, overhead_seconds, first_start_time, last_end_time "
+     "FROM process_summary WHERE job_id = ?1 ORDER BY node, process"},
+    // NodeSummary
+    {15, false,
+     "SELECT node, pools, processes, attempts, succeeded_attempts, failed_attempts, items, "
+     "items_succeeded, items_failed, elapsed_seconds, process_seconds, run_method_seconds, "
+     "first_start_time, last_end_time, attempts_per_second "
+     "FROM node_summary WHERE job_id = ?1 ORDER BY node"},
+    // NodeResourceUsage
+    {15, true,
+     "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', time, 'unixepoch'), pool, round(interval_s, 3), "
+     "round(cpu_percent, 1), round(mem_total_mb, 1), round(mem_available_mb, 1), "
+     "round(mem_used_mb, 1), disk_reads, disk_writes, round(disk_read_mb, 3), "
+     "round(disk_write_mb, 3), round(net_sent_mb, 3), round(net_recv_mb, 3), tcp_connections, "
+     "udp_connections FROM node_resource_samples WHERE job_id = ?1 AND node = ?2 "
+     "ORDER BY time, id"},
+    // ProcessResourceUsage
+    {10, true,
+     "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', time, 'unixepoch'), pool, process, pid, "
+     "round(cpu_percent, 1), round(rss_mb, 1), reads, writes, round(read_mb, 3), "
+     "round(write_mb, 3) FROM process_resource_samples WHERE job_id = ?1 AND node = ?2 "
+     "ORDER BY time, id"},
+    // NodeDiskUsage
+    {7, true,
+     "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', time, 'unixepoch'), pool, mount, round(total_mb, 1), "
+     "round(used_mb, 1), round(free_mb, 1), round(used_percent, 1) FROM disk_usage_samples "
+     "WHERE job_id = ?1 AND node = ?2 ORDER BY time, id"},
+};
+
+const TableQuery& query_of(ReportTable t) noexcept { return kTables[static_cast<std::size_t>(t)]; }
+
+}  // namespace
+
+int report_columns(ReportTable t) noexcept { return query_of(t).columns; }
+
+bool report_per_node(ReportTable t) noexcept { return query_of(t).per_node; }
+
+ReportSource::ReportSource(const std::string& db_path)
+    : db_(detail::open_read_only_current(db_path)) {
+  db_->exec("BEGIN", "begin the report's read transaction");
+}
+
+ReportSource::~ReportSource() = default;
+
+std::optional<JobResultRow> ReportSource::job_result(std::uint64_t job_id) {
+  Statement job(*db_,
+                "SELECT j.name, j.state, j.reason, coalesce(j.started, 0), coalesce(j.ended, 0), "
+                "c.total, c.succeeded, c.failed, c.items_succeeded, c.items_failed, "
+                "c.attempts, c.attempts_failed, coalesce(j.output_path, ''), "
+                "coalesce(j.spec_path, '') "
+                "FROM jobs j JOIN job_counts c ON c.job_id = j.id WHERE j.id = ?1");
+  job.bind(1, job_id);
+  if (!job.step()) return std::nullopt;
+  JobResultRow r;
+  r.name = job.column_text(0);
+  r.state = job.column_text(1);
+  r.reason = job.column_text(2);
+  r.started = job.column_double(3);
+  r.ended = job.column_double(4);
+  r.total = job.column_int64(5);
+  r.succeeded = job.column_int64(6);
+  r.failed = job.column_int64(7);
+  r.items_succeeded = job.column_int64(8);
+  r.items_failed = job.column_int64(9);
+  r.attempts = job.column_int64(10);
+  r.attempts_failed = job.column_int64(11);
+  r.output_path = job.column_text(12);
+  r.spec_path = job.column_text(13);
+  job.reset();
+  return r;
+}
+
+std::vector<FailedAttemptRow> ReportSource::first_failed_attempts(std::uint64_t job_id,
+                                                                  std::size_t limit) {
+  Statement errors(*db_,
+                   "SELECT minibatch_id, picked_count, status, error_message, process "
+                   "FROM processed_minibatches "
+                   "WHERE job_id = ?1 AND status != 'RUN_DONE' ORDER BY start, attempt_id "
+                   "LIMIT ?2");
+  errors.bind(1, job_id).bind(2, static_cast<std::uint64_t>(limit));
+  std::vector<FailedAttemptRow> out;
+  while (errors.step()) {
+    out.push_back(FailedAttemptRow{
+        errors.column_int64(0), errors.column_int64(1), std::string(errors.column_text(2)),
+        std::string(errors.column_text(3)), std::string(errors.column_text(4))});
+  }
+  errors.reset();
+  return out;
+}
+
+std::optional<JobProgressRow> ReportSource::progress(std::uint64_t job_id) {
+  Statement st(*db_,
+               "SELECT j.name, j.state, j.submit_done, c.total, c.succeeded, c.failed, "
+               "c.items_succeeded, c.items_failed, c.attempts_failed, coalesce(j.started, 0), "
+               "coalesce(j.ended, 0) FROM jobs j JOIN job_counts c ON c.job_id = j.id "
+               "WHERE j.id = ?1");
+  st.bind(1, job_id);
+  if (!st.step()) return std::nullopt;
+  JobProgressRow p;
+  p.name = st.column_text(0);
+  p.state = st.column_text(1);
+  p.submit_done = st.column_int64(2) != 0;
+  p.total = st.column_uint64(3);
+  p.succeeded = st.column_uint64(4);
+  p.failed = st.column_uint64(5);
+  p.items_succeeded = st.column_uint64(6);
+  p.items_failed = st.column_uint64(7);
+  p.attempts_failed = st.column_uint64(8);
+  p.started = st.column_double(9);
+  p.ended = st.column_double(10);
+  st.reset();
+  return p;
+}
+
+std::vector<std::string> ReportSource::sample_nodes(std::uint64_t job_id) {
+  Statement nodes(*db_,
+                  "SELECT node FROM node_resource_samples WHERE job_id = ?1 UNION "
+                  "SELECT node FROM process_resource_samples WHERE job_id = ?1 UNION "
+                  "SELECT node FROM disk_usage_samples WHERE job_id = ?1 ORDER BY 1");
+  nodes.bind(1, job_id);
+  std::vector<std::string> out;
+  while (nodes.step()) out.emplace_back(nodes.column_text(0));
+  nodes.reset();
+  return out;
+}
+
+ReportRows ReportSource::rows(ReportTable t, std::uint64_t job_id, std::string_view node) {
+  const TableQuery& q = query_of(t);
+  auto& st = tables_[static_cast<std::size_t>(t)];
+  if (!st) st = std::make_unique<Statement>(*db_, q.sql);
+  st->reset();
+  st->bind(1, job_id);
+  if (q.per_node) st->bind(2, node);
+  return ReportRows(*st, q.columns);
+}
+
+void ReportSource::finish() { db_->exec("COMMIT", "end the report's read transaction"); }
+
+}  // namespace fanout::store

@@ -1,0 +1,285 @@
+// The schema migrations. See schema.hpp; docs/store.md describes the result.
+#include "fanout/store/schema.hpp"
+
+#include <iterator>
+#include <string>
+
+#include "fanout/store/db.hpp"
+#include "fanout/util/error.hpp"
+
+namespace fanout::store {
+
+namespace {
+
+// kMigrations[i] brings a store from user_version i to i + 1. Append only: a released script is
+// never edited, since stores in the field already ran it. docs/store.md describes the result.
+constexpr const char* kMigrations[] = {
+    // 0 -> 1: the initial schema.
+    R"sql(
+CREATE TABLE jobs (
+  id           INTEGER PRIMARY KEY,
+  name         TEXT NOT NULL,
+  state        TEXT NOT NULL,
+  reason       TEXT NOT NULL DEFAULT '',
+  spec_path    TEXT,
+  runtime      TEXT,
+  entry_script TEXT,
+  output_path  TEXT,
+  log_dir      TEXT,
+  settings     TEXT,
+  spec         BLOB,
+  submit_done  INTEGER NOT NULL DEFAULT 0,
+  total        INTEGER NOT NULL DEFAULT 0,
+  created      REAL,
+  started      REAL,
+  ended        REAL
+);
+CREATE TABLE minibatches (
+  job_id        INTEGER NOT NULL,
+  id            INTEGER NOT NULL,
+  state         TEXT NOT NULL,
+  tries         INTEGER NOT NULL DEFAULT 0,
+  items         INTEGER NOT NULL,
+  succeeded     INTEGER NOT NULL DEFAULT 0,
+  failed        INTEGER NOT NULL DEFAULT 0,
+  rows          INTEGER NOT NULL DEFAULT 0,
+  output_offset INTEGER,
+  output_bytes  INTEGER,
+  PRIMARY KEY (job_id, id)
+) WITHOUT ROWID;
+-- What a mini-batch holds, written once: kept out of minibatches so that the state updates of
+-- the hot path rewrite a small row.
+CREATE TABLE minibatch_inputs (
+  job_id        INTEGER NOT NULL,
+  minibatch_id  INTEGER NOT NULL,
+  detail        TEXT,
+  descriptor    BLOB,
+  PRIMARY KEY (job_id, minibatch_id)
+) WITHOUT ROWID;
+CREATE TABLE attempts (
+  id             INTEGER PRIMARY KEY,
+  job_id         INTEGER NOT NULL,
+  minibatch_id   INTEGER NOT NULL,
+  attempt        INTEGER NOT NULL,
+  status         TEXT NOT NULL,
+  pool_id        INTEGER,
+  pool           TEXT,
+  node           TEXT,
+  process        TEXT,
+  worker_pid     INTEGER,
+  start          REAL,
+  elapsed_s      REAL,
+  cpu_s          REAL,
+  run_s          REAL,
+  items          INTEGER,
+  succeeded      INTEGER,
+  failed         INTEGER,
+  rows           INTEGER,
+  error_category TEXT,
+  error_message  TEXT
+);
+CREATE INDEX attempts_minibatch ON attempts (job_id, minibatch_id);
+CREATE TABLE pools (
+  id         INTEGER PRIMARY KEY,
+  name       TEXT,
+  node       TEXT,
+  workers    INTEGER,
+  prefetch   INTEGER,
+  pid        INTEGER,
+  build      TEXT,
+  state      TEXT,
+  registered REAL,
+  last_seen  REAL
+);
+CREATE VIEW job_counts AS
+SELECT j.id AS job_id,
+       max(j.total, count(m.id)) AS total,
+       count(m.id) AS submitted,
+       coalesce(sum(m.state = 'succeeded'), 0) AS succeeded,
+       coalesce(sum(m.state = 'failed'), 0) AS failed,
+       coalesce(sum(m.state = 'pending'), 0) AS pending,
+       coalesce(sum(m.state = 'running'), 0) AS running,
+       coalesce(sum(CASE WHEN m.state = 'succeeded' THEN m.succeeded ELSE 0 END), 0)
+         AS items_succeeded,
+       coalesce(sum(CASE m.state WHEN 'succeeded' THEN m.failed
+                                 WHEN 'failed' THEN m.items ELSE 0 END), 0) AS items_failed,
+       (SELECT count(*) FROM attempts a WHERE a.job_id = j.id) AS attempts,
+       (SELECT count(*) FROM attempts a WHERE a.job_id = j.id AND a.status != 'RUN_DONE')
+         AS attempts_failed
+FROM jobs j LEFT JOIN minibatches m ON m.job_id = j.id
+GROUP BY j.id;
+)sql",
+    // 1 -> 2: resource-monitor samples and the report views (docs/store.md, "Reports").
+    R"sql(
+CREATE TABLE node_resource_samples (
+  id               INTEGER PRIMARY KEY,
+  job_id           INTEGER NOT NULL,
+  pool_id          INTEGER,
+  pool             TEXT,
+  node             TEXT,
+  time             REAL NOT NULL,
+  interval_s       REAL,
+  cpu_percent      REAL,
+  mem_total_mb     REAL,
+  mem_available_mb REAL,
+  mem_used_mb      REAL,
+  disk_reads       INTEGER,
+  disk_writes      INTEGER,
+  disk_read_mb     REAL,
+  disk_write_mb    REAL,
+  net_sent_mb      REAL,
+  net_recv_mb      REAL,
+  tcp_connections  INTEGER,
+  udp_connections  INTEGER
+);
+CREATE INDEX node_resource_samples_job ON node_resource_samples (job_id, node, time);
+CREATE TABLE process_resource_samples (
+  id          INTEGER PRIMARY KEY,
+  job_id      INTEGER NOT NULL,
+  pool_id     INTEGER,
+  pool        TEXT,
+  node        TEXT,
+  time        REAL NOT NULL,
+  process     TEXT,
+  pid         INTEGER,
+  cpu_percent REAL,
+  rss_mb      REAL,
+  reads       INTEGER,
+  writes      INTEGER,
+  read_mb     REAL,
+  write_mb    REAL
+);
+CREATE INDEX process_resource_samples_job ON process_resource_samples (job_id, node, time);
+CREATE TABLE disk_usage_samples (
+  id           INTEGER PRIMARY KEY,
+  job_id       INTEGER NOT NULL,
+  pool_id      INTEGER,
+  pool         TEXT,
+  node         TEXT,
+  time         REAL NOT NULL,
+  mount        TEXT,
+  total_mb     REAL,
+  used_mb      REAL,
+  free_mb      REAL,
+  used_percent REAL
+);
+CREATE INDEX disk_usage_samples_job ON disk_usage_samples (job_id, node, time);
+CREATE VIEW processed_minibatches AS
+SELECT a.job_id AS job_id,
+       a.minibatch_id AS minibatch_id,
+       a.attempt AS picked_count,
+       CASE WHEN coalesce(a.process, '') = '' THEN ''
+            WHEN coalesce(a.pool, '') = '' THEN a.process
+            ELSE a.pool || '/' || a.process END AS process,
+       strftime('%Y-%m-%dT%H:%M:%fZ', a.start, 'unixepoch') AS process_start_time,
+       a.items AS total,
+       a.succeeded AS succeeded,
+       a.failed AS failed,
+       round(a.elapsed_s, 3) AS elapsed_seconds,
+       round(a.cpu_s, 3) AS process_seconds,
+       round(a.run_s, 3) AS run_method_seconds,
+       a.status AS status,
+       coalesce(a.error_category, '') AS error_category,
+       coalesce(a.error_message, '') AS error_message,
+       i.detail AS minibatch_detail,
+       a.node AS node,
+       a.pool AS pool,
+       a.id AS attempt_id,
+       a.start AS start
+FROM attempts a
+LEFT JOIN minibatch_inputs i ON i.job_id = a.job_id AND i.minibatch_id = a.minibatch_id;
+CREATE VIEW process_summary AS
+SELECT job_id,
+       node,
+       pool,
+       CASE WHEN coalesce(pool, '') = '' THEN process ELSE pool || '/' || process END AS process,
+       count(DISTINCT worker_pid) AS worker_starts,
+       count(*) AS attempts,
+       sum(status = 'RUN_DONE') AS succeeded_attempts,
+       sum(status != 'RUN_DONE') AS failed_attempts,
+       sum(items) AS items,
+       sum(succeeded) AS items_succeeded,
+       sum(failed) AS items_failed,
+       round(sum(elapsed_s), 3) AS elapsed_seconds,
+       round(sum(cpu_s), 3) AS process_seconds,
+       round(sum(run_s), 3) AS run_method_seconds,
+       round(avg(run_s), 4) AS avg_run_method_seconds,
+       round(sum(elapsed_s) - sum(run_s), 3) AS overhead_seconds,
+       strftime('%Y-%m-%dT%H:%M:%fZ', min(start), 'unixepoch') AS first_start_time,
+       strftime('%Y-%m-%dT%H:%M:%fZ', max(start + elapsed_s), 'unixepoch') AS last_end_time
+FROM attempts
+WHERE coalesce(process, '') != ''
+GROUP BY job_id, node, pool, process;
+CREATE VIEW node_summary AS
+SELECT job_id,
+       node,
+       count(DISTINCT pool) AS pools,
+       count(DISTINCT coalesce(pool, '') || '/' || process) AS processes,
+       count(*) AS attempts,
+       sum(status = 'RUN_DONE') AS succeeded_attempts,
+       sum(status != 'RUN_DONE') AS failed_attempts,
+       sum(items) AS items,
+       sum(succeeded) AS items_succeeded,
+       sum(failed) AS items_failed,
+       round(sum(elapsed_s), 3) AS elapsed_seconds,
+       round(sum(cpu_s), 3) AS process_seconds,
+       round(sum(run_s), 3) AS run_method_seconds,
+       strftime('%Y-%m-%dT%H:%M:%fZ', min(start), 'unixepoch') AS first_start_time,
+       strftime('%Y-%m-%dT%H:%M:%fZ', max(start + elapsed_s), 'unixepoch') AS last_end_time,
+       round(count(*) / (max(start + elapsed_s) - min(start)), 3) AS attempts_per_second
+FROM attempts
+WHERE coalesce(node, '') != '' AND coalesce(process, '') != ''
+GROUP BY job_id, node;
+CREATE VIEW job_progress AS
+SELECT job_id, name, state, reason, total, submitted, done, succeeded, failed, pending, running,
+       CASE WHEN total > 0 THEN round(100.0 * done / total, 1) END AS percent_done,
+       items_succeeded, items_failed, attempts, attempts_failed,
+       strftime('%Y-%m-%dT%H:%M:%fZ', started, 'unixepoch') AS started_time,
+       strftime('%Y-%m-%dT%H:%M:%fZ', ended, 'unixepoch') AS ended_time,
+       round(elapsed, 3) AS elapsed_seconds,
+       round(done / nullif(elapsed, 0), 3) AS minibatches_per_second,
+       round((items_succeeded + items_failed) / nullif(elapsed, 0), 3) AS items_per_second,
+       CASE WHEN ended IS NULL AND done > 0 AND total > done
+            THEN round((total - done) * elapsed / done, 1) END AS eta_seconds
+FROM (SELECT j.id AS job_id, j.name AS name, j.state AS state, j.reason AS reason,
+             c.total AS total, c.submitted AS submitted, c.succeeded + c.failed AS done,
+             c.succeeded AS succeeded, c.failed AS failed, c.pending AS pending,
+             c.running AS running, c.items_succeeded AS items_succeeded,
+             c.items_failed AS items_failed, c.attempts AS attempts,
+             c.attempts_failed AS attempts_failed, j.started AS started, j.ended AS ended,
+             coalesce(j.ended, (julianday('now') - 2440587.5) * 86400.0) - j.started AS elapsed
+      FROM jobs j JOIN job_counts c ON c.job_id = j.id);
+CREATE VIEW job_settings AS
+SELECT j.id AS job_id, s.key AS key, s.value AS value, s.type AS type
+FROM jobs j, json_each(CASE WHEN json_valid(j.settings) THEN j.settings ELSE '{}' END) s;
+)sql",
+};
+
+static_assert(std::size(kMigrations) == static_cast<std::size_t>(kSchemaVersion),
+              "one migration script per schema version");
+
+}  // namespace
+
+void apply_migrations(Db& db, const Logger& log) {
+  auto version = db.query_int("PRAGMA user_version");
+  if (version > kSchemaVersion) {
+    throw Failure(ErrorCode::Version,
+                  db.path() + ": store schema version " + std::to_string(version) +
+                      " is newer than this fanout supports (" + std::to_string(kSchemaVersion) +
+                      "); use a newer fanout or another --db");
+  }
+  while (version < kSchemaVersion) {
+    Transaction tx(db);
+    // Read again under the write lock: another process may have migrated in the meantime.
+    version = db.query_int("PRAGMA user_version");
+    if (version >= kSchemaVersion) break;
+    const std::string what = "migration to schema version " + std::to_string(version + 1);
+    db.exec(kMigrations[version], what.c_str());
+    db.exec(("PRAGMA user_version = " + std::to_string(version + 1)).c_str(), what.c_str());
+    tx.commit();
+    ++version;
+    log->info("store {}: schema migrated to version {}", db.path(), version);
+  }
+}
+
+}  // namespace fanout::store

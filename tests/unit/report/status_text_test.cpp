@@ -1,0 +1,75 @@
+// Tests for what `fanout status` prints (src/fanout/report/status_text.hpp), as text and JSON.
+#include "fanout/report/status_text.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "fanout/store/job_status.hpp"
+
+using fanout::store::JobStatus;
+namespace report = fanout::report;
+
+namespace {
+
+JobStatus running_job() {
+  JobStatus s;
+  s.id = 4;
+  s.name = "demo";
+  s.state = "running";
+  s.total_known = true;
+  s.total = 10;
+  s.succeeded = 3;
+  s.failed = 1;
+  s.running = 2;
+  s.pending = 4;
+  s.items_succeeded = 6;
+  s.items_failed = 2;
+  s.attempts = 6;
+  s.attempts_failed = 2;
+  s.started = 1700000000;
+  s.elapsed_s = 8;
+  s.minibatches_per_s = 0.5;
+  s.items_per_s = 1;
+  s.eta_s = 12;
+  s.processes = 2;
+  s.log_dir = "/jobs/logs";
+  s.pools = {JobStatus::PoolUse{"pool-a", "node1", "connected", 4, 6}};
+  s.last_errors = {JobStatus::ErrorLine{2, 1, "pool-a/process001", "RUN_EXCEPTION",
+                                        "ValueError: \"bad\"", "2023-11-14T22:13:21.000Z"}};
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("report.status_text.text") {
+  const std::string t = report::format_status_text(running_job());
+  CHECK(t.rfind("job 4 (demo): running\n  mini-batches: 4/10 done (40.0%): 3 succeeded, 1 "
+                "failed, 2 running, 4 pending\n",
+                0) == 0);
+  CHECK(t.find("; eta 12 s\n") != std::string::npos);
+  CHECK(t.find("\n    pool-a on node1: connected, 4 workers, 6 attempts\n") != std::string::npos);
+  CHECK(t.find("  logs: /jobs/logs\n") != std::string::npos);
+  CHECK(t.find("output:") == std::string::npos);  // none recorded
+  CHECK(t.find("\n    2023-11-14T22:13:21.000Z mini-batch 2 try 1 on pool-a/process001: "
+               "RUN_EXCEPTION: ValueError: \"bad\"\n") != std::string::npos);
+
+  JobStatus quiet = running_job();
+  quiet.last_errors.clear();
+  quiet.total_known = false;
+  quiet.eta_s = -1;
+  const std::string q = report::format_status_text(quiet);
+  CHECK(q.find("mini-batches: 4/10+ done: ") != std::string::npos);
+  CHECK(q.find("eta") == std::string::npos);
+  CHECK(q.find("  last errors: none\n") != std::string::npos);
+}
+
+TEST_CASE("report.status_text.json") {
+  const std::string j = report::format_status_json(running_job());
+  CHECK(j.rfind(R"({"id":4,"name":"demo","state":"running","reason":"","total":10,)", 0) == 0);
+  CHECK(j.find(R"("pools":[{"name":"pool-a","node":"node1","state":"connected","workers":4,)"
+               R"("attempts":6}])") != std::string::npos);
+  CHECK(j.find(R"("message":"ValueError: \"bad\"")") != std::string::npos);
+  CHECK(j.back() == '\n');
+  CHECK(j.find('\n') == j.size() - 1);  // one line
+}

@@ -1,0 +1,72 @@
+// Tests for whole-or-nothing files (src/fanout/util/atomic_file.hpp).
+#include "fanout/util/atomic_file.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "fanout/util/error.hpp"
+
+#include "scratch_dir.hpp"
+
+using fanout::AtomicFile;
+using fanout::ErrorCode;
+using fanout::Failure;
+using fanout::test::ScratchDir;
+using fanout::test::slurp;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The names in `dir`, to see that no temporary file is left.
+std::size_t entries(const std::string& dir) {
+  std::size_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    (void)e;
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("util.atomic_file.appears_only_on_commit") {
+  ScratchDir dir;
+  const std::string path = dir.file("a/b/report.txt");  // folders are made
+  fanout::write_file_atomic(path, "old\n").value();
+  {
+    AtomicFile f(path);
+    f.write("new ");
+    f.write("text\n");
+    CHECK(slurp(path) == "old\n");  // a reader still sees the old file
+    f.commit();
+  }
+  CHECK(slurp(path) == "new text\n");
+  CHECK(entries(dir.file("a/b")) == 1);
+}
+
+TEST_CASE("util.atomic_file.uncommitted_leaves_nothing") {
+  ScratchDir dir;
+  {
+    AtomicFile f(dir.file("x.txt"));
+    f.write("half");
+  }
+  CHECK_FALSE(fs::exists(dir.file("x.txt")));
+  CHECK(entries(dir.path()) == 0);
+}
+
+TEST_CASE("util.atomic_file.errors_name_the_path") {
+  ScratchDir dir;
+  fanout::write_file_atomic(dir.file("blocker"), "a file, not a folder").value();
+  auto r = fanout::write_file_atomic(dir.file("blocker/x.txt"), "text");
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == ErrorCode::Io);
+  CHECK(r.error().message.find("blocker") != std::string::npos);
+  try {
+    AtomicFile f(dir.file("blocker/y.txt"));
+    FAIL("opened a file under a file");
+  } catch (const Failure& e) {
+    CHECK(e.error().code == ErrorCode::Io);
+  }
+}
