@@ -1,0 +1,442 @@
+// The figures behind report.html, compare and tune. See report_queries.hpp and docs/tuning.md.
+#include "fanout/store/report_queries.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "fanout/store/db.hpp"
+#include "fanout/store/task_store.hpp"
+#include "fanout/util/error.hpp"
+
+namespace fanout::store {
+
+namespace {
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The first line of a message, at most 300 bytes.
+std::string first_line(std::string_view s) {
+  s = s.substr(0, s.find('\n'));
+  if (s.size() > 300) s = s.substr(0, 300);
+  return std::string(s);
+}
+
+void read_job(Db& db, std::uint64_t job_id, ReportData& r) {
+  Statement job(db,
+                "SELECT j.name, j.state, j.reason, coalesce(j.spec_path, ''), "
+                "coalesce(j.runtime, ''), coalesce(j.entry_script, ''), "
+                "coalesce(j.output_path, ''), coalesce(j.log_dir, ''), j.submit_done, "
+                "coalesce(j.started, j.created, 0), coalesce(j.ended, 0), c.total, c.submitted, "
+                "c.succeeded, c.failed, c.pending, c.running, c.items_succeeded, c.items_failed, "
+                "c.attempts, c.attempts_failed "
+                "FROM jobs j JOIN job_counts c ON c.job_id = j.id WHERE j.id = ?1");
+  job.bind(1, job_id);
+  if (!job.step()) {
+    throw Failure(ErrorCode::NotFound, fmt::format("{}: no job {}", db.path(), job_id));
+  }
+  r.job_id = job_id;
+  r.name = job.column_text(0);
+  r.state = job.column_text(1);
+  r.reason = job.column_text(2);
+  r.spec_path = job.column_text(3);
+  r.runtime = job.column_text(4);
+  r.entry = job.column_text(5);
+  r.output_path = job.column_text(6);
+  r.log_dir = job.column_text(7);
+  r.total_known = job.column_int64(8) != 0;
+  r.started = job.column_double(9);
+  r.ended = job.column_double(10);
+  r.total = job.column_uint64(11);
+  r.submitted = job.column_uint64(12);
+  r.succeeded = job.column_uint64(13);
+  r.failed = job.column_uint64(14);
+  r.pending = job.column_uint64(15);
+  r.running = job.column_uint64(16);
+  r.items_succeeded = job.column_uint64(17);
+  r.items_failed = job.column_uint64(18);
+  r.attempts = job.column_uint64(19);
+  r.attempts_failed = job.column_uint64(20);
+
+  Statement settings(db, "SELECT key, value FROM job_settings WHERE job_id = ?1 ORDER BY key");
+  settings.bind(1, job_id);
+  while (settings.step()) {
+    r.settings.emplace_back(std::string(settings.column_text(0)),
+                            std::string(settings.column_text(1)));
+  }
+}
+
+// Workers, pools and the attempt-time statistics.
+void read_workers(Db& db, std::uint64_t job_id, ReportData& r) {
+  Statement w(db,
+              "SELECT pool_id, coalesce(pool, ''), coalesce(node, ''), process, count(*), "
+              "sum(status = 'RUN_DONE'), min(start), max(start + elapsed_s), "
+              "total(elapsed_s), total(run_s), total(cpu_s) "
+              "FROM attempts WHERE job_id = ?1 AND start IS NOT NULL AND coalesce(process, '') "
+              "!= '' GROUP BY pool_id, process ORDER BY pool, pool_id, process");
+  w.bind(1, job_id);
+  while (w.step()) {
+    ReportData::Worker x;
+    x.pool_id = w.column_uint64(0);
+    x.pool = w.column_text(1);
+    x.node = w.column_text(2);
+    x.process = w.column_text(3);
+    x.attempts = w.column_uint64(4);
+    x.succeeded = w.column_uint64(5);
+    x.first_start = w.column_double(6);
+    x.last_end = w.column_double(7);
+    x.elapsed_s = w.column_double(8);
+    x.run_s = w.column_double(9);
+    x.cpu_s = w.column_double(10);
+    r.worker_attempts += x.attempts;
+    r.first_start = r.first_start == 0 ? x.first_start : std::min(r.first_start, x.first_start);
+    r.last_end = std::max(r.last_end, x.last_end);
+    r.workers.push_back(std::move(x));
+  }
+
+  Statement p(db,
+              "SELECT id, coalesce(name, ''), coalesce(node, ''), coalesce(state, ''), "
+              "coalesce(workers, 0), coalesce(prefetch, 0) FROM pools WHERE id = ?1");
+  std::map<std::uint64_t, ReportData::Pool> pools;
+  for (const auto& x : r.workers) {
+    auto [it, fresh] = pools.try_emplace(x.pool_id);
+    auto& pool = it->second;
+    if (fresh) {
+      pool.id = x.pool_id;
+      pool.name = x.pool;
+      pool.node = x.node;
+      p.bind(1, x.pool_id);
+      if (p.step()) {
+        pool.state = p.column_text(3);
+        pool.workers = p.column_uint64(4);
+        pool.prefetch = p.column_uint64(5);
+      }
+      p.reset();
+      pool.first_start = x.first_start;
+    }
+    pool.attempts += x.attempts;
+    pool.elapsed_s += x.elapsed_s;
+    pool.run_s += x.run_s;
+    pool.cpu_s += x.cpu_s;
+    pool.first_start = std::min(pool.first_start, x.first_start);
+    pool.last_end = std::max(pool.last_end, x.last_end);
+  }
+  for (auto& [id, pool] : pools) {
+    // A pool row without a worker count (an older pool): count the processes seen instead.
+    if (pool.workers == 0) {
+      pool.workers = static_cast<std::uint64_t>(std::count_if(
+          r.workers.begin(), r.workers.end(), [&](const auto& x) { return x.pool_id == id; }));
+    }
+    r.pools.push_back(std::move(pool));
+  }
+}
+
+// run() time and overhead of the successful attempts: statistics, then one histogram pass.
+void read_histograms(Db& db, std::uint64_t job_id, std::uint32_t nbins, ReportData& r) {
+  Statement s(db,
+              "SELECT count(*), min(run_s), max(run_s), avg(run_s), "
+              "min(elapsed_s - run_s), max(elapsed_s - run_s), avg(elapsed_s - run_s), "
+              "total(cpu_s), total(elapsed_s) FROM attempts "
+              "WHERE job_id = ?1 AND status = 'RUN_DONE' AND run_s IS NOT NULL "
+              "AND elapsed_s IS NOT NULL");
+  s.bind(1, job_id);
+  if (!s.step() || s.column_int64(0) == 0) return;
+  auto init = [&](ReportData::Histogram& h, int col) {
+    h.n = s.column_uint64(0);
+    h.min = s.column_double(col);
+    h.max = s.column_double(col + 1);
+    h.mean = s.column_double(col + 2);
+    h.lo = h.min;
+    h.width = h.max > h.min ? (h.max - h.min) / nbins : 0;
+    h.counts.assign(h.width > 0 ? nbins : 1, 0);
+  };
+  init(r.run_hist, 1);
+  init(r.overhead_hist, 4);
+  r.run_cpu_s = s.column_double(7);
+  r.run_elapsed_s = s.column_double(8);
+  s.reset();
+
+  // One scan for both: group by the pair of bins, then add up each side.
+  Statement h(db,
+              "SELECT CASE WHEN ?3 > 0 THEN min(CAST((run_s - ?2) / ?3 AS INTEGER), ?6) ELSE 0 "
+              "END AS rb, CASE WHEN ?5 > 0 THEN min(CAST((elapsed_s - run_s - ?4) / ?5 AS "
+              "INTEGER), ?6) ELSE 0 END AS ob, count(*) FROM attempts WHERE job_id = ?1 AND "
+              "status = 'RUN_DONE' AND run_s IS NOT NULL AND elapsed_s IS NOT NULL "
+              "GROUP BY rb, ob");
+  h.bind(1, job_id)
+      .bind(2, r.run_hist.lo)
+      .bind(3, r.run_hist.width)
+      .bind(4, r.overhead_hist.lo)
+      .bind(5, r.overhead_hist.width)
+      .bind(6, static_cast<std::int64_t>(nbins) - 1);
+  while (h.step()) {
+    const auto n = h.column_uint64(2);
+    auto add = [n](ReportData::Histogram& x, std::int64_t b) {
+      b = std::clamp<std::int64_t>(b, 0, static_cast<std::int64_t>(x.counts.size()) - 1);
+      x.counts[static_cast<std::size_t>(b)] += n;
+    };
+    add(r.run_hist, h.column_int64(0));
+    add(r.overhead_hist, h.column_int64(1));
+  }
+}
+
+// Throughput, running and queued over time, in `nbins` bins from t0 to the job's end.
+void read_series(Db& db, std::uint64_t job_id, std::uint32_t nbins, ReportData& r) {
+  const double end = std::max(r.last_end, r.ended > 0 ? r.ended : r.snapshot);
+  const double span = std::max(end - r.t0, 1e-3);
+  r.bin_s = span / nbins;
+  // Bins are floor((time − t0) / bin_s); the end itself falls into one more bin.
+  r.bins.resize(nbins + 1);
+  for (std::size_t i = 0; i < r.bins.size(); ++i) r.bins[i].t = static_cast<double>(i) * r.bin_s;
+  if (r.worker_attempts == 0) return;
+  std::int64_t max_retries = 3;
+  try {
+    max_retries = std::stoll(r.setting("max_retries", "3"));
+  } catch (const std::exception&) {
+    max_retries = 3;
+  }
+  auto bin_of = [&](std::int64_t b) -> ReportData::Bin& {
+    return r.bins[static_cast<std::size_t>(
+        std::clamp<std::int64_t>(b, 0, static_cast<std::int64_t>(r.bins.size()) - 1))];
+  };
+  Statement ends(db,
+                 "SELECT CAST((start + elapsed_s - ?2) / ?3 AS INTEGER) AS b, count(*), "
+                 "sum(status = 'RUN_DONE'), total(CASE WHEN status = 'RUN_DONE' THEN items END), "
+                 "sum(status != 'RUN_DONE'), sum(status = 'RUN_DONE' OR attempt > ?4) "
+                 "FROM attempts WHERE job_id = ?1 AND start IS NOT NULL GROUP BY b");
+  ends.bind(1, job_id).bind(2, r.t0).bind(3, r.bin_s).bind(4, max_retries);
+  while (ends.step()) {
+    auto& b = bin_of(ends.column_int64(0));
+    b.ended += ends.column_uint64(1);
+    b.succeeded += ends.column_uint64(2);
+    b.items += static_cast<std::uint64_t>(ends.column_double(3));
+    b.failed += ends.column_uint64(4);
+    b.finished += ends.column_uint64(5);
+  }
+  Statement starts(db,
+                   "SELECT CAST((start - ?2) / ?3 AS INTEGER) AS b, count(*) FROM attempts "
+                   "WHERE job_id = ?1 AND start IS NOT NULL GROUP BY b");
+  starts.bind(1, job_id).bind(2, r.t0).bind(3, r.bin_s);
+  while (starts.step()) bin_of(starts.column_int64(0)).started += starts.column_uint64(1);
+
+  // At a bin's start: running = started before it − ended before it.
+  const auto total = static_cast<std::int64_t>(r.total_known ? r.total : r.submitted);
+  std::int64_t started = 0, ended = 0, finished = 0;
+  for (auto& b : r.bins) {
+    b.running = started - ended;
+    b.queued = std::max<std::int64_t>(0, total - finished - b.running);
+    started += static_cast<std::int64_t>(b.started);
+    ended += static_cast<std::int64_t>(b.ended);
+    finished += static_cast<std::int64_t>(b.finished);
+  }
+}
+
+// One bar per attempt, or per worker and time bin when there are too many attempts.
+void read_timeline(Db& db, std::uint64_t job_id, const ReportLimits& limits, ReportData& r) {
+  if (r.workers.empty()) return;
+  std::map<std::pair<std::uint64_t, std::string>, std::uint32_t> index;
+  for (std::uint32_t i = 0; i < r.workers.size(); ++i) {
+    index[{r.workers[i].pool_id, r.workers[i].process}] = i;
+  }
+  if (r.worker_attempts <= limits.max_timeline_attempts) {
+    Statement a(db,
+                "SELECT pool_id, process, start, coalesce(elapsed_s, 0), status, minibatch_id "
+                "FROM attempts WHERE job_id = ?1 AND start IS NOT NULL AND "
+                "coalesce(process, '') != '' ORDER BY start, id");
+    a.bind(1, job_id);
+    while (a.step()) {
+      auto it = index.find({a.column_uint64(0), std::string(a.column_text(1))});
+      if (it == index.end()) continue;
+      const double s = a.column_double(2) - r.t0;
+      r.segments.push_back({.worker = it->second,
+                            .t_start = s,
+                            .t_end = s + a.column_double(3),
+                            .status = std::string(a.column_text(4)),
+                            .minibatch = a.column_uint64(5),
+                            .attempts = 1});
+    }
+    return;
+  }
+  r.timeline_binned = true;
+  const auto nbins = std::clamp<std::uint64_t>(
+      limits.max_timeline_segments / std::max<std::size_t>(r.workers.size(), 1), 10, 400);
+  const double span = std::max(r.last_end - r.t0, 1e-3);
+  r.timeline_bin_s = span / static_cast<double>(nbins);
+  Statement a(db,
+              "SELECT pool_id, process, CAST((start - ?2) / ?3 AS INTEGER) AS b, "
+              "total(elapsed_s), sum(status != 'RUN_DONE'), count(*) FROM attempts "
+              "WHERE job_id = ?1 AND start IS NOT NULL AND coalesce(process, '') != '' "
+              "GROUP BY pool_id, process, b");
+  a.bind(1, job_id).bind(2, r.t0).bind(3, r.timeline_bin_s);
+  while (a.step()) {
+    auto it = index.find({a.column_uint64(0), std::string(a.column_text(1))});
+    if (it == index.end()) continue;
+    const double t = static_cast<double>(a.column_int64(2)) * r.timeline_bin_s;
+    // Busy time is counted in the bin the attempt started in; an attempt longer than a bin
+    // fills it.
+    const double busy = std::min(a.column_double(3), r.timeline_bin_s);
+    r.segments.push_back({.worker = it->second,
+                          .t_start = t,
+                          .t_end = t + busy,
+                          .status = a.column_int64(4) > 0 ? "FAILED" : "RUN_DONE",
+                          .minibatch = 0,
+                          .attempts = a.column_uint64(5)});
+  }
+}
+
+void read_failures(Db& db, std::uint64_t job_id, const ReportLimits& limits, ReportData& r) {
+  if (r.attempts_failed == 0) return;
+  Statement s(db,
+              "SELECT status, count(*) FROM attempts WHERE job_id = ?1 AND status != 'RUN_DONE' "
+              "GROUP BY status ORDER BY 2 DESC, 1");
+  s.bind(1, job_id);
+  while (s.step()) r.by_status.emplace_back(std::string(s.column_text(0)), s.column_uint64(1));
+  Statement c(db,
+              "SELECT coalesce(error_category, ''), count(*) FROM attempts WHERE job_id = ?1 AND "
+              "status != 'RUN_DONE' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 50");
+  c.bind(1, job_id);
+  while (c.step()) r.by_category.emplace_back(std::string(c.column_text(0)), c.column_uint64(1));
+
+  // The first messages of each (status, category), in one pass over the failed attempts.
+  Statement g(db,
+              "SELECT status, cat, n, minibatch_id, attempt, process, error_message FROM ("
+              "SELECT status, coalesce(error_category, '') AS cat, minibatch_id, attempt, "
+              "coalesce(process, '') AS process, coalesce(error_message, '') AS error_message, "
+              "row_number() OVER (PARTITION BY status, coalesce(error_category, '') "
+              "ORDER BY start, id) AS rn, count(*) OVER (PARTITION BY status, "
+              "coalesce(error_category, '')) AS n "
+              "FROM attempts WHERE job_id = ?1 AND status != 'RUN_DONE') WHERE rn <= ?2 "
+              "ORDER BY n DESC, status, cat, rn");
+  g.bind(1, job_id).bind(2, static_cast<std::int64_t>(limits.messages_per_failure));
+  while (g.step()) {
+    if (r.failures.empty() || r.failures.back().status != g.column_text(0) ||
+        r.failures.back().category != g.column_text(1)) {
+      if (r.failures.size() >= 20) break;
+      r.failures.push_back({.status = std::string(g.column_text(0)),
+                            .category = std::string(g.column_text(1)),
+                            .count = g.column_uint64(2),
+                            .first = {}});
+    }
+    r.failures.back().first.push_back(
+        fmt::format("mini-batch {} try {} on {}: {}", g.column_int64(3), g.column_int64(4),
+                    g.column_text(5).empty() ? std::string_view("-") : g.column_text(5),
+                    first_line(g.column_text(6))));
+  }
+
+  Statement n(db, "SELECT count(*) FROM minibatches WHERE job_id = ?1 AND state = 'failed'");
+  n.bind(1, job_id);
+  if (n.step()) r.exhausted_count = n.column_uint64(0);
+  Statement e(db,
+              "SELECT m.id, m.tries, m.items, (SELECT a.status || ': ' || "
+              "coalesce(a.error_message, '') FROM attempts a WHERE a.job_id = m.job_id AND "
+              "a.minibatch_id = m.id ORDER BY a.attempt DESC LIMIT 1) FROM minibatches m "
+              "WHERE m.job_id = ?1 AND m.state = 'failed' ORDER BY m.id LIMIT ?2");
+  e.bind(1, job_id).bind(2, static_cast<std::int64_t>(limits.max_exhausted));
+  while (e.step()) {
+    r.exhausted.push_back({.minibatch = e.column_uint64(0),
+                           .tries = e.column_uint64(1),
+                           .items = e.column_uint64(2),
+                           .last = first_line(e.column_text(3))});
+  }
+}
+
+// Resource samples averaged into time bins, one series per node and per worker process.
+void read_resources(Db& db, std::uint64_t job_id, std::uint32_t nbins, ReportData& r) {
+  Statement range(db,
+                  "SELECT min(time), max(time), count(*) FROM node_resource_samples "
+                  "WHERE job_id = ?1");
+  range.bind(1, job_id);
+  if (!range.step() || range.column_int64(2) == 0) return;
+  const double lo = std::min(range.column_double(0), r.t0);
+  const double w = std::max(range.column_double(1) - lo, 1e-3) / nbins;
+  Statement node(db,
+                 "SELECT node, CAST((time - ?2) / ?3 AS INTEGER) AS b, avg(cpu_percent), "
+                 "avg(mem_used_mb), max(mem_total_mb) FROM node_resource_samples "
+                 "WHERE job_id = ?1 GROUP BY node, b ORDER BY node, b");
+  node.bind(1, job_id).bind(2, lo).bind(3, w);
+  while (node.step()) {
+    if (r.node_series.empty() || r.node_series.back().node != node.column_text(0)) {
+      r.node_series.push_back({});
+      r.node_series.back().node = node.column_text(0);
+    }
+    auto& s = r.node_series.back();
+    s.t.push_back(lo - r.t0 + (static_cast<double>(node.column_int64(1)) + 0.5) * w);
+    s.cpu.push_back(node.column_double(2));
+    s.mem.push_back(node.column_double(3));
+    s.mem_total = std::max(s.mem_total, node.column_double(4));
+  }
+  Statement proc(db,
+                 "SELECT node, coalesce(pool, ''), process, CAST((time - ?2) / ?3 AS INTEGER) "
+                 "AS b, avg(cpu_percent), avg(rss_mb) FROM process_resource_samples "
+                 "WHERE job_id = ?1 GROUP BY node, pool, process, b ORDER BY node, pool, "
+                 "process, b");
+  proc.bind(1, job_id).bind(2, lo).bind(3, w);
+  while (proc.step()) {
+    if (r.process_series.empty() || r.process_series.back().node != proc.column_text(0) ||
+        r.process_series.back().pool != proc.column_text(1) ||
+        r.process_series.back().process != proc.column_text(2)) {
+      if (r.process_series.size() >= 64) break;  // enough lines for one chart
+      r.process_series.push_back({});
+      r.process_series.back().node = proc.column_text(0);
+      r.process_series.back().pool = proc.column_text(1);
+      r.process_series.back().process = proc.column_text(2);
+    }
+    auto& s = r.process_series.back();
+    s.t.push_back(lo - r.t0 + (static_cast<double>(proc.column_int64(3)) + 0.5) * w);
+    s.cpu.push_back(proc.column_double(4));
+    s.mem.push_back(proc.column_double(5));
+  }
+}
+
+}  // namespace
+
+std::string ReportData::setting(const std::string& key, const std::string& fallback) const {
+  for (const auto& [k, v] : settings) {
+    if (k == key) return v;
+  }
+  return fallback;
+}
+
+Expected<ReportData> read_report_data(const std::string& db_path, std::uint64_t job_id,
+                                      const ReportLimits& limits) {
+  try {
+    std::error_code ec;
+    if (!std::filesystem::exists(db_path, ec)) {
+      return make_error(ErrorCode::NotFound, db_path + ": no such store");
+    }
+    Db db(db_path, Db::Mode::ReadOnly);
+    db.exec("PRAGMA busy_timeout = 5000", "set busy_timeout");
+    const auto version = db.query_int("PRAGMA user_version");
+    if (version != kSchemaVersion) {
+      return make_error(ErrorCode::Version,
+                        fmt::format("{}: store schema version {}; this fanout reads version {}",
+                                    db_path, version, kSchemaVersion));
+    }
+    // One read transaction: every figure is of the same moment, even while the job runs.
+    db.exec("BEGIN", "begin the report's read transaction");
+    ReportData r;
+    r.snapshot = now_unix();
+    read_job(db, job_id, r);
+    read_workers(db, job_id, r);
+    r.t0 = r.started > 0 ? r.started : r.first_start;
+    if (r.first_start > 0) r.t0 = std::min(r.t0, r.first_start);
+    read_histograms(db, job_id, limits.histogram_bins, r);
+    read_series(db, job_id, limits.series_bins, r);
+    read_timeline(db, job_id, limits, r);
+    read_failures(db, job_id, limits, r);
+    read_resources(db, job_id, limits.resource_bins, r);
+    db.exec("COMMIT", "end the report's read transaction");
+    return r;
+  } catch (const Failure& f) {
+    return make_error(f.error().code, f.error().message);
+  }
+}
+
+}  // namespace fanout::store
