@@ -236,9 +236,10 @@ def main():
         check_page(chromium, page, 10, "job with failures and samples")
 
         # A running job gives a snapshot; cancelled, it renders too.
-        job = make_job(root, "slow", 40, mini_batch_size=1, sleep=0.5)
+        job = make_job(root, "slow", 200, mini_batch_size=1, sleep=0.5)
+        cancel = None
         proc = subprocess.Popen([FANOUT, "run", job, *common],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             running = None
             deadline = time.time() + 120
@@ -262,9 +263,10 @@ def main():
             fanout("report", str(running), "--html", "--out", page, "--db", db)
             if "a snapshot at" not in open(page).read():
                 fail("running job: the page does not say it is a snapshot")
-            check_page(chromium, page, 4, "running job")
-            fanout("cancel", str(running), "--db", db, "--quiet", check=False)
+            # Cancel before the (slow) browser checks, so the job is still running.
+            cancel = fanout("cancel", str(running), "--db", db, "--quiet", check=False)
             proc.wait(timeout=120)
+            check_page(chromium, page, 4, "running job")
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -274,7 +276,8 @@ def main():
         state = sqlite3.connect(db).execute("SELECT state FROM jobs WHERE id = ?",
                                             (running,)).fetchone()[0]
         if state != "cancelled":
-            fail("the slow job ended %s, not cancelled" % state)
+            fail("the slow job ended %s, not cancelled: fanout cancel said %s %s" %
+                 (state, cancel.stdout, cancel.stderr))
         check_page(chromium, page, 4, "cancelled job")
 
         # A job with 0 attempts: the same store, a job row with nothing run.
