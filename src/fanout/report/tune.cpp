@@ -33,6 +33,8 @@ constexpr double kCpuBound = 0.8;
 constexpr double kSaturated = 0.85;
 // Fewer than this share of the cores in use leaves room for more workers.
 constexpr double kRoomLeft = 0.7;
+// A mean run() shorter than this has no usable CPU share.
+constexpr double kShortestMeasurable = 0.005;
 
 std::string ms(double s) { return fmt::format("{:.3g} ms", s * 1000); }
 std::string pct(double x) { return fmt::format("{:.1f}%", x * 100); }
@@ -89,6 +91,16 @@ Recommendation mini_batch_size(const store::ReportData& d, const JobFigures& f) 
   if (f.overhead_share > kOverheadHigh) {
     double k = f.overhead_share / kOverheadTarget;
     if (size.unit.empty()) k = std::ceil(size.value * k) / size.value;
+    // Not so large that a worker would get fewer than two mini-batches of this input.
+    const auto items = static_cast<double>(d.items_succeeded + d.items_failed);
+    bool capped = false;
+    if (size.unit.empty() && items > 0 && f.workers > 0) {
+      const double most = std::ceil(items / (2.0 * static_cast<double>(f.workers)));
+      if (size.value * k > most && most > size.value) {
+        k = most / size.value;
+        capped = true;
+      }
+    }
     r.verdict = Verdict::Change;
     r.suggested = format_size(size, size.value * k);
     const double gain = (1 + f.overhead_share) / (1 + f.overhead_share / k) - 1;
@@ -96,6 +108,12 @@ Recommendation mini_batch_size(const store::ReportData& d, const JobFigures& f) 
         "overhead falls to about {} of run() time; items/s up to {} higher; about {}x fewer "
         "mini-batches, so each retry redoes {}x more work",
         pct(f.overhead_share / k), pct(gain), fmt::format("{:.3g}", k), fmt::format("{:.3g}", k));
+    if (capped) {
+      r.effect += fmt::format(
+          "; capped so that each of the {} workers still gets two "
+          "mini-batches of this job's {} items",
+          f.workers, items);
+    }
     if (f.tail_share > kTailHigh) {
       r.effect +=
           fmt::format("; the idle tail ({}) will grow: this job has both costs", pct(f.tail_share));
@@ -154,6 +172,13 @@ Recommendation workers(const store::ReportData& d, const JobFigures& f, const Tu
       "{:.2f} of {} cores busy",
       f.cpu_share, pct(f.cpu_share), per_node, used, cores);
   const double c = cores;
+  // CPU time is counted in clock ticks (10 ms): a shorter run() gives no usable CPU share.
+  if (f.mean_run_s < kShortestMeasurable) {
+    r.verdict = Verdict::NoData;
+    r.effect = fmt::format("run() is too short ({}) to measure its CPU share; at least {} needed",
+                           ms(f.mean_run_s), ms(kShortestMeasurable));
+    return r;
+  }
   // Why each branch: more CPU-bound workers than cores only time-share the cores; workers that
   // mostly wait leave cores idle that more workers could fill; CPU-bound workers fewer than the
   // cores leave whole cores idle.
@@ -277,10 +302,10 @@ Recommendation nodes(const store::ReportData& d, const JobFigures& f, const Tune
                    .current = cur};
   r.suggested = r.verdict == Verdict::Change ? std::to_string(n) : std::string();
   r.figure = fmt::format(
-      "{} mini-batches × {} each = {:.1f} s of worker time; {} processes per "
+      "{} mini-batches × {} each = {:.3g} s of worker time; {} processes per "
       "node; target {} s",
       mbs, ms(per_mb), total_s, processes, opt.target_duration_s);
-  r.effect = fmt::format("about {:.1f} s with {} node(s), plus start-up",
+  r.effect = fmt::format("about {:.3g} s with {} node(s), plus start-up",
                          total_s / static_cast<double>(n * processes), n);
   return r;
 }
