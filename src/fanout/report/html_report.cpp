@@ -80,7 +80,7 @@ constexpr std::string_view kScript = R"js(
           x: [s[1], Math.max(s[2], s[1] + minw)], y: R.workers[s[0]], n: s[4]}))}));
       make('chart-timeline', {type: 'bar', data: {labels: R.workers, datasets: datasets},
         options: {indexAxis: 'y', scales: {x: Object.assign(linear('seconds since the job started'),
-          {min: 0}), y: {ticks: {autoSkip: true}}},
+          {min: 0}), y: {ticks: {autoSkip: R.workers.length > 60}}},
           plugins: {tooltip: {callbacks: {label: (c) => c.dataset.label + ' ' +
             c.raw.x[0].toFixed(3) + '..' + c.raw.x[1].toFixed(3) + ' s' +
             (T.binned ? ' (' + c.raw.n + ' attempts)' : ' mini-batch ' + c.raw.n)}}}}},
@@ -448,7 +448,8 @@ std::string render_job_html(const store::ReportData& d) {
              : std::string(
                    "<p class=\"note\">One bar per attempt, coloured by status; the gaps "
                    "are the worker's idle time.</p>\n");
-    canvas(b, "chart-timeline", 70 + 18 * static_cast<int>(d.workers.size()));
+    canvas(b, "chart-timeline",
+           90 + 20 * static_cast<int>(std::min<std::size_t>(d.workers.size(), 200)));
   }
   b += "<h2>Throughput and in flight</h2>\n";
   if (d.worker_attempts == 0) {

@@ -100,7 +100,10 @@ void read_workers(Db& db, std::uint64_t job_id, ReportData& r) {
     r.last_end = std::max(r.last_end, x.last_end);
     r.workers.push_back(std::move(x));
   }
+}
 
+// The pools that ran the workers' attempts, with their totals.
+void read_pools(Db& db, ReportData& r) {
   Statement p(db,
               "SELECT id, coalesce(name, ''), coalesce(node, ''), coalesce(state, ''), "
               "coalesce(workers, 0), coalesce(prefetch, 0) FROM pools WHERE id = ?1");
@@ -136,6 +139,93 @@ void read_workers(Db& db, std::uint64_t job_id, ReportData& r) {
     }
     r.pools.push_back(std::move(pool));
   }
+}
+
+// For a job of many attempts, one scan grouped by worker and time bin gives the workers, the
+// binned timeline and the attempts started per bin of the series (a scan of a million attempts
+// costs about as much as their grouping, so three queries become one).
+void read_workers_binned(Db& db, std::uint64_t job_id, const ReportLimits& limits, ReportData& r) {
+  const double end = r.ended > 0 ? r.ended : r.snapshot;
+  r.bin_s = std::max(end - r.t0, 1e-3) / limits.series_bins;
+  r.bins.resize(limits.series_bins + 1);
+  for (std::size_t i = 0; i < r.bins.size(); ++i) r.bins[i].t = static_cast<double>(i) * r.bin_s;
+  const auto last_bin = static_cast<std::int64_t>(r.bins.size()) - 1;
+  r.timeline_binned = true;
+  r.timeline_bin_s = r.bin_s;
+  Statement a(db,
+              "SELECT pool_id, coalesce(pool, ''), coalesce(node, ''), process, "
+              "CAST((start - ?2) / ?3 AS INTEGER) AS b, count(*), sum(status = 'RUN_DONE'), "
+              "min(start), max(start + elapsed_s), total(elapsed_s), total(run_s), "
+              "total(cpu_s) FROM attempts WHERE job_id = ?1 AND start IS NOT NULL AND "
+              "coalesce(process, '') != '' GROUP BY pool_id, process, b "
+              "ORDER BY pool, pool_id, process, b");
+  a.bind(1, job_id).bind(2, r.t0).bind(3, r.bin_s);
+  // Per worker, the busy seconds of each bin it started attempts in.
+  std::vector<std::vector<std::pair<std::int64_t, double>>> busy;
+  std::vector<std::vector<std::uint64_t>> failed_in;
+  while (a.step()) {
+    if (r.workers.empty() || r.workers.back().pool_id != a.column_uint64(0) ||
+        r.workers.back().process != a.column_text(3)) {
+      ReportData::Worker x;
+      x.pool_id = a.column_uint64(0);
+      x.pool = a.column_text(1);
+      x.node = a.column_text(2);
+      x.process = a.column_text(3);
+      x.first_start = a.column_double(7);
+      r.workers.push_back(std::move(x));
+    }
+    auto& x = r.workers.back();
+    const auto n = a.column_uint64(5);
+    const auto ok = a.column_uint64(6);
+    x.attempts += n;
+    x.succeeded += ok;
+    x.first_start = std::min(x.first_start, a.column_double(7));
+    x.last_end = std::max(x.last_end, a.column_double(8));
+    x.elapsed_s += a.column_double(9);
+    x.run_s += a.column_double(10);
+    x.cpu_s += a.column_double(11);
+    r.worker_attempts += n;
+    const std::int64_t b = std::clamp<std::int64_t>(a.column_int64(4), 0, last_bin);
+    r.bins[static_cast<std::size_t>(b)].started += n;
+    r.segments.push_back({.worker = static_cast<std::uint32_t>(r.workers.size() - 1),
+                          .t_start = static_cast<double>(b) * r.bin_s,
+                          .t_end = a.column_double(9),  // busy seconds, bounded below
+                          .status = n > ok ? "FAILED" : "RUN_DONE",
+                          .minibatch = 0,
+                          .attempts = n});
+  }
+  for (const auto& x : r.workers) {
+    r.first_start = r.first_start == 0 ? x.first_start : std::min(r.first_start, x.first_start);
+    r.last_end = std::max(r.last_end, x.last_end);
+  }
+  // Too many bars for the page: merge k neighbouring bins of each worker into one, so that at
+  // most workers × ceil(bins / k) bars remain.
+  std::size_t k = 1;
+  if (r.segments.size() > limits.max_timeline_segments) {
+    const std::size_t cells = r.workers.size() * r.bins.size();
+    k = (cells + limits.max_timeline_segments - 1) / limits.max_timeline_segments;
+  }
+  if (k > 1) {
+    r.timeline_bin_s = r.bin_s * static_cast<double>(k);
+    std::vector<ReportData::Segment> merged;
+    for (auto& seg : r.segments) {
+      const auto group = static_cast<std::int64_t>(seg.t_start / r.timeline_bin_s + 1e-9);
+      const double t = static_cast<double>(group) * r.timeline_bin_s;
+      if (!merged.empty() && merged.back().worker == seg.worker && merged.back().t_start == t) {
+        auto& m = merged.back();
+        m.t_end += seg.t_end;
+        m.attempts += seg.attempts;
+        if (seg.status != "RUN_DONE") m.status = seg.status;
+      } else {
+        seg.t_start = t;
+        merged.push_back(std::move(seg));
+      }
+    }
+    r.segments = std::move(merged);
+  }
+  // Busy time is counted in the bin the attempt started in; an attempt longer than a bin fills
+  // it.
+  for (auto& seg : r.segments) seg.t_end = seg.t_start + std::min(seg.t_end, r.timeline_bin_s);
 }
 
 // run() time and overhead of the successful attempts: statistics, then one histogram pass.
@@ -189,12 +279,18 @@ void read_histograms(Db& db, std::uint64_t job_id, std::uint32_t nbins, ReportDa
 
 // Throughput, running and queued over time, in `nbins` bins from t0 to the job's end.
 void read_series(Db& db, std::uint64_t job_id, std::uint32_t nbins, ReportData& r) {
-  const double end = std::max(r.last_end, r.ended > 0 ? r.ended : r.snapshot);
-  const double span = std::max(end - r.t0, 1e-3);
-  r.bin_s = span / nbins;
-  // Bins are floor((time − t0) / bin_s); the end itself falls into one more bin.
-  r.bins.resize(nbins + 1);
-  for (std::size_t i = 0; i < r.bins.size(); ++i) r.bins[i].t = static_cast<double>(i) * r.bin_s;
+  // read_workers_binned() has sized the bins and counted the starts already.
+  const bool starts_known = !r.bins.empty();
+  if (!starts_known) {
+    const double end = std::max(r.last_end, r.ended > 0 ? r.ended : r.snapshot);
+    const double span = std::max(end - r.t0, 1e-3);
+    r.bin_s = span / nbins;
+    // Bins are floor((time − t0) / bin_s); the end itself falls into one more bin.
+    r.bins.resize(nbins + 1);
+    for (std::size_t i = 0; i < r.bins.size(); ++i) {
+      r.bins[i].t = static_cast<double>(i) * r.bin_s;
+    }
+  }
   if (r.worker_attempts == 0) return;
   std::int64_t max_retries = 3;
   try {
@@ -220,11 +316,13 @@ void read_series(Db& db, std::uint64_t job_id, std::uint32_t nbins, ReportData& 
     b.failed += ends.column_uint64(4);
     b.finished += ends.column_uint64(5);
   }
-  Statement starts(db,
-                   "SELECT CAST((start - ?2) / ?3 AS INTEGER) AS b, count(*) FROM attempts "
-                   "WHERE job_id = ?1 AND start IS NOT NULL GROUP BY b");
-  starts.bind(1, job_id).bind(2, r.t0).bind(3, r.bin_s);
-  while (starts.step()) bin_of(starts.column_int64(0)).started += starts.column_uint64(1);
+  if (!starts_known) {
+    Statement starts(db,
+                     "SELECT CAST((start - ?2) / ?3 AS INTEGER) AS b, count(*) FROM attempts "
+                     "WHERE job_id = ?1 AND start IS NOT NULL GROUP BY b");
+    starts.bind(1, job_id).bind(2, r.t0).bind(3, r.bin_s);
+    while (starts.step()) bin_of(starts.column_int64(0)).started += starts.column_uint64(1);
+  }
 
   // At a bin's start: running = started before it − ended before it.
   const auto total = static_cast<std::int64_t>(r.total_known ? r.total : r.submitted);
@@ -424,12 +522,18 @@ Expected<ReportData> read_report_data(const std::string& db_path, std::uint64_t 
     ReportData r;
     r.snapshot = now_unix();
     read_job(db, job_id, r);
-    read_workers(db, job_id, r);
-    r.t0 = r.started > 0 ? r.started : r.first_start;
-    if (r.first_start > 0) r.t0 = std::min(r.t0, r.first_start);
+    if (r.attempts > limits.max_timeline_attempts && r.started > 0) {
+      r.t0 = r.started;
+      read_workers_binned(db, job_id, limits, r);
+    } else {
+      read_workers(db, job_id, r);
+      r.t0 = r.started > 0 ? r.started : r.first_start;
+      if (r.first_start > 0) r.t0 = std::min(r.t0, r.first_start);
+    }
+    read_pools(db, r);
     read_histograms(db, job_id, limits.histogram_bins, r);
     read_series(db, job_id, limits.series_bins, r);
-    read_timeline(db, job_id, limits, r);
+    if (!r.timeline_binned) read_timeline(db, job_id, limits, r);
     read_failures(db, job_id, limits, r);
     read_resources(db, job_id, limits.resource_bins, r);
     db.exec("COMMIT", "end the report's read transaction");
