@@ -18,6 +18,9 @@ namespace fanout::store {
 
 namespace {
 
+// An attempt whose run() and overhead are measured: the base of the histograms and of tune.
+#define FANOUT_MEASURED "(status = 'RUN_DONE' AND run_s IS NOT NULL AND elapsed_s IS NOT NULL)"
+
 double now_unix() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -156,7 +159,20 @@ void read_workers_binned(Db& db, std::uint64_t job_id, const ReportLimits& limit
               "SELECT pool_id, coalesce(pool, ''), coalesce(node, ''), process, "
               "CAST((start - ?2) / ?3 AS INTEGER) AS b, count(*), sum(status = 'RUN_DONE'), "
               "min(start), max(start + elapsed_s), total(elapsed_s), total(run_s), "
-              "total(cpu_s) FROM attempts WHERE job_id = ?1 AND start IS NOT NULL AND "
+              "total(cpu_s), sum(" FANOUT_MEASURED "), min(CASE WHEN " FANOUT_MEASURED
+              " THEN run_s END), "
+              "max(CASE WHEN " FANOUT_MEASURED " THEN run_s END), total(CASE WHEN " FANOUT_MEASURED
+              " THEN run_s END), "
+              "min(CASE WHEN " FANOUT_MEASURED
+              " THEN elapsed_s - run_s END), "
+              "max(CASE WHEN " FANOUT_MEASURED
+              " THEN elapsed_s - run_s END), "
+              "total(CASE WHEN " FANOUT_MEASURED
+              " THEN elapsed_s - run_s END), "
+              "total(CASE WHEN " FANOUT_MEASURED
+              " THEN cpu_s END), total(CASE WHEN " FANOUT_MEASURED
+              " THEN elapsed_s END) "
+              "FROM attempts WHERE job_id = ?1 AND start IS NOT NULL AND "
               "coalesce(process, '') != '' GROUP BY pool_id, process, b "
               "ORDER BY pool, pool_id, process, b");
   a.bind(1, job_id).bind(2, r.t0).bind(3, r.bin_s);
@@ -185,6 +201,18 @@ void read_workers_binned(Db& db, std::uint64_t job_id, const ReportLimits& limit
     x.run_s += a.column_double(10);
     x.cpu_s += a.column_double(11);
     r.worker_attempts += n;
+    if (const auto m = a.column_uint64(12); m > 0) {
+      auto merge = [&](ReportData::Histogram& h, int col) {
+        h.min = h.n == 0 ? a.column_double(col) : std::min(h.min, a.column_double(col));
+        h.max = h.n == 0 ? a.column_double(col + 1) : std::max(h.max, a.column_double(col + 1));
+        h.mean += a.column_double(col + 2);  // a sum until the end
+        h.n += m;
+      };
+      merge(r.run_hist, 13);
+      merge(r.overhead_hist, 16);
+      r.run_cpu_s += a.column_double(19);
+      r.run_elapsed_s += a.column_double(20);
+    }
     const std::int64_t b = std::clamp<std::int64_t>(a.column_int64(4), 0, last_bin);
     r.bins[static_cast<std::size_t>(b)].started += n;
     r.segments.push_back({.worker = static_cast<std::uint32_t>(r.workers.size() - 1),
@@ -193,6 +221,9 @@ void read_workers_binned(Db& db, std::uint64_t job_id, const ReportLimits& limit
                           .status = n > ok ? "FAILED" : "RUN_DONE",
                           .minibatch = 0,
                           .attempts = n});
+  }
+  for (auto* h : {&r.run_hist, &r.overhead_hist}) {
+    if (h->n > 0) h->mean /= static_cast<double>(h->n);
   }
   for (const auto& x : r.workers) {
     r.first_start = r.first_start == 0 ? x.first_start : std::min(r.first_start, x.first_start);
@@ -228,14 +259,14 @@ void read_workers_binned(Db& db, std::uint64_t job_id, const ReportLimits& limit
   for (auto& seg : r.segments) seg.t_end = seg.t_start + std::min(seg.t_end, r.timeline_bin_s);
 }
 
-// run() time and overhead of the successful attempts: statistics, then one histogram pass.
-void read_histograms(Db& db, std::uint64_t job_id, std::uint32_t nbins, ReportData& r) {
-  Statement s(db,
-              "SELECT count(*), min(run_s), max(run_s), avg(run_s), "
-              "min(elapsed_s - run_s), max(elapsed_s - run_s), avg(elapsed_s - run_s), "
-              "total(cpu_s), total(elapsed_s) FROM attempts "
-              "WHERE job_id = ?1 AND status = 'RUN_DONE' AND run_s IS NOT NULL "
-              "AND elapsed_s IS NOT NULL");
+// Statistics of run() time and overhead over the successful attempts (the per-attempt path;
+// read_workers_binned() gathers them in its own scan).
+void read_run_stats(Db& db, std::uint64_t job_id, ReportData& r) {
+  Statement s(
+      db,
+      "SELECT count(*), min(run_s), max(run_s), avg(run_s), "
+      "min(elapsed_s - run_s), max(elapsed_s - run_s), avg(elapsed_s - run_s), "
+      "total(cpu_s), total(elapsed_s) FROM attempts WHERE job_id = ?1 AND " FANOUT_MEASURED);
   s.bind(1, job_id);
   if (!s.step() || s.column_int64(0) == 0) return;
   auto init = [&](ReportData::Histogram& h, int col) {
@@ -243,87 +274,96 @@ void read_histograms(Db& db, std::uint64_t job_id, std::uint32_t nbins, ReportDa
     h.min = s.column_double(col);
     h.max = s.column_double(col + 1);
     h.mean = s.column_double(col + 2);
-    h.lo = h.min;
-    h.width = h.max > h.min ? (h.max - h.min) / nbins : 0;
-    h.counts.assign(h.width > 0 ? nbins : 1, 0);
   };
   init(r.run_hist, 1);
   init(r.overhead_hist, 4);
   r.run_cpu_s = s.column_double(7);
   r.run_elapsed_s = s.column_double(8);
-  s.reset();
-
-  // One scan for both: group by the pair of bins, then add up each side.
-  Statement h(db,
-              "SELECT CASE WHEN ?3 > 0 THEN min(CAST((run_s - ?2) / ?3 AS INTEGER), ?6) ELSE 0 "
-              "END AS rb, CASE WHEN ?5 > 0 THEN min(CAST((elapsed_s - run_s - ?4) / ?5 AS "
-              "INTEGER), ?6) ELSE 0 END AS ob, count(*) FROM attempts WHERE job_id = ?1 AND "
-              "status = 'RUN_DONE' AND run_s IS NOT NULL AND elapsed_s IS NOT NULL "
-              "GROUP BY rb, ob");
-  h.bind(1, job_id)
-      .bind(2, r.run_hist.lo)
-      .bind(3, r.run_hist.width)
-      .bind(4, r.overhead_hist.lo)
-      .bind(5, r.overhead_hist.width)
-      .bind(6, static_cast<std::int64_t>(nbins) - 1);
-  while (h.step()) {
-    const auto n = h.column_uint64(2);
-    auto add = [n](ReportData::Histogram& x, std::int64_t b) {
-      b = std::clamp<std::int64_t>(b, 0, static_cast<std::int64_t>(x.counts.size()) - 1);
-      x.counts[static_cast<std::size_t>(b)] += n;
-    };
-    add(r.run_hist, h.column_int64(0));
-    add(r.overhead_hist, h.column_int64(1));
-  }
 }
 
-// Throughput, running and queued over time, in `nbins` bins from t0 to the job's end.
-void read_series(Db& db, std::uint64_t job_id, std::uint32_t nbins, ReportData& r) {
-  // read_workers_binned() has sized the bins and counted the starts already.
-  const bool starts_known = !r.bins.empty();
-  if (!starts_known) {
-    const double end = std::max(r.last_end, r.ended > 0 ? r.ended : r.snapshot);
-    const double span = std::max(end - r.t0, 1e-3);
-    r.bin_s = span / nbins;
-    // Bins are floor((time − t0) / bin_s); the end itself falls into one more bin.
-    r.bins.resize(nbins + 1);
-    for (std::size_t i = 0; i < r.bins.size(); ++i) {
-      r.bins[i].t = static_cast<double>(i) * r.bin_s;
-    }
-  }
-  if (r.worker_attempts == 0) return;
+// Equal bins from the minimum to the maximum (one bin when they are equal).
+void shape_histogram(ReportData::Histogram& h, std::uint32_t nbins) {
+  if (h.n == 0) return;
+  h.lo = h.min;
+  h.width = h.max > h.min ? (h.max - h.min) / nbins : 0;
+  h.counts.assign(h.width > 0 ? nbins : 1, 0);
+}
+
+// Sizes the time bins of the series from t0 to the job's end (the per-attempt path).
+void size_bins(std::uint32_t nbins, ReportData& r) {
+  const double end = std::max(r.last_end, r.ended > 0 ? r.ended : r.snapshot);
+  r.bin_s = std::max(end - r.t0, 1e-3) / nbins;
+  // Bins are floor((time − t0) / bin_s); the end itself falls into one more bin.
+  r.bins.resize(nbins + 1);
+  for (std::size_t i = 0; i < r.bins.size(); ++i) r.bins[i].t = static_cast<double>(i) * r.bin_s;
+}
+
+// One scan grouped by the bin an attempt ended in and its run() and overhead bins gives the
+// series' ends and both histograms (each GROUP BY of a million rows is a sort of them).
+void read_ends_and_histograms(Db& db, std::uint64_t job_id, std::uint32_t hist_bins,
+                              ReportData& r) {
+  if (r.worker_attempts == 0 && r.run_hist.n == 0) return;
   std::int64_t max_retries = 3;
   try {
     max_retries = std::stoll(r.setting("max_retries", "3"));
   } catch (const std::exception&) {
     max_retries = 3;
   }
-  auto bin_of = [&](std::int64_t b) -> ReportData::Bin& {
-    return r.bins[static_cast<std::size_t>(
-        std::clamp<std::int64_t>(b, 0, static_cast<std::int64_t>(r.bins.size()) - 1))];
-  };
-  Statement ends(db,
-                 "SELECT CAST((start + elapsed_s - ?2) / ?3 AS INTEGER) AS b, count(*), "
-                 "sum(status = 'RUN_DONE'), total(CASE WHEN status = 'RUN_DONE' THEN items END), "
-                 "sum(status != 'RUN_DONE'), sum(status = 'RUN_DONE' OR attempt > ?4) "
-                 "FROM attempts WHERE job_id = ?1 AND start IS NOT NULL GROUP BY b");
-  ends.bind(1, job_id).bind(2, r.t0).bind(3, r.bin_s).bind(4, max_retries);
-  while (ends.step()) {
-    auto& b = bin_of(ends.column_int64(0));
-    b.ended += ends.column_uint64(1);
-    b.succeeded += ends.column_uint64(2);
-    b.items += static_cast<std::uint64_t>(ends.column_double(3));
-    b.failed += ends.column_uint64(4);
-    b.finished += ends.column_uint64(5);
+  const auto last = static_cast<std::int64_t>(r.bins.size()) - 1;
+  Statement q(db,
+              "SELECT CAST((start + elapsed_s - ?2) / ?3 AS INTEGER) AS b, "
+              "CASE WHEN NOT " FANOUT_MEASURED
+              " THEN -1 WHEN ?5 > 0 THEN "
+              "min(CAST((run_s - ?4) / ?5 AS INTEGER), ?8) ELSE 0 END AS rb, "
+              "CASE WHEN NOT " FANOUT_MEASURED
+              " THEN -1 WHEN ?7 > 0 THEN "
+              "min(CAST((elapsed_s - run_s - ?6) / ?7 AS INTEGER), ?8) ELSE 0 END AS ob, "
+              "count(*), sum(status = 'RUN_DONE'), "
+              "total(CASE WHEN status = 'RUN_DONE' THEN items END), sum(status != 'RUN_DONE'), "
+              "sum(status = 'RUN_DONE' OR attempt > ?9) FROM attempts "
+              "WHERE job_id = ?1 AND start IS NOT NULL GROUP BY b, rb, ob");
+  q.bind(1, job_id)
+      .bind(2, r.t0)
+      .bind(3, r.bin_s)
+      .bind(4, r.run_hist.lo)
+      .bind(5, r.run_hist.width)
+      .bind(6, r.overhead_hist.lo)
+      .bind(7, r.overhead_hist.width)
+      .bind(8, static_cast<std::int64_t>(hist_bins) - 1)
+      .bind(9, max_retries);
+  while (q.step()) {
+    const auto n = q.column_uint64(3);
+    auto& b =
+        r.bins[static_cast<std::size_t>(std::clamp<std::int64_t>(q.column_int64(0), 0, last))];
+    b.ended += n;
+    b.succeeded += q.column_uint64(4);
+    b.items += static_cast<std::uint64_t>(q.column_double(5));
+    b.failed += q.column_uint64(6);
+    b.finished += q.column_uint64(7);
+    auto add = [n](ReportData::Histogram& x, std::int64_t i) {
+      if (i < 0 || x.counts.empty()) return;
+      i = std::min<std::int64_t>(i, static_cast<std::int64_t>(x.counts.size()) - 1);
+      x.counts[static_cast<std::size_t>(i)] += n;
+    };
+    add(r.run_hist, q.column_int64(1));
+    add(r.overhead_hist, q.column_int64(2));
   }
-  if (!starts_known) {
+}
+
+// Attempts started per bin (the per-attempt path), then running and queued at each bin's start.
+void finish_series(Db& db, std::uint64_t job_id, bool count_starts, ReportData& r) {
+  if (r.worker_attempts == 0) return;
+  const auto last = static_cast<std::int64_t>(r.bins.size()) - 1;
+  if (count_starts) {
     Statement starts(db,
                      "SELECT CAST((start - ?2) / ?3 AS INTEGER) AS b, count(*) FROM attempts "
                      "WHERE job_id = ?1 AND start IS NOT NULL GROUP BY b");
     starts.bind(1, job_id).bind(2, r.t0).bind(3, r.bin_s);
-    while (starts.step()) bin_of(starts.column_int64(0)).started += starts.column_uint64(1);
+    while (starts.step()) {
+      r.bins[static_cast<std::size_t>(std::clamp<std::int64_t>(starts.column_int64(0), 0, last))]
+          .started += starts.column_uint64(1);
+    }
   }
-
   // At a bin's start: running = started before it − ended before it.
   const auto total = static_cast<std::int64_t>(r.total_known ? r.total : r.submitted);
   std::int64_t started = 0, ended = 0, finished = 0;
@@ -493,6 +533,8 @@ void read_resources(Db& db, std::uint64_t job_id, std::uint32_t nbins, ReportDat
   }
 }
 
+#undef FANOUT_MEASURED
+
 }  // namespace
 
 std::string ReportData::setting(const std::string& key, const std::string& fallback) const {
@@ -531,9 +573,16 @@ Expected<ReportData> read_report_data(const std::string& db_path, std::uint64_t 
       if (r.first_start > 0) r.t0 = std::min(r.t0, r.first_start);
     }
     read_pools(db, r);
-    read_histograms(db, job_id, limits.histogram_bins, r);
-    read_series(db, job_id, limits.series_bins, r);
-    if (!r.timeline_binned) read_timeline(db, job_id, limits, r);
+    const bool binned = r.timeline_binned;  // stats, bins and starts already read
+    if (!binned) {
+      read_run_stats(db, job_id, r);
+      size_bins(limits.series_bins, r);
+    }
+    shape_histogram(r.run_hist, limits.histogram_bins);
+    shape_histogram(r.overhead_hist, limits.histogram_bins);
+    read_ends_and_histograms(db, job_id, limits.histogram_bins, r);
+    finish_series(db, job_id, !binned, r);
+    if (!binned) read_timeline(db, job_id, limits, r);
     read_failures(db, job_id, limits, r);
     read_resources(db, job_id, limits.resource_bins, r);
     db.exec("COMMIT", "end the report's read transaction");

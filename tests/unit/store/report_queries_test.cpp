@@ -73,6 +73,14 @@ TEST_CASE("store.report_queries.binned_path_agrees_with_per_attempt_path") {
     CHECK(binned->workers[i].run_s == doctest::Approx(exact->workers[i].run_s));
   }
   CHECK(started(*binned) == 120);
+  CHECK(binned->run_hist.n == exact->run_hist.n);
+  CHECK(binned->run_hist.mean == doctest::Approx(exact->run_hist.mean));
+  CHECK(binned->overhead_hist.max == doctest::Approx(exact->overhead_hist.max));
+  CHECK(binned->run_hist.counts == exact->run_hist.counts);
+  CHECK(binned->run_cpu_s == doctest::Approx(exact->run_cpu_s));
+  std::uint64_t ended = 0;
+  for (const auto& b : binned->bins) ended += b.ended;
+  CHECK(ended == 120);
   std::uint64_t in_bars = 0;
   for (const auto& s : binned->segments) {
     in_bars += s.attempts;
