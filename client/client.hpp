@@ -5,24 +5,11 @@
 #include <cstdint>
 #include <string>
 
+#include "client/run_settings.hpp"
 #include "fanout/config/job_spec.hpp"
 #include "fanout/util/log.hpp"
 
 namespace fanout::client {
-
-// Command-line overrides of job-spec settings (0 / empty: keep the spec's value).
-struct RunOverrides {
-  std::string interchange{};  // empty: embedded default
-  std::string db{};
-  std::string python{};
-  std::string run_dir{};
-  std::int64_t prefetch = -1;
-  std::int64_t poll_ms = -1;
-  std::uint32_t workers = 0;
-  std::uint32_t pools = 0;  // overrides resources.instance_count
-  bool quiet = false;
-  bool json = false;  // progress as JSON events on stdout (see client/progress.hpp)
-};
 
 // The default store path: $FANOUT_DB, else $XDG_DATA_HOME/fanout/fanout.db, else
 // ~/.local/share/fanout/fanout.db.

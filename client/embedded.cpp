@@ -8,7 +8,6 @@
 #include <random>
 #include <thread>
 
-#include "client/monitoring.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
 
@@ -23,6 +22,18 @@ std::string find_binary(const char* env, const char* name, const char* build_sub
     if (fs::exists(cand)) return fs::path(cand).lexically_normal().string();
   }
   return name;  // from PATH
+}
+
+std::string ready_value(const std::string& text, std::string_view key) {
+  for (std::size_t pos = 0; pos < text.size();) {
+    auto nl = text.find('\n', pos);
+    std::string_view line = std::string_view(text).substr(pos, nl - pos);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == '=') {
+      return std::string(line.substr(key.size() + 1));
+    }
+  }
+  return {};
 }
 
 std::string tail_of(const std::string& path, std::size_t lines) {
@@ -41,9 +52,8 @@ std::string tail_of(const std::string& path, std::size_t lines) {
 }
 
 // The private interchange and pools of the embedded default.
-Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const std::string& run_dir,
-                   std::uint32_t workers, std::uint32_t pools, const std::string& python,
-                   Logger log, std::uint32_t window)
+Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::string& run_dir,
+                   Logger log)
     : log_(std::move(log)) {
   const std::string sys_dir = run_dir + "/logs/sys";
   (void)make_dirs(sys_dir);
@@ -51,15 +61,13 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
   std::error_code ec;
   fs::remove(ready_, ec);
   ix_log_ = sys_dir + "/interchange.log";
-  const std::string level = cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
   SpawnOptions so;
   // Flags the interchange and the pools take alike: heartbeats, log level and log file.
   auto common_flags = [&](std::vector<std::string>& argv, const std::string& log_file) {
     for (const std::string& a :
-         {std::string("--heartbeat-period-ms"), std::to_string(cfg.fanout.heartbeat_period_ms),
-          std::string("--heartbeat-threshold-ms"),
-          std::to_string(cfg.fanout.heartbeat_threshold_ms), std::string("--log-level"), level,
-          std::string("--log-file"), log_file}) {
+         {std::string("--heartbeat-period-ms"), std::to_string(rs.heartbeat_period_ms),
+          std::string("--heartbeat-threshold-ms"), std::to_string(rs.heartbeat_threshold_ms),
+          std::string("--log-level"), rs.log_level, std::string("--log-file"), log_file}) {
       argv.push_back(a);
     }
   };
@@ -70,9 +78,9 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
              ready_,
              "--exit-when-idle"};
   common_flags(so.argv, ix_log_);
-  if (window > 0) {
+  if (rs.window > 0) {
     so.argv.push_back("--window");
-    so.argv.push_back(std::to_string(window));
+    so.argv.push_back(std::to_string(rs.window));
   }
   so.stdin_file = "null";
   so.stderr_file = ix_log_;
@@ -98,18 +106,13 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  auto text = read_file(ready_).value();
-  for (std::size_t pos = 0; pos < text.size();) {
-    auto nl = text.find('\n', pos);
-    std::string line = text.substr(pos, nl - pos);
-    pos = nl == std::string::npos ? text.size() : nl + 1;
-    if (line.rfind("client=", 0) == 0) client_ep_ = line.substr(7);
-    if (line.rfind("pool=", 0) == 0) pool_ep_ = line.substr(5);
-  }
+  const auto text = read_file(ready_).value();
+  client_ep_ = ready_value(text, "client");
+  pool_ep_ = ready_value(text, "pool");
   const std::string node = host_name();
   const std::string node_dir = sys_dir + "/node/" + node;
   (void)make_dirs(node_dir);
-  for (std::uint32_t i = 0; i < pools; ++i) {
+  for (std::uint32_t i = 0; i < rs.pools; ++i) {
     SpawnOptions ps;
     const std::string plog = fmt::format("{}/pool{:02}.log", node_dir, i + 1);
     ps.argv = {find_binary("FANOUT_POOL_BIN", "fanout-pool", "pool"),
@@ -118,21 +121,20 @@ Embedded::Embedded(const config::JobConfig& cfg, const std::string& db, const st
                "--name",
                fmt::format("{}-{}-pool{:02}", node, ::getpid(), i + 1),
                "--workers",
-               std::to_string(workers),
+               std::to_string(rs.workers),
                "--prefetch",
-               std::to_string(cfg.fanout.prefetch),
+               std::to_string(rs.prefetch),
                "--poll-ms",
-               std::to_string(cfg.fanout.poll_ms),
+               std::to_string(rs.poll_ms),
                "--exit-on-lost"};
     common_flags(ps.argv, plog);
-    if (!python.empty()) {
+    if (!rs.python.empty()) {
       ps.argv.push_back("--python");
-      ps.argv.push_back(python);
+      ps.argv.push_back(rs.python);
     }
-    // The pools of the embedded default serve this job only: they sample from their start.
-    if (auto mon = monitoring_options(cfg); mon && mon->resource_monitor_interval_s > 0) {
+    if (rs.resource_monitor_interval_s > 0) {
       ps.argv.push_back("--resource-monitor-interval");
-      ps.argv.push_back(fmt::format("{}", mon->resource_monitor_interval_s));
+      ps.argv.push_back(fmt::format("{}", rs.resource_monitor_interval_s));
     }
     ps.stdin_file = "null";
     ps.stderr_file = plog;

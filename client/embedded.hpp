@@ -3,9 +3,10 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "fanout/config/job_spec.hpp"
+#include "client/run_settings.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/log.hpp"
 
@@ -14,16 +15,19 @@ namespace fanout::client {
 // The path of a sibling binary: $ENV, beside this executable, the build tree, else PATH.
 std::string find_binary(const char* env, const char* name, const char* build_subdir);
 
+// The value of a `key=value` line of a ready file (interchange.ready: "client=", "pool="); ""
+// when there is none.
+std::string ready_value(const std::string& text, std::string_view key);
+
 // The last `lines` lines of a text file, for error messages ("" if unreadable).
 std::string tail_of(const std::string& path, std::size_t lines);
 
 class Embedded final {
  public:
-  // Starts the interchange (waiting for its endpoints) and `pools` pools. Throws Failure naming
-  // the log to read when a child cannot start.
-  Embedded(const config::JobConfig& cfg, const std::string& db, const std::string& run_dir,
-           std::uint32_t workers, std::uint32_t pools, const std::string& python, Logger log,
-           std::uint32_t window = 0);  // the interchange's --window; 0: its default
+  // Starts the interchange on the store `db` (waiting for its endpoints) and `rs.pools` pools,
+  // logging into `run_dir`/logs/sys. Throws Failure naming the log to read when a child cannot
+  // start.
+  Embedded(const RunSettings& rs, const std::string& db, const std::string& run_dir, Logger log);
   ~Embedded() { stop(); }
   Embedded(const Embedded&) = delete;
   Embedded& operator=(const Embedded&) = delete;

@@ -1,20 +1,19 @@
 // fanout wait, cancel and resume. See follow.hpp.
 #include "client/follow.hpp"
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "client/embedded.hpp"
 #include "client/progress.hpp"
-#include "fanout/net/socket.hpp"
-#include "fanout/protocol/codec.hpp"
-#include "fanout/store/db.hpp"
+#include "client/run_settings.hpp"
+#include "client/session.hpp"
+#include "fanout/protocol/job_state.hpp"
+#include "fanout/store/job_settings.hpp"
 #include "fanout/store/task_store.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
@@ -27,10 +26,11 @@ namespace {
 
 // How long `wait` keeps trying an interchange that does not answer before it gives up.
 constexpr auto kNoAnswerLimit = std::chrono::seconds(60);
-constexpr auto kProbeEvery = std::chrono::seconds(2);
 
+// True when the store holds the job in a state it never leaves.
 bool is_ended(const std::string& state) {
-  return state == "succeeded" || state == "failed" || state == "cancelled";
+  auto st = proto::parse_job_state(state);
+  return st && proto::is_ended(*st);
 }
 
 std::optional<store::JobSummary> job_in_store(const std::string& db, std::uint64_t job_id,
@@ -46,7 +46,8 @@ std::optional<store::JobSummary> job_in_store(const std::string& db, std::uint64
   }
 }
 
-int report_from_store(const store::JobSummary& j) {
+// The end of a job the store holds as ended, as JobEnded would have told it.
+proto::JobEnded ended_from_store(const store::JobSummary& j) {
   proto::JobEnded e;
   e.job_id = j.id;
   e.state = j.state;
@@ -58,7 +59,11 @@ int report_from_store(const store::JobSummary& j) {
   e.progress.failed = j.failed;
   e.progress.items_succeeded = j.items_succeeded;
   e.progress.items_failed = j.items_failed;
-  return report_ended(e, j.output_path, j.log_dir);
+  return e;
+}
+
+int report_from_store(const store::JobSummary& j) {
+  return report_ended(ended_from_store(j), j.output_path, j.log_dir);
 }
 
 // The client endpoint recorded in the job's run folder (the parent of its logs/ folder).
@@ -66,38 +71,41 @@ std::string endpoint_from_run_dir(const std::string& log_dir) {
   if (log_dir.empty()) return {};
   const std::string ready = fs::path(log_dir).parent_path().string() + "/interchange.ready";
   auto text = read_file(ready);
-  if (!text) return {};
-  for (std::size_t pos = 0; pos < text->size();) {
-    auto nl = text->find('\n', pos);
-    std::string line = text->substr(pos, nl - pos);
-    pos = nl == std::string::npos ? text->size() : nl + 1;
-    if (line.rfind("client=", 0) == 0) return line.substr(7);
-  }
-  return {};
+  return text ? ready_value(*text, "client") : std::string();
 }
 
-// A number or string value of `key` in a flat JSON object written by settings_json(); "" when
-// absent.
-std::string json_value(const std::string& json, const std::string& key) {
-  const std::string needle = "\"" + key + "\":";
-  auto pos = json.find(needle);
-  if (pos == std::string::npos) return {};
-  pos += needle.size();
-  if (pos < json.size() && json[pos] == '"') {
-    auto end = json.find('"', pos + 1);
-    return end == std::string::npos ? std::string() : json.substr(pos + 1, end - pos - 1);
-  }
-  auto end = json.find_first_of(",}", pos);
-  return json.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-}
-
-std::uint32_t json_u32(const std::string& json, const std::string& key, std::uint32_t fallback) {
-  const std::string v = json_value(json, key);
-  if (v.empty()) return fallback;
-  try {
-    return static_cast<std::uint32_t>(std::stoul(v));
-  } catch (const std::exception&) {
-    return fallback;
+// Prints how a followed job's session ended and returns the exit code.
+int report_session(const Session& session, ProgressPrinter& printer, const std::string& endpoint,
+                   const FollowOptions& opts, const std::optional<store::JobSummary>& in_store,
+                   const std::string& output_path, const std::string& log_dir, const Logger& log) {
+  const SessionPolicy& state = session.policy();
+  const std::uint64_t job_id = state.job_id();
+  switch (state.end()) {
+    case SessionEnd::Ended:
+      printer.update(state.ended()->progress, true);
+      printer.finish();
+      log->debug("job {} ended: {}", job_id, state.ended()->state);
+      return report_ended(*state.ended(), output_path, log_dir);
+    case SessionEnd::EndedInStore:
+      printer.finish();
+      return report_ended(*state.ended(), in_store->output_path, in_store->log_dir);
+    case SessionEnd::Rejected:
+      printer.finish();
+      std::fprintf(stderr, "error: interchange at %s: %s\n", endpoint.c_str(),
+                   state.detail().c_str());
+      return state.exit_code();
+    case SessionEnd::NoAnswer:
+      printer.finish();
+      std::fprintf(stderr,
+                   "error: no answer from the interchange at %s for %lld s; if it is gone, "
+                   "resume the job with: fanout resume %llu --db %s\n",
+                   endpoint.c_str(), static_cast<long long>(kNoAnswerLimit.count()),
+                   static_cast<unsigned long long>(job_id), opts.db.c_str());
+      return state.exit_code();
+    default:
+      printer.finish();
+      std::fprintf(stderr, "error: %s\n", state.detail().c_str());
+      return state.exit_code();
   }
 }
 
@@ -105,92 +113,36 @@ std::uint32_t json_u32(const std::string& json, const std::string& key, std::uin
 // interchange restarts. `emb`, when set, is the private interchange of `fanout resume`.
 int follow_on(const std::string& endpoint, std::uint64_t job_id, const FollowOptions& opts,
               Embedded* emb, const Logger& log) {
-  net::Context ctx;
-  net::Socket sock(ctx, net::Socket::Kind::Dealer);
-  sock.connect(endpoint);
-  net::Poller poller;
-  poller.add(sock);
-  net::Message msg;
   ProgressPrinter printer(opts.quiet ? ProgressMode::Quiet : ProgressMode::Human);
-  if (opts.cancel) {
-    (void)sock.send(proto::encode(proto::CancelJob{job_id, "cancelled by fanout cancel"}), false);
-  }
-  (void)sock.send(proto::encode(proto::Attach{job_id}), false);
-  auto last_heard = Clock::now();
-  auto last_probe = last_heard;
-  auto last_answer = last_heard;
-  std::optional<proto::JobEnded> ended;
+  std::optional<store::JobSummary> in_store;  // the job as the store holds it once ended
+  Session session(
+      endpoint,
+      Session::Options{.rules = SessionRules{.submits = false, .give_up_after = kNoAnswerLimit},
+                       .embedded = emb,
+                       .printer = &printer,
+                       .ended_in_store = [&]() -> std::optional<proto::JobEnded> {
+                         std::string err;
+                         auto j = job_in_store(opts.db, job_id, err);
+                         if (!j || !is_ended(j->state)) return std::nullopt;
+                         in_store = std::move(j);
+                         return ended_from_store(*in_store);
+                       }},
+      log);
+  session.attach(job_id, opts.cancel ? "cancelled by fanout cancel" : "");
   std::string output_path, log_dir, store_error;
   if (auto j = job_in_store(opts.db, job_id, store_error)) {
     output_path = j->output_path;
     log_dir = j->log_dir;
   }
-  while (!ended) {
-    poller.wait(std::chrono::milliseconds(200));
-    while (sock.recv(msg)) {
-      last_heard = Clock::now();
-      last_answer = last_heard;
-      auto h = proto::read_header(msg.frame);
-      if (!h) continue;
-      if (h->type == proto::MsgType::JobProgress) {
-        if (auto m = proto::decode<proto::JobProgress>(msg.frame); m && m->job_id == job_id) {
-          printer.update(*m);
-        }
-      } else if (h->type == proto::MsgType::JobEnded) {
-        if (auto m = proto::decode<proto::JobEnded>(msg.frame); m && m->job_id == job_id) {
-          ended = *m;
-        }
-      } else if (h->type == proto::MsgType::Reject) {
-        auto m = proto::decode<proto::Reject>(msg.frame);
-        // Not known to this interchange: it may have ended under another one.
-        std::string err;
-        if (auto j = job_in_store(opts.db, job_id, err); j && is_ended(j->state)) {
-          printer.finish();
-          return report_from_store(*j);
-        }
-        printer.finish();
-        std::fprintf(stderr, "error: interchange at %s: %s\n", endpoint.c_str(),
-                     m ? m->reason.c_str() : "rejected");
-        return 2;
-      }
-    }
-    if (ended) break;
-    if (emb != nullptr) {
-      if (auto dead = emb->dead_child(); !dead.empty()) {
-        printer.finish();
-        std::fprintf(stderr, "error: %s\n", dead.c_str());
-        return 3;
-      }
-    }
-    const auto now = Clock::now();
-    if (now - last_heard >= kProbeEvery && now - last_probe >= kProbeEvery) {
-      last_probe = now;
-      // The job may have ended while no interchange was there to tell us (an embedded one
-      // exits once idle): the store has the final word.
-      std::string err;
-      if (auto j = job_in_store(opts.db, job_id, err); j && is_ended(j->state)) {
-        printer.finish();
-        return report_from_store(*j);
-      }
-      if (opts.cancel) {
-        (void)sock.send(proto::encode(proto::CancelJob{job_id, "cancelled by fanout cancel"}));
-      }
-      (void)sock.send(proto::encode(proto::Attach{job_id}));
-    }
-    if (now - last_answer > kNoAnswerLimit) {
-      printer.finish();
-      std::fprintf(stderr,
-                   "error: no answer from the interchange at %s for %lld s; if it is gone, "
-                   "resume the job with: fanout resume %llu --db %s\n",
-                   endpoint.c_str(), static_cast<long long>(kNoAnswerLimit.count()),
-                   static_cast<unsigned long long>(job_id), opts.db.c_str());
-      return 3;
-    }
+  session.follow();
+  const int rc =
+      report_session(session, printer, endpoint, opts, in_store, output_path, log_dir, log);
+  if (emb != nullptr) {
+    // Other jobs the private interchange resumed stay unfinished in the store for a later resume.
+    session.shutdown("fanout resume done", emb->shutdown_token());
+    emb->stop();
   }
-  printer.update(ended->progress, true);
-  printer.finish();
-  log->debug("job {} ended: {}", job_id, ended->state);
-  return report_ended(*ended, output_path, log_dir);
+  return rc;
 }
 
 }  // namespace
@@ -223,7 +175,7 @@ int report_ended(const proto::JobEnded& ended, const std::string& output_path,
                static_cast<unsigned long long>(p.attempts_failed));
   if (!output_path.empty()) std::fprintf(stderr, "  output: %s\n", output_path.c_str());
   if (!log_dir.empty()) std::fprintf(stderr, "  logs: %s\n", log_dir.c_str());
-  return ended.state == "succeeded" ? 0 : 1;
+  return proto::parse_job_state(ended.state) == proto::JobState::Succeeded ? 0 : 1;
 }
 
 int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log) {
@@ -268,41 +220,26 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
     return report_from_store(*job);
   }
   // The settings the job was submitted with say how to run its pools.
-  std::string settings;
+  store::JobSettings recorded;
   try {
-    store::Db conn(opts.db, store::Db::Mode::ReadOnly);
-    conn.exec("PRAGMA busy_timeout=5000");
-    store::Statement st(conn, "SELECT coalesce(settings, '{}') FROM jobs WHERE id = ?1");
-    st.bind(1, job_id);
-    if (st.step()) settings = std::string(st.column_text(0));
+    if (auto s = store::read_job_settings(opts.db, job_id)) recorded = *s;
   } catch (const Failure& f) {
-    std::fprintf(stderr, "error: %s\n", f.what());
-    return 2;
+    if (f.error().code != ErrorCode::InvalidArgument) {
+      std::fprintf(stderr, "error: %s\n", f.what());
+      return 2;
+    }
+    log->warn("{}; resuming with the default settings", f.what());
   }
-  config::JobConfig cfg;
-  cfg.name = job->name;
-  cfg.fanout.prefetch = json_u32(settings, "prefetch", 0);
-  cfg.fanout.poll_ms = json_u32(settings, "poll_ms", 10);
-  cfg.fanout.heartbeat_period_ms = json_u32(settings, "heartbeat_period_ms", 2000);
-  cfg.fanout.heartbeat_threshold_ms = json_u32(settings, "heartbeat_threshold_ms", 10000);
-  if (auto lvl = json_value(settings, "logging_level"); !lvl.empty()) cfg.logging_level = lvl;
-  const std::uint32_t workers = opts.workers > 0
-                                    ? opts.workers
-                                    : json_u32(settings, "max_concurrency_per_instance",
-                                               std::max(1u, std::thread::hardware_concurrency()));
-  const std::uint32_t pools =
-      opts.pools > 0 ? opts.pools : std::max(1u, json_u32(settings, "instance_count", 1));
-  std::string python = opts.python;
-  if (python.empty()) python = json_value(settings, "python");
+  const RunSettings rs = resumed_settings(recorded, opts.workers, opts.pools, opts.python);
   const std::string run_dir = fs::path(job->log_dir).parent_path().string();
   if (!opts.quiet) {
     std::fprintf(stderr, "fanout: resuming job %llu (%s) on %s, %u pool(s) x %u workers\n",
-                 static_cast<unsigned long long>(job_id), job->name.c_str(), opts.db.c_str(), pools,
-                 workers);
+                 static_cast<unsigned long long>(job_id), job->name.c_str(), opts.db.c_str(),
+                 rs.pools, rs.workers);
   }
   std::optional<Embedded> emb;
   try {
-    emb.emplace(cfg, opts.db, run_dir, workers, pools, python, log);
+    emb.emplace(rs, opts.db, run_dir, log);
   } catch (const Failure& f) {
     std::fprintf(stderr, "error: %s\n", f.what());
     return 3;
@@ -310,17 +247,7 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
   FollowOptions fo;
   fo.db = opts.db;
   fo.quiet = opts.quiet;
-  const int rc = follow_on(emb->client_endpoint(), job_id, fo, &*emb, log);
-  {
-    // Other jobs the private interchange resumed stay unfinished in the store for a later resume.
-    net::Context ctx;
-    net::Socket sock(ctx, net::Socket::Kind::Dealer);
-    sock.connect(emb->client_endpoint());
-    (void)sock.send(proto::encode(proto::Shutdown{"fanout resume done", emb->shutdown_token()}));
-    sock.set_linger(std::chrono::milliseconds(500));
-  }
-  emb->stop();
-  return rc;
+  return follow_on(emb->client_endpoint(), job_id, fo, &*emb, log);
 }
 
 }  // namespace fanout::client

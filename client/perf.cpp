@@ -14,9 +14,11 @@
 #include <optional>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "client/embedded.hpp"
-#include "fanout/net/socket.hpp"
-#include "fanout/protocol/codec.hpp"
+#include "client/run_settings.hpp"
+#include "client/session.hpp"
 #include "fanout/store/task_store.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/clock.hpp"
@@ -147,6 +149,20 @@ std::string tools_dir() {
   return FANOUT_TOOLS_DIR;
 }
 
+// The settings recorded with a perf job (jobs.settings): the options that shape the run.
+std::string perf_settings_json(const PerfOptions& o, std::uint32_t prefetch) {
+  nlohmann::ordered_json j = {{"perf", true},
+                              {"runtime", o.runtime},
+                              {"workers", o.workers},
+                              {"pools", o.pools},
+                              {"prefetch", prefetch},
+                              {"poll_ms", o.poll_ms},
+                              {"log_level", o.log_level},
+                              {"sleep_ms", o.sleep_ms},
+                              {"items_per_batch", o.items_per_batch}};
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 // One measured run: a fresh store, interchange and pools in `dir`.
 RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log) {
   RunStats rs;
@@ -165,12 +181,14 @@ RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log) {
   const std::uint32_t prefetch =
       static_cast<std::uint32_t>(o.prefetch >= 0 ? o.prefetch : kPerfPrefetch);
 
-  config::JobConfig cfg;
-  cfg.name = "perf";
-  cfg.fanout.prefetch = prefetch;
-  cfg.fanout.poll_ms = o.poll_ms;
-  cfg.fanout.log_level = o.log_level;
-  cfg.fanout.python = o.python;
+  RunSettings settings;
+  settings.pools = o.pools;
+  settings.workers = o.workers;
+  settings.prefetch = prefetch;
+  settings.poll_ms = o.poll_ms;
+  settings.log_level = o.log_level;
+  settings.python = o.runtime == "python" ? o.python : "";
+  settings.window = o.window;
 
   proto::JobSpec spec;
   spec.name = "perf";
@@ -186,71 +204,24 @@ RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log) {
   spec.log_dir = run_dir + "/logs";
   spec.max_tries = 1;  // a failed attempt is a failed run: counts must be exact
   spec.input_name = "synthetic";
-  spec.settings_json = fmt::format(
-      "{{\"perf\":true,\"runtime\":{},\"workers\":{},\"pools\":{},\"prefetch\":{},\"poll_ms\":{},"
-      "\"log_level\":{},\"sleep_ms\":{},\"items_per_batch\":{}}}",
-      json_quote(o.runtime), o.workers, o.pools, prefetch, o.poll_ms, json_quote(o.log_level),
-      o.sleep_ms, o.items_per_batch);
+  spec.settings_json = perf_settings_json(o, prefetch);
 
   std::optional<Embedded> emb;
   try {
-    emb.emplace(cfg, db, run_dir, o.workers, o.pools, o.runtime == "python" ? o.python : "", log,
-                o.window);
+    emb.emplace(settings, db, run_dir, log);
   } catch (const Failure& f) {
     rs.error = f.what();
     return rs;
   }
-  net::Context ctx;
-  net::Socket sock(ctx, net::Socket::Kind::Dealer);
-  sock.connect(emb->client_endpoint());
-  net::Poller poller;
-  poller.add(sock);
-  net::Message msg;
-
-  std::uint64_t job_id = 0;
-  std::uint32_t window = 0;
-  proto::JobProgress progress;
-  std::optional<proto::JobEnded> ended;
-  auto pump = [&](std::chrono::milliseconds wait) -> bool {
-    poller.wait(wait);
-    while (sock.recv(msg)) {
-      auto h = proto::read_header(msg.frame);
-      if (!h) continue;
-      if (h->type == proto::MsgType::JobAccepted) {
-        if (auto m = proto::decode<proto::JobAccepted>(msg.frame)) {
-          job_id = m->job_id;
-          window = std::max<std::uint32_t>(m->window, 1);
-        }
-      } else if (h->type == proto::MsgType::JobProgress) {
-        if (auto m = proto::decode<proto::JobProgress>(msg.frame); m && m->job_id == job_id) {
-          progress = *m;
-        }
-      } else if (h->type == proto::MsgType::JobEnded) {
-        if (auto m = proto::decode<proto::JobEnded>(msg.frame); m && m->job_id == job_id) {
-          ended = *m;
-          progress = m->progress;
-        }
-      } else if (h->type == proto::MsgType::Reject) {
-        auto m = proto::decode<proto::Reject>(msg.frame);
-        rs.error = "interchange: " + (m ? m->reason : std::string("rejected"));
-        return false;
-      }
-    }
-    if (auto dead = emb->dead_child(); !dead.empty()) {
-      rs.error = dead;
-      return false;
-    }
-    return true;
-  };
-
-  (void)sock.send(proto::encode(proto::SubmitJob{spec}), false);
-  const auto accept_deadline = Clock::now() + std::chrono::seconds(30);
-  while (job_id == 0 && rs.error.empty() && Clock::now() < accept_deadline) {
-    if (!pump(std::chrono::milliseconds(50))) break;
-  }
-  if (job_id == 0) {
-    if (rs.error.empty()) rs.error = "the interchange did not accept the job within 30 s";
-    return rs;
+  Session session(emb->client_endpoint(),
+                  Session::Options{.rules = SessionRules{.submits = true}, .embedded = &*emb}, log);
+  const SessionPolicy& state = session.policy();
+  if (!session.submit(spec)) {
+    rs.error = state.end() == SessionEnd::NotAccepted
+                   ? "the interchange did not accept the job within 30 s"
+               : state.end() == SessionEnd::Rejected ? "interchange: " + state.detail()
+                                                     : state.detail();
+    if (state.job_id() == 0) return rs;
   }
   // The clock starts once the job is accepted: what follows is the per-mini-batch path only.
   const double cpu0 = self_cpu_s();
@@ -271,36 +242,42 @@ RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log) {
   const auto t0 = Clock::now();
   const auto until =
       t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
-  std::uint64_t submitted = 0;
-  proto::SubmitTasks pending{job_id, {}};
-  bool ok = true;
+  proto::SubmitTasks pending{state.job_id(), {}};
   const std::size_t frame_batches = 1024;
-  while (ok && !ended) {
-    if (o.seconds > 0 ? Clock::now() >= until : submitted >= o.tasks) break;
-    // Backpressure: stay within the window of unfinished mini-batches.
-    while (ok && submitted + frame_batches > progress.succeeded + progress.failed + window &&
-           submitted >= progress.succeeded + progress.failed + window / 2) {
-      ok = pump(std::chrono::milliseconds(20));
-    }
-    const std::uint64_t n =
-        o.seconds > 0 ? frame_batches : std::min<std::uint64_t>(frame_batches, o.tasks - submitted);
-    pending.batches.resize(n);
-    for (std::uint64_t i = 0; i < n; ++i) {
-      auto& mb = pending.batches[i];
-      mb.index = submitted + i;
-      mb.items.resize(o.items_per_batch);
-      for (std::uint32_t k = 0; k < o.items_per_batch; ++k) {
-        mb.items[k] = fmt::format("item-{}-{}", mb.index, k);
+  // Synthetic mini-batches in frames of frame_batches, within the window; after an interchange
+  // restart the count restarts where the interchange's left off.
+  for (;;) {
+    while (state.keep_going()) {
+      const std::uint64_t submitted = state.submitted();
+      if (o.seconds > 0 ? Clock::now() >= until : submitted >= o.tasks) break;
+      if (!session.wait_for_room(frame_batches)) break;
+      const std::uint64_t n = o.seconds > 0
+                                  ? frame_batches
+                                  : std::min<std::uint64_t>(frame_batches, o.tasks - submitted);
+      pending.batches.resize(n);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        auto& mb = pending.batches[i];
+        mb.index = submitted + i;
+        mb.items.resize(o.items_per_batch);
+        for (std::uint32_t k = 0; k < o.items_per_batch; ++k) {
+          mb.items[k] = fmt::format("item-{}-{}", mb.index, k);
+        }
       }
+      session.send_tasks(pending, 64 + n * (24 + o.items_per_batch * 24));
+      (void)session.pump(std::chrono::milliseconds(0));
     }
-    submitted += n;
-    (void)sock.send(proto::encode(pending, 64 + n * (24 + o.items_per_batch * 24)), false);
-    if (ok) ok = pump(std::chrono::milliseconds(0));
+    if (session.policy().take_resubmit()) continue;
+    session.send_end();
+    rs.submit_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    rs.tasks = state.submitted();
+    session.follow();
+    if (!session.policy().take_resubmit()) break;
   }
-  (void)sock.send(proto::encode(proto::SubmitEnd{job_id, submitted}), false);
-  rs.submit_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  rs.tasks = submitted;
-  while (ok && !ended) ok = pump(std::chrono::milliseconds(100));
+  const std::optional<proto::JobEnded>& ended = state.ended();
+  if (!ended && rs.error.empty()) {
+    rs.error =
+        state.end() == SessionEnd::Rejected ? "interchange: " + state.detail() : state.detail();
+  }
   rs.total_s = std::chrono::duration<double>(Clock::now() - t0).count();
   // The mini-batch path ends with the job's final commit; the logs/ report written after it
   // (before JobEnded) is a per-job cost, shown on its own line.
@@ -313,7 +290,7 @@ RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log) {
   for (pid_t p : emb->pool_pids()) rs.cpu_pools += proc_cpu_s(p);
   rs.cpu_pools -= pools_cpu0;
   rs.cpu_workers = workers_cpu() - workers_cpu0;
-  (void)sock.send(proto::encode(proto::Shutdown{"perf done", emb->shutdown_token()}));
+  session.shutdown("perf done", emb->shutdown_token());
   emb->stop();
   if (!ended) {
     if (rs.error.empty()) rs.error = "the job did not end";
@@ -324,7 +301,7 @@ RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log) {
   // JobEnded is sent once the job's final state is durable: read what the store committed.
   try {
     store::StoreReader reader(db);
-    if (auto j = reader.job(job_id)) {
+    if (auto j = reader.job(state.job_id())) {
       rs.attempts = j->attempts;
       rs.committed_succeeded = j->succeeded;
     }

@@ -9,6 +9,7 @@
 #include <system_error>
 #include <utility>
 
+#include "client/listing.hpp"
 #include "fanout/partition/row_cutter.hpp"
 #include "fanout/util/json.hpp"
 
@@ -261,8 +262,7 @@ Expected<std::optional<config::TableSpec>> input_table(const config::JobConfig& 
   const bool by_size = cfg.mini_batch_bytes > 0 && cfg.partition_keys.empty();
   const bool by_column = !cfg.partition_keys.empty() && in->partition_format.empty();
   if ((in->type == "uri_file" || in->type == "uri_folder") && (by_size || by_column)) {
-    return std::optional<config::TableSpec>{
-        config::plain_table(in->path, in->type == "uri_folder")};
+    return std::optional<config::TableSpec>{plain_table(in->path, in->type == "uri_folder")};
   }
   return std::optional<config::TableSpec>{};
 }
@@ -275,7 +275,7 @@ Expected<TableLayout> check_table(const config::JobConfig& cfg, const config::Ta
                           " is not supported by fanout (rows are found byte-wise); convert the "
                           "files to utf8");
   }
-  auto files = config::list_table_files(t);
+  auto files = list_table_files(t);
   if (!files) return Unexpected{files.error()};
   if (files->empty()) {
     return make_error(ErrorCode::InvalidArgument, t.source + ": paths: no files found");
@@ -312,7 +312,7 @@ Expected<TableLayout> check_table(const config::JobConfig& cfg, const config::Ta
 
 Expected<std::uint64_t> stream_table(const config::JobConfig& cfg, const config::TableSpec& t,
                                      const std::function<bool(proto::MiniBatch&&)>& emit) {
-  auto files = config::list_table_files(t);
+  auto files = list_table_files(t);
   if (!files) return Unexpected{files.error()};
   std::vector<std::unique_ptr<FileInfo>> infos;
   std::uint64_t count = 0;
@@ -471,7 +471,7 @@ Expected<std::uint64_t> stream_file_partitions(
   listing.source = input.path;
   listing.paths.push_back(
       config::TablePath{input.type == "uri_folder" ? "folder" : "file", input.path, 0});
-  auto files = config::list_table_files(listing);
+  auto files = list_table_files(listing);
   if (!files) return Unexpected{files.error()};
   const std::string base =
       input.type == "uri_folder" ? input.path : fs::path(input.path).parent_path().string();

@@ -1,4 +1,6 @@
-// The interchange poll loop. See interchange.hpp and docs/architecture.md.
+// The interchange poll loop and its wiring: frames in, the parts' decisions turned into frames
+// out and store writes. The policies live in pool_table, job_ledger, dispatcher,
+// client_sessions and job_checks. See interchange.hpp and docs/architecture.md.
 #include "interchange/interchange.hpp"
 
 #include <fmt/format.h>
@@ -13,74 +15,63 @@
 #include "fanout/protocol/codec.hpp"
 #include "fanout/store/report.hpp"
 #include "fanout/util/fs.hpp"
+#include "interchange/job_checks.hpp"
 
 namespace fanout::ix {
 
 namespace {
 
 using proto::AttemptStatus;
+using proto::JobState;
 
-bool is_success(std::uint8_t status) {
-  return status == static_cast<std::uint8_t>(AttemptStatus::RunDone);
-}
+std::string state_string(JobState s) { return std::string(proto::to_string(s)); }
 
 }  // namespace
 
 Interchange::Interchange(Options opts, Logger log)
     : opts_(std::move(opts)),
       log_(std::move(log)),
-      clients_(ctx_, net::Socket::Kind::Router),
-      pools_sock_(ctx_, net::Socket::Kind::Router) {
-  client_ep_ = clients_.bind(opts_.client_endpoint);
-  pool_ep_ = pools_sock_.bind(opts_.pool_endpoint);
-  store_ = std::make_unique<store::TaskStore>(opts_.db_path, log_);
-  reports_ = std::make_unique<ReportWriter>(opts_.db_path);
-  next_job_id_ = store_->max_job_id() + 1;
-  next_task_id_ = store_->max_attempt_id() + 1;
-  // Pool ids are never reused within a store, across restarts too.
-  next_pool_id_ = store_->max_pool_id() + 1;
+      client_sock_(ctx_, net::Socket::Kind::Router),
+      pool_sock_(ctx_, net::Socket::Kind::Router),
+      eps_(open_sockets()),
+      store_(std::make_unique<store::TaskStore>(opts_.db_path, log_)),
+      reports_(std::make_unique<ReportWriter>(opts_.db_path)),
+      // Pool ids are never reused within a store, across restarts too.
+      pools_(store_->max_pool_id() + 1),
+      ledger_(store_->max_job_id() + 1, store_->max_attempt_id() + 1),
+      sessions_(opts_.window, opts_.progress_interval) {
   std::random_device rd;
   instance_ =
       (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(::getpid());
   if (instance_ == 0) instance_ = 1;
   recover();
-  log_->info("interchange {} listening: clients {} pools {} store {}", FANOUT_VERSION, client_ep_,
-             pool_ep_, opts_.db_path);
+  log_->info("interchange {} listening: clients {} pools {} store {}", FANOUT_VERSION, eps_.client,
+             eps_.pool, opts_.db_path);
 }
 
 Interchange::~Interchange() = default;
 
+Interchange::Endpoints Interchange::open_sockets() {
+  Endpoints eps;
+  eps.client = client_sock_.bind(opts_.client_endpoint);
+  eps.pool = pool_sock_.bind(opts_.pool_endpoint);
+  return eps;
+}
+
 void Interchange::recover() {
+  const auto now = Clock::now();
+  std::vector<std::uint64_t> ids;
   for (auto& u : store_->recover()) {
-    Job job;
-    job.id = u.job_id;
-    job.spec = std::move(u.spec);
-    job.submit_done = u.submit_done;
-    job.total = u.total;
-    job.succeeded = u.succeeded;
-    job.failed = u.failed;
-    job.items_succeeded = u.items_succeeded;
-    job.items_failed = u.items_failed;
-    job.attempts_failed = u.attempts_failed;
-    // Before SubmitEnd the store's total is 0: the known mini-batches are those recorded, which
-    // are a prefix of the input (the client resumes submitting from there).
-    if (!job.submit_done) job.total = u.succeeded + u.failed + u.remaining.size();
-    job.accepted_at = Clock::now();
-    job.last_finished_at = job.accepted_at;
-    job.last_progress = job.accepted_at;
-    for (std::size_t i = 0; i < u.remaining.size(); ++i) {
-      job.ready.push_back(Pending{std::move(u.remaining[i]),
-                                  i < u.remaining_tries.size() ? u.remaining_tries[i] : 0});
-    }
+    Job& job = ledger_.resume(std::move(u), now);
+    sessions_.open(job.id, now);
     log_->info("resuming job {} ({}): {} of {} mini-batches left", job.id, job.spec.name,
                job.ready.size(), job.total);
-    auto id = job.id;
-    jobs_.emplace(id, std::move(job));
+    ids.push_back(job.id);
   }
   // A resumed job whose last mini-batch committed just before the crash ends now.
-  std::vector<std::uint64_t> ids;
-  for (auto& [id, job] : jobs_) ids.push_back(id);
-  for (auto id : ids) maybe_finish(jobs_.at(id));
+  for (auto id : ids) {
+    if (Job* job = ledger_.find(id)) settle(*job);
+  }
 }
 
 void Interchange::write_ready_file() {
@@ -88,7 +79,7 @@ void Interchange::write_ready_file() {
   std::string tmp = opts_.ready_file + ".tmp";
   {
     std::ofstream out(tmp);
-    out << "client=" << client_ep_ << "\npool=" << pool_ep_ << "\npid=" << ::getpid() << "\n";
+    out << "client=" << eps_.client << "\npool=" << eps_.pool << "\npid=" << ::getpid() << "\n";
   }
   std::filesystem::rename(tmp, opts_.ready_file);
 }
@@ -96,8 +87,8 @@ void Interchange::write_ready_file() {
 int Interchange::run() {
   write_ready_file();
   net::Poller poller;
-  poller.add(clients_);
-  poller.add(pools_sock_);
+  poller.add(client_sock_);
+  poller.add(pool_sock_);
   const std::size_t reports_item = poller.add_fd(reports_->fd());
   auto now = Clock::now();
   auto next_heartbeat = now + opts_.heartbeat_period;
@@ -110,16 +101,16 @@ int Interchange::run() {
   while (!stop_.load(std::memory_order_relaxed)) {
     now = Clock::now();
     auto wake = next_heartbeat;
-    if (!jobs_.empty()) wake = std::min(wake, now + opts_.progress_interval);
+    if (!ledger_.empty()) wake = std::min(wake, now + opts_.progress_interval);
     auto timeout = std::chrono::duration_cast<Millis>(wake - now) + Millis(1);
     poller.wait(std::max(timeout, Millis(0)));
 
     // Drain both sockets, a bounded number of messages each, so neither side starves the other.
-    for (int i = 0; i < 4096 && clients_.recv(msg); ++i) {
+    for (int i = 0; i < 4096 && client_sock_.recv(msg); ++i) {
       ++stats_.frames_in;
       on_client(msg);
     }
-    for (int i = 0; i < 4096 && pools_sock_.recv(msg); ++i) {
+    for (int i = 0; i < 4096 && pool_sock_.recv(msg); ++i) {
       ++stats_.frames_in;
       on_pool(msg);
     }
@@ -127,8 +118,8 @@ int Interchange::run() {
     if (poller.readable(reports_item)) on_reports_done();
 
     now = Clock::now();
-    check_job_timeouts(now);
-    for (auto& [id, job] : jobs_) send_progress(job, false);
+    for (auto& [id, verdict] : ledger_.timed_out(now)) end_job(id, verdict);
+    for (const auto& [id, job] : ledger_.jobs()) send_progress(job, false);
     if (now >= next_overview) {
       next_overview = now + opts_.overview_interval;
       write_overviews();
@@ -137,10 +128,10 @@ int Interchange::run() {
       next_heartbeat = now + opts_.heartbeat_period;
       const std::string hb = proto::encode(proto::Heartbeat{});
       std::vector<std::string> peers;
-      for (auto& [peer, pool] : pools_) peers.push_back(peer);
-      for (auto& peer : peers) {
-        auto it = pools_.find(peer);
-        if (it != pools_.end()) send_pool(it->second, hb);
+      peers.reserve(pools_.size());
+      for (const auto& [peer, pool] : pools_.all()) peers.push_back(peer);
+      for (const auto& peer : peers) {
+        if (Pool* pool = pools_.find(peer)) send_pool(*pool, hb);
       }
       expire_pools(now);
       log_stats(false);
@@ -149,7 +140,7 @@ int Interchange::run() {
       log_->critical("store {} failed; stopping", opts_.db_path);
       return 1;
     }
-    if (opts_.exit_when_idle && had_client_ && jobs_.empty() && reporting_.empty()) {
+    if (opts_.exit_when_idle && had_client_ && ledger_.empty() && !sessions_.reporting()) {
       // Give the last JobEnded time to leave before the sockets close.
       if (!idle) {
         idle = true;
@@ -161,22 +152,22 @@ int Interchange::run() {
     }
   }
   // Reports being written are finished, and their clients told, before we go.
-  if (!reporting_.empty()) {
+  if (sessions_.reporting()) {
     reports_->wait_idle();
     on_reports_done();
   }
   // Tell pools to go; let the frames leave before the sockets close.
   const std::string bye = proto::encode(proto::Shutdown{"interchange stopping"});
   const double now_unix = unix_now();
-  for (auto& [peer, pool] : pools_) {
-    (void)pools_sock_.send_to(peer, bye);
+  for (const auto& [peer, pool] : pools_.all()) {
+    (void)pool_sock_.send_to(peer, bye);
     // Told to go: they leave cleanly, which the store calls `gone` (not `lost`).
     store_->upsert_pool(store::PoolRecord{pool.id, pool.reg.pool_name, pool.reg.node,
                                           pool.reg.workers, pool.reg.prefetch, pool.reg.pid,
                                           pool.reg.build, "gone", pool.registered, now_unix});
   }
-  pools_sock_.set_linger(Millis(500));
-  clients_.set_linger(Millis(500));
+  pool_sock_.set_linger(Millis(500));
+  client_sock_.set_linger(Millis(500));
   store_->flush();
   log_stats(true);
   log_->info("interchange stopped");
@@ -200,7 +191,7 @@ void Interchange::bad_frame(const char* side, const std::string& peer, const Err
 void Interchange::send_client(const std::string& peer, const std::string& frame) {
   // Clients are not flow-controlled beyond their window; a client that stopped reading or left
   // misses progress, never results (those are in the store).
-  auto r = clients_.send_to(peer, frame);
+  auto r = client_sock_.send_to(peer, frame);
   if (r == net::SendResult::Sent) {
     ++stats_.frames_out;
   } else if (r == net::SendResult::WouldBlock) {
@@ -222,122 +213,18 @@ void Interchange::on_client(net::Message& msg) {
     return;
   }
   switch (h->type) {
-    case proto::MsgType::SubmitJob: {
-      auto m = proto::decode<proto::SubmitJob>(msg.frame);
-      if (!m) return bad_frame("client", msg.peer, m.error());
-      if (auto ok = validate_spec(m->spec); !ok) {
-        send_client(msg.peer, proto::encode(proto::Reject{ok.error().message}));
-        return;
-      }
-      had_client_ = true;
-      Job job;
-      job.id = next_job_id_++;
-      job.spec = std::move(m->spec);
-      job.clients.insert(msg.peer);
-      job.last_progress = Clock::now();
-      job.accepted_at = job.last_progress;
-      job.last_finished_at = job.last_progress;
-      job.started = unix_now();
-      store_->create_job(job.id, job.spec, job.started);
-      log_->info("job {} ({}) submitted: runtime {}, entry {}", job.id, job.spec.name,
-                 job.spec.runtime, job.spec.entry_script);
-      send_client(msg.peer, proto::encode(proto::JobAccepted{job.id, opts_.window}));
-      auto id = job.id;
-      jobs_.emplace(id, std::move(job));
-      return;
-    }
-    case proto::MsgType::SubmitTasks: {
-      auto m = proto::decode<proto::SubmitTasks>(msg.frame);
-      if (!m) return bad_frame("client", msg.peer, m.error());
-      auto it = jobs_.find(m->job_id);
-      if (it == jobs_.end()) {
-        send_client(msg.peer, proto::encode(proto::Reject{
-                                  fmt::format("SubmitTasks: job {} is not running", m->job_id)}));
-        return;
-      }
-      Job& job = it->second;
-      if (job.submit_done) {
-        ++stats_.dropped_submissions;
-        return;
-      }
-      // Mini-batches are accepted in input order only: index == the count known. A client that
-      // resumes after an interchange restart resends from the count it was told, and frames it
-      // queued before it knew may arrive too, so duplicates and gaps are dropped here (and
-      // counted), never recorded twice.
-      std::vector<proto::MiniBatch> accepted;
-      accepted.reserve(m->batches.size());
-      for (auto& mb : m->batches) {
-        if (mb.index != job.total) {
-          ++stats_.dropped_submissions;
-          continue;
-        }
-        ++job.total;
-        job.ready.push_back(Pending{mb, 0});
-        accepted.push_back(std::move(mb));
-      }
-      SPDLOG_LOGGER_DEBUG(log_, "job {}: {} mini-batches submitted", job.id, accepted.size());
-      if (!accepted.empty()) store_->add_minibatches(job.id, std::move(accepted));
-      return;
-    }
-    case proto::MsgType::SubmitEnd: {
-      auto m = proto::decode<proto::SubmitEnd>(msg.frame);
-      if (!m) return bad_frame("client", msg.peer, m.error());
-      auto it = jobs_.find(m->job_id);
-      if (it == jobs_.end()) return;
-      Job& job = it->second;
-      if (job.submit_done) return;
-      if (m->total != job.total) {
-        // Some mini-batches were lost on the way (an interchange restart while submitting): the
-        // client resubmits them and sends SubmitEnd again.
-        ++stats_.dropped_submissions;
-        send_progress(job, true);
-        return;
-      }
-      job.submit_done = true;
-      store_->set_submit_done(job.id, job.total);
-      log_->info("job {}: all {} mini-batches submitted", job.id, job.total);
-      check_thresholds(job);  // allowed_failed_percent is known from now on
-      if (auto j = jobs_.find(m->job_id); j != jobs_.end()) maybe_finish(j->second);
-      return;
-    }
-    case proto::MsgType::Attach: {
-      auto m = proto::decode<proto::Attach>(msg.frame);
-      if (!m) return bad_frame("client", msg.peer, m.error());
-      had_client_ = true;
-      if (auto it = jobs_.find(m->job_id); it != jobs_.end()) {
-        it->second.clients.insert(msg.peer);
-        send_progress(it->second, true);
-      } else if (auto r = reporting_.find(m->job_id); r != reporting_.end()) {
-        r->second.clients.insert(msg.peer);  // told when the report is written
-      } else if (auto e = ended_.find(m->job_id); e != ended_.end()) {
-        send_client(msg.peer, proto::encode(e->second));
-      } else {
-        send_client(msg.peer, proto::encode(proto::Reject{
-                                  fmt::format("Attach: job {} is not known here", m->job_id)}));
-      }
-      return;
-    }
-    case proto::MsgType::CancelJob: {
-      auto m = proto::decode<proto::CancelJob>(msg.frame);
-      if (!m) return bad_frame("client", msg.peer, m.error());
-      if (auto it = jobs_.find(m->job_id); it != jobs_.end()) {
-        it->second.clients.insert(msg.peer);
-        end_job(it->second, "cancelled", m->reason.empty() ? "cancelled by a client" : m->reason);
-      }
-      return;
-    }
-    case proto::MsgType::Shutdown: {
-      auto m = proto::decode<proto::Shutdown>(msg.frame);
-      if (!m) return bad_frame("client", msg.peer, m.error());
-      if (opts_.shutdown_token.empty() || m->token != opts_.shutdown_token) {
-        bad_frame("client", msg.peer,
-                  Error{ErrorCode::Protocol, "Shutdown: refused (no or wrong token)"});
-        return;
-      }
-      log_->info("shutdown requested by the client that started us");
-      stop();
-      return;
-    }
+    case proto::MsgType::SubmitJob:
+      return on_submit_job(msg.peer, msg.frame);
+    case proto::MsgType::SubmitTasks:
+      return on_submit_tasks(msg.peer, msg.frame);
+    case proto::MsgType::SubmitEnd:
+      return on_submit_end(msg.peer, msg.frame);
+    case proto::MsgType::Attach:
+      return on_attach(msg.peer, msg.frame);
+    case proto::MsgType::CancelJob:
+      return on_cancel(msg.peer, msg.frame);
+    case proto::MsgType::Shutdown:
+      return on_shutdown(msg.peer, msg.frame);
     case proto::MsgType::Heartbeat:
       return;
     default:
@@ -348,44 +235,160 @@ void Interchange::on_client(net::Message& msg) {
   }
 }
 
-Expected<void> Interchange::validate_spec(const proto::JobSpec& spec) const {
+void Interchange::on_submit_job(const std::string& peer, const std::string& frame) {
+  auto m = proto::decode<proto::SubmitJob>(frame);
+  if (!m) return bad_frame("client", peer, m.error());
+  auto ok = check_job_spec(m->spec);
+  if (ok) ok = prepare_job_files(m->spec);
+  if (!ok) {
+    send_client(peer, proto::encode(proto::Reject{ok.error().message}));
+    return;
+  }
+  had_client_ = true;
+  const auto now = Clock::now();
+  Job& job = ledger_.accept(std::move(m->spec), now, unix_now());
+  sessions_.open(job.id, now);
+  sessions_.join(job.id, peer);
+  store_->create_job(job.id, job.spec, job.started);
+  log_->info("job {} ({}) submitted: runtime {}, entry {}", job.id, job.spec.name, job.spec.runtime,
+             job.spec.entry_script);
+  send_client(peer, proto::encode(proto::JobAccepted{job.id, opts_.window}));
+}
+
+Expected<void> Interchange::prepare_job_files(const proto::JobSpec& spec) const {
   namespace fs = std::filesystem;
   auto bad = [](const std::string& field, const std::string& what) {
     return make_error(ErrorCode::InvalidArgument, "SubmitJob: " + field + ": " + what);
   };
-  if (spec.name.empty()) return bad("name", "must not be empty");
-  if (spec.runtime != "python" && spec.runtime != "command" && spec.runtime != "native") {
-    return bad("runtime", "expected python, command or native (got '" + spec.runtime + "')");
-  }
-  if (spec.max_tries == 0) return bad("max_tries", "must be >= 1");
   std::error_code ec;
-  if (!fs::path(spec.code_dir).is_absolute() || !fs::is_directory(spec.code_dir, ec)) {
+  if (!fs::is_directory(spec.code_dir, ec)) {
     return bad("code_dir", "expected an existing absolute folder (got '" + spec.code_dir + "')");
   }
   if (!spec.log_dir.empty()) {
-    if (!fs::path(spec.log_dir).is_absolute()) {
-      return bad("log_dir", "expected an absolute path (got '" + spec.log_dir + "')");
-    }
     if (auto r = make_dirs(spec.log_dir); !r) return bad("log_dir", r.error().message);
   }
   if (!spec.output_path.empty()) {
     const fs::path out(spec.output_path);
-    if (!out.is_absolute() || !out.has_filename()) {
-      return bad("output_path", "expected an absolute file path (got '" + spec.output_path + "')");
-    }
-    if (auto r = make_dirs(out.parent_path().string()); !r)
+    if (auto r = make_dirs(out.parent_path().string()); !r) {
       return bad("output_path", r.error().message);
+    }
     std::ofstream probe(spec.output_path, std::ios::app);
     if (!probe) return bad("output_path", spec.output_path + ": cannot be opened for writing");
   }
   return {};
 }
 
+void Interchange::on_submit_tasks(const std::string& peer, const std::string& frame) {
+  auto m = proto::decode<proto::SubmitTasks>(frame);
+  if (!m) return bad_frame("client", peer, m.error());
+  Job* job = ledger_.find(m->job_id);
+  if (job == nullptr) {
+    send_client(
+        peer,
+        proto::encode(proto::Reject{fmt::format("SubmitTasks: job {} is not running", m->job_id)}));
+    return;
+  }
+  if (job->submit_done) {
+    ++stats_.dropped_submissions;
+    return;
+  }
+  stats_.dropped_submissions += ledger_.submit(*job, m->batches, accepted_);
+  SPDLOG_LOGGER_DEBUG(log_, "job {}: {} mini-batches submitted", job->id, accepted_.size());
+  if (!accepted_.empty()) store_->add_minibatches(job->id, std::move(accepted_));
+}
+
+void Interchange::on_submit_end(const std::string& peer, const std::string& frame) {
+  auto m = proto::decode<proto::SubmitEnd>(frame);
+  if (!m) return bad_frame("client", peer, m.error());
+  Job* job = ledger_.find(m->job_id);
+  if (job == nullptr) return;
+  switch (ledger_.submit_end(*job, m->total)) {
+    case JobLedger::InputEnd::Repeated:
+      return;
+    case JobLedger::InputEnd::Missing:
+      // The client learns the count known and resubmits the rest.
+      ++stats_.dropped_submissions;
+      send_progress(*job, true);
+      return;
+    case JobLedger::InputEnd::Complete:
+      store_->set_submit_done(job->id, job->total);
+      log_->info("job {}: all {} mini-batches submitted", job->id, job->total);
+      settle(*job);  // allowed_failed_percent is known from now on
+      return;
+  }
+}
+
+void Interchange::on_attach(const std::string& peer, const std::string& frame) {
+  auto m = proto::decode<proto::Attach>(frame);
+  if (!m) return bad_frame("client", peer, m.error());
+  had_client_ = true;
+  auto reply = sessions_.attach(m->job_id, peer);
+  switch (reply.what) {
+    case ClientSessions::Attached::Live:
+      if (Job* job = ledger_.find(m->job_id)) send_progress(*job, true);
+      return;
+    case ClientSessions::Attached::Reporting:
+      return;
+    case ClientSessions::Attached::Ended:
+      send_client(peer, proto::encode(*reply.ended));
+      return;
+    case ClientSessions::Attached::Unknown:
+      send_client(
+          peer,
+          proto::encode(proto::Reject{fmt::format("Attach: job {} is not known here", m->job_id)}));
+      return;
+  }
+}
+
+void Interchange::on_cancel(const std::string& peer, const std::string& frame) {
+  auto m = proto::decode<proto::CancelJob>(frame);
+  if (!m) return bad_frame("client", peer, m.error());
+  if (ledger_.find(m->job_id) == nullptr) return;
+  sessions_.join(m->job_id, peer);
+  end_job(m->job_id,
+          Verdict{JobState::Cancelled, m->reason.empty() ? "cancelled by a client" : m->reason});
+}
+
+void Interchange::on_shutdown(const std::string& peer, const std::string& frame) {
+  auto m = proto::decode<proto::Shutdown>(frame);
+  if (!m) return bad_frame("client", peer, m.error());
+  if (opts_.shutdown_token.empty() || m->token != opts_.shutdown_token) {
+    bad_frame("client", peer, Error{ErrorCode::Protocol, "Shutdown: refused (no or wrong token)"});
+    return;
+  }
+  log_->info("shutdown requested by the client that started us");
+  stop();
+}
+
+proto::JobProgress Interchange::progress_of(const Job& job) const {
+  proto::JobProgress p;
+  p.job_id = job.id;
+  p.total = job.submit_done ? job.total : 0;
+  p.submitted = job.total;
+  p.succeeded = job.succeeded;
+  p.failed = job.failed;
+  p.items_succeeded = job.items_succeeded;
+  p.items_failed = job.items_failed;
+  p.attempts_failed = job.attempts_failed;
+  p.pools = static_cast<std::uint32_t>(pools_.size());
+  p.workers = pools_.workers();
+  p.instance = instance_;
+  return p;
+}
+
+void Interchange::send_progress(const Job& job, bool force) {
+  const ClientSet* to =
+      sessions_.progress_due(job.id, job.succeeded + job.failed, Clock::now(), force);
+  if (to == nullptr) return;
+  auto frame = proto::encode(progress_of(job));
+  for (const auto& c : *to) send_client(c, frame);
+}
+
 // ---------------------------------------------------------------- pools
 
 bool Interchange::send_pool(Pool& pool, const std::string& frame) {
   const std::string peer = pool.peer;  // lose_pool below destroys `pool`
-  auto r = pools_sock_.send_to(peer, frame);
+  auto r = pool_sock_.send_to(peer, frame);
   if (r == net::SendResult::Sent) {
     ++stats_.frames_out;
     return true;
@@ -412,7 +415,7 @@ void Interchange::on_pool(net::Message& msg) {
     if (h.error().code == ErrorCode::Version && msg.frame.size() >= 2 &&
         static_cast<std::uint8_t>(msg.frame[1]) ==
             static_cast<std::uint8_t>(proto::MsgType::Register)) {
-      (void)pools_sock_.send_to(msg.peer, proto::encode(proto::Reject{h.error().message}));
+      (void)pool_sock_.send_to(msg.peer, proto::encode(proto::Reject{h.error().message}));
     }
     return;
   }
@@ -422,35 +425,34 @@ void Interchange::on_pool(net::Message& msg) {
     on_register(msg.peer, *m);
     return;
   }
-  auto it = pools_.find(msg.peer);
-  if (it == pools_.end()) {
+  Pool* pool = pools_.find(msg.peer);
+  if (pool == nullptr) {
     // Unknown peer: after an interchange restart, or a pool declared lost. It must register
     // again; whatever it sends before that is not trusted.
     ++stats_.unknown_pool_frames;
-    (void)pools_sock_.send_to(msg.peer,
-                              proto::encode(proto::Reject{"not registered: send Register"}));
+    (void)pool_sock_.send_to(msg.peer,
+                             proto::encode(proto::Reject{"not registered: send Register"}));
     return;
   }
-  Pool& pool = it->second;
-  pool.last_seen = Clock::now();
+  pools_.seen(*pool, Clock::now());
   switch (h->type) {
     case proto::MsgType::Heartbeat: {
       auto m = proto::decode<proto::Heartbeat>(msg.frame);
       if (!m) return bad_frame("pool", msg.peer, m.error());
-      pool.capacity = m->capacity;
+      pools_.set_capacity(*pool, m->capacity);
       return;
     }
     case proto::MsgType::ResultBatch: {
       auto m = proto::decode<proto::ResultBatch>(msg.frame);
       if (!m) return bad_frame("pool", msg.peer, m.error());
-      pool.capacity = m->capacity;
-      on_results(pool, *m);
+      pools_.set_capacity(*pool, m->capacity);
+      on_results(*pool, *m);
       return;
     }
     case proto::MsgType::ResourceSample: {
       auto m = proto::decode<proto::ResourceSample>(msg.frame);
       if (!m) return bad_frame("pool", msg.peer, m.error());
-      on_resource_sample(pool, *m);
+      on_resource_sample(*pool, *m);
       return;
     }
     case proto::MsgType::PoolLeaving: {
@@ -468,434 +470,142 @@ void Interchange::on_pool(net::Message& msg) {
 }
 
 void Interchange::on_register(const std::string& peer, const proto::Register& reg) {
-  if (auto it = pools_.find(peer); it != pools_.end()) {
-    Pool& known = it->second;
-    if (known.tasks.empty() && reg.workers > 0 && reg.pid == known.reg.pid &&
-        reg.pool_name == known.reg.pool_name && reg.workers == known.reg.workers &&
-        reg.prefetch == known.reg.prefetch) {
-      // The same process asking again with nothing to lose: Registers it queued while the
-      // interchange was away arrive in a burst. Answer each with the same registration.
-      known.last_seen = Clock::now();
-      send_pool(known, proto::encode(proto::Registered{
-                           known.id, static_cast<std::uint32_t>(opts_.heartbeat_period.count()),
-                           static_cast<std::uint32_t>(opts_.heartbeat_threshold.count())}));
-      return;
-    }
-    // The same pool registering again lost its state (restart): what it held is requeued.
+  const auto d = pools_.on_register(peer, reg);
+  const auto registered = [this](const Pool& pool) {
+    return proto::encode(
+        proto::Registered{pool.id, static_cast<std::uint32_t>(opts_.heartbeat_period.count()),
+                          static_cast<std::uint32_t>(opts_.heartbeat_threshold.count())});
+  };
+  if (d.outcome == RegisterDecision::Outcome::Repeat) {
+    Pool& known = *pools_.find(peer);
+    pools_.seen(known, Clock::now());
+    send_pool(known, registered(known));
+    return;
+  }
+  if (d.lose_previous) {
     ++stats_.reregistrations;
     lose_pool(peer, "registered again");
   }
-  if (reg.workers == 0) {
-    (void)pools_sock_.send_to(peer, proto::encode(proto::Reject{"Register: workers must be >= 1"}));
+  if (d.outcome == RegisterDecision::Outcome::Reject) {
+    (void)pool_sock_.send_to(peer, proto::encode(proto::Reject{d.reason}));
     return;
   }
-  Pool pool;
-  pool.id = next_pool_id_++;
-  pool.peer = peer;
-  pool.reg = reg;
-  pool.capacity = reg.workers + reg.prefetch;
-  pool.last_seen = Clock::now();
-  pool.registered = unix_now();
+  Pool& pool = pools_.add(peer, reg, Clock::now(), unix_now());
   store_->upsert_pool(store::PoolRecord{pool.id, reg.pool_name, reg.node, reg.workers, reg.prefetch,
                                         reg.pid, reg.build, "connected", pool.registered,
                                         pool.registered});
   log_->info("pool {} registered: {} on {}, {} workers, prefetch {}", pool.id, reg.pool_name,
              reg.node, reg.workers, reg.prefetch);
-  auto reply = proto::encode(
-      proto::Registered{pool.id, static_cast<std::uint32_t>(opts_.heartbeat_period.count()),
-                        static_cast<std::uint32_t>(opts_.heartbeat_threshold.count())});
-  auto [it, inserted] = pools_.emplace(peer, std::move(pool));
-  send_pool(it->second, reply);
+  send_pool(pool, registered(pool));
 }
 
 void Interchange::dispatch() {
-  if (jobs_.empty() || pools_.empty()) return;
-  std::vector<std::string> peers;
-  peers.reserve(pools_.size());
-  for (auto& [peer, pool] : pools_) peers.push_back(peer);
-  for (const auto& peer : peers) {
-    while (true) {
-      auto pit = pools_.find(peer);
-      if (pit == pools_.end()) break;
-      Pool& pool = pit->second;
-      if (pool.tasks.size() >= pool.capacity) break;
-      std::size_t room = std::min<std::size_t>(pool.capacity - pool.tasks.size(), opts_.max_batch);
-      proto::TaskBatch batch;
-      bool blocked = false;
-      // Oldest job first; a job whose queue is empty yields to the next.
-      for (auto& [id, job] : jobs_) {
-        if (job.ready.empty()) continue;
-        if (pool.jobs_known.count(id) == 0) {
-          auto r = pools_sock_.send_to(peer, proto::encode(proto::JobInfo{id, job.spec}, 512));
-          if (r != net::SendResult::Sent) {
-            blocked = true;
-            break;
-          }
-          pool.jobs_known.insert(id);
-        }
-        while (!job.ready.empty() && batch.tasks.size() < room) {
-          Pending p = std::move(job.ready.front());
-          job.ready.pop_front();
-          proto::Task t;
-          t.task_id = next_task_id_++;
-          t.job_id = id;
-          t.index = p.mb.index;
-          t.attempt = p.tries + 1;
-          t.items = p.mb.items;
-          t.detail = p.mb.detail;
-          in_flight_.emplace(t.task_id, InFlight{peer, id, t.attempt, std::move(p.mb)});
-          batch.tasks.push_back(std::move(t));
-        }
-        if (batch.tasks.size() >= room) break;
-      }
-      if (batch.tasks.empty() && !blocked) return;  // nothing left to dispatch for anyone
-      net::SendResult r = net::SendResult::WouldBlock;
-      if (!batch.tasks.empty()) {
-        r = pools_sock_.send_to(peer, proto::encode(batch, 64 + batch.tasks.size() * 64));
-      }
-      if (r != net::SendResult::Sent) {
-        // Not queued: undo, so the tasks go to another pool or the next round, with no try used.
-        for (auto it = batch.tasks.rbegin(); it != batch.tasks.rend(); ++it) {
-          auto fl = in_flight_.find(it->task_id);
-          jobs_.at(it->job_id).ready.push_front(Pending{std::move(fl->second.mb), it->attempt - 1});
-          in_flight_.erase(fl);
-        }
-        ++stats_.would_block;
-        if (r == net::SendResult::Unreachable) lose_pool(peer, "connection closed");
-        break;
-      }
-      ++stats_.frames_out;
-      for (const auto& t : batch.tasks) {
-        store_->mark_running(t.job_id, t.index, t.attempt);
-        pool.tasks.insert(t.task_id);
-        Job& job = jobs_.at(t.job_id);
-        ++job.in_flight;
-        job.dispatched = true;
-      }
-      stats_.tasks_dispatched += batch.tasks.size();
-      SPDLOG_LOGGER_DEBUG(log_, "sent {} tasks to pool {}", batch.tasks.size(), pool.id);
+  if (ledger_.empty()) return;
+  // From the back: a pool that fills up (or is lost) leaves its slot to one already visited.
+  for (std::size_t i = pools_.free_count(); i-- > 0;) {
+    if (i >= pools_.free_count()) continue;
+    Pool& pool = pools_.free_at(i);
+    while (pool.has_room()) {
+      const std::size_t room = std::min<std::size_t>(pool.room(), opts_.max_batch);
+      dispatcher_.plan(ledger_.jobs(), pool, room, picks_);
+      if (picks_.empty()) return;  // nothing ready for anyone
+      if (!send_tasks(pool)) break;
     }
   }
+}
+
+bool Interchange::send_tasks(Pool& pool) {
+  batch_.tasks.clear();
+  std::size_t taken = 0;  // picks whose tasks are in the batch
+  for (const Pick& pick : picks_) {
+    if (pick.needs_info) {
+      auto r = pool_sock_.send_to(pool.peer,
+                                  proto::encode(proto::JobInfo{pick.job->id, pick.job->spec}, 512));
+      if (r != net::SendResult::Sent) break;  // the tasks taken so far still go
+      pool.jobs_known.insert(pick.job->id);
+    }
+    ledger_.take(*pick.job, pick.count, pool.id, batch_.tasks);
+    ++taken;
+  }
+  net::SendResult r = net::SendResult::WouldBlock;
+  if (!batch_.tasks.empty()) {
+    r = pool_sock_.send_to(pool.peer, proto::encode(batch_, 64 + batch_.tasks.size() * 64));
+  }
+  if (r != net::SendResult::Sent) {
+    // Not queued: back to the queues, so the tasks go to another pool or the next round, with
+    // no try used.
+    ledger_.untake(batch_.tasks);
+    batch_.tasks.clear();
+    ++stats_.would_block;
+    if (r == net::SendResult::Unreachable) lose_pool(std::string(pool.peer), "connection closed");
+    return false;
+  }
+  ++stats_.frames_out;
+  for (const auto& t : batch_.tasks) {
+    store_->mark_running(t.job_id, t.index, t.attempt);
+    pools_.assign(pool, t.task_id);
+  }
+  for (std::size_t k = 0; k < taken; ++k) JobLedger::sent(*picks_[k].job, picks_[k].count);
+  stats_.tasks_dispatched += batch_.tasks.size();
+  SPDLOG_LOGGER_DEBUG(log_, "sent {} tasks to pool {}", batch_.tasks.size(), pool.id);
+  return true;
 }
 
 void Interchange::on_results(Pool& pool, proto::ResultBatch& batch) {
   SPDLOG_LOGGER_DEBUG(log_, "pool {} returned {} results", pool.id, batch.results.size());
-  for (auto& r : batch.results) on_result(pool, r);
-}
-
-void Interchange::on_result(Pool& pool, proto::TaskResult& r) {
-  ++stats_.results;
-  auto fl_it = in_flight_.find(r.task_id);
-  if (fl_it == in_flight_.end() || fl_it->second.pool_peer != pool.peer ||
-      fl_it->second.job_id != r.job_id || fl_it->second.mb.index != r.index) {
-    // Reassigned after this pool was declared lost, or the job ended: never written twice.
-    ++stats_.late_results;
-    SPDLOG_LOGGER_TRACE(log_, "late result for task {}", r.task_id);
-    return;
+  const auto now = Clock::now();
+  for (auto& r : batch.results) {
+    ++stats_.results;
+    const Completion c = ledger_.complete(pool.id, r, now);
+    if (!c.ours) {
+      ++stats_.late_results;
+      SPDLOG_LOGGER_TRACE(log_, "late result for task {}", r.task_id);
+      continue;
+    }
+    pools_.release(pool, r.task_id);
+    if (c.job == nullptr) {
+      ++stats_.late_results;
+      continue;
+    }
+    Job& job = *c.job;
+    if (c.gave_up) log_gave_up(r);
+    const bool output = c.batch == BatchState::Succeeded && !job.spec.output_path.empty();
+    store_->record_attempt(
+        store::AttemptRecord{pool.id, pool.reg.pool_name, std::move(r), to_store(c.batch), output});
+    settle(job);
   }
-  InFlight fl = std::move(fl_it->second);
-  in_flight_.erase(fl_it);
-  pool.tasks.erase(r.task_id);
-  auto job_it = jobs_.find(fl.job_id);
-  if (job_it == jobs_.end()) {
-    ++stats_.late_results;
-    return;
-  }
-  Job& job = job_it->second;
-  --job.in_flight;
-  job.last_finished_at = Clock::now();
-  r.attempt = fl.attempt;
-  r.items = fl.mb.items.size();
-  if (is_success(r.status)) {
-    ++job.succeeded;
-    job.items_succeeded += r.succeeded;
-    job.items_failed += r.failed;
-    store_->record_attempt(store::AttemptRecord{pool.id, pool.reg.pool_name, std::move(r),
-                                                "succeeded", !job.spec.output_path.empty()});
-  } else {
-    const bool retried = fail_attempt(job, Pending{std::move(fl.mb), fl.attempt}, r);
-    store_->record_attempt(store::AttemptRecord{pool.id, pool.reg.pool_name, std::move(r),
-                                                retried ? "pending" : "failed", false});
-  }
-  // check_thresholds may end the job, which erases it: look it up again.
-  const auto job_id = job.id;
-  check_thresholds(job);
-  if (auto it = jobs_.find(job_id); it != jobs_.end()) maybe_finish(it->second);
-}
-
-// Decides what a failed attempt means: retried (pushed to the front of the queue, so retries
-// are not starved by a long queue) or, out of tries, a failed mini-batch.
-bool Interchange::fail_attempt(Job& job, Pending p, const proto::TaskResult& r) {
-  ++job.attempts_failed;
-  if (p.tries < job.spec.max_tries) {
-    job.ready.push_front(std::move(p));
-    return true;
-  }
-  ++job.failed;
-  job.items_failed += r.items;
-  log_->warn("job {}: mini-batch {} failed after {} tries: {}: {}", job.id, r.index, p.tries,
-             proto::to_string(static_cast<AttemptStatus>(r.status)),
-             r.error_message.substr(0, 200));
-  return false;
-}
-
-void Interchange::requeue_lost(Job& job, InFlight fl, AttemptStatus status,
-                               const std::string& why) {
-  proto::TaskResult r;
-  r.job_id = job.id;
-  r.index = fl.mb.index;
-  r.attempt = fl.attempt;
-  r.task_id = next_task_id_++;
-  r.status = static_cast<std::uint8_t>(status);
-  r.items = fl.mb.items.size();
-  r.failed = r.items;
-  r.error_category = proto::to_string(status);
-  r.error_message = why;
-  r.start = unix_now();
-  --job.in_flight;
-  const bool retried = fail_attempt(job, Pending{std::move(fl.mb), fl.attempt}, r);
-  store_->record_attempt(
-      store::AttemptRecord{0, "", std::move(r), retried ? "pending" : "failed", false});
 }
 
 void Interchange::lose_pool(const std::string& peer, const std::string& why, bool left) {
-  auto it = pools_.find(peer);
-  if (it == pools_.end()) return;
-  Pool pool = std::move(it->second);
-  pools_.erase(it);
+  auto removed = pools_.remove(peer);
+  if (!removed) return;
+  const Pool& pool = removed->pool;
   const char* what = left ? "left" : "lost";
   ++(left ? stats_.pools_left : stats_.pools_lost);
   log_->warn("pool {} ({} on {}) {}: {}; requeueing {} tasks", pool.id, pool.reg.pool_name,
-             pool.reg.node, what, why, pool.tasks.size());
+             pool.reg.node, what, why, removed->tasks.size());
   store_->upsert_pool(store::PoolRecord{
       pool.id, pool.reg.pool_name, pool.reg.node, pool.reg.workers, pool.reg.prefetch, pool.reg.pid,
       pool.reg.build, left ? "gone" : "lost", pool.registered, unix_now()});
-  std::vector<std::uint64_t> tasks(pool.tasks.begin(), pool.tasks.end());
-  std::sort(tasks.begin(), tasks.end(), std::greater<>());  // push_front keeps order
   std::vector<std::uint64_t> touched;
-  for (auto tid : tasks) {
-    auto fl_it = in_flight_.find(tid);
-    if (fl_it == in_flight_.end()) continue;
-    InFlight fl = std::move(fl_it->second);
-    in_flight_.erase(fl_it);
-    auto job_it = jobs_.find(fl.job_id);
-    if (job_it == jobs_.end()) continue;
-    requeue_lost(job_it->second, std::move(fl), AttemptStatus::PoolLost,
-                 fmt::format("pool {} on {} {}: {}", pool.reg.pool_name, pool.reg.node, what, why));
-    touched.push_back(job_it->first);
+  auto lost = ledger_.lose(
+      removed->tasks, AttemptStatus::PoolLost,
+      fmt::format("pool {} on {} {}: {}", pool.reg.pool_name, pool.reg.node, what, why), unix_now(),
+      touched);
+  for (auto& a : lost) {
+    if (a.gave_up) log_gave_up(a.result);
+    store_->record_attempt(
+        store::AttemptRecord{0, "", std::move(a.result), to_store(a.batch), false});
   }
   for (auto id : touched) {
-    if (auto j = jobs_.find(id); j != jobs_.end()) {
-      check_thresholds(j->second);
-      if (auto k = jobs_.find(id); k != jobs_.end()) maybe_finish(k->second);
-    }
+    if (Job* job = ledger_.find(id)) settle(*job);
   }
 }
 
 void Interchange::expire_pools(Clock::time_point now) {
-  std::vector<std::string> silent;
-  for (auto& [peer, pool] : pools_) {
-    if (now - pool.last_seen > opts_.heartbeat_threshold) silent.push_back(peer);
-  }
-  for (auto& peer : silent) {
+  for (const auto& peer : pools_.silent(now, opts_.heartbeat_threshold)) {
     lose_pool(peer, fmt::format("silent for more than {} ms", opts_.heartbeat_threshold.count()));
   }
-}
-
-// ---------------------------------------------------------------- job outcome
-
-void Interchange::check_thresholds(Job& job) {
-  if (job.state != "running") return;
-  const auto& s = job.spec;
-  if (s.error_threshold >= 0 && job.items_failed > static_cast<std::uint64_t>(s.error_threshold)) {
-    end_job(job, "failed",
-            fmt::format("error_threshold exceeded: {} failed items > {}", job.items_failed,
-                        s.error_threshold));
-    return;
-  }
-  if (s.mini_batch_error_threshold >= 0 &&
-      job.failed > static_cast<std::uint64_t>(s.mini_batch_error_threshold)) {
-    end_job(job, "failed",
-            fmt::format("mini_batch_error_threshold exceeded: {} failed mini-batches > {}",
-                        job.failed, s.mini_batch_error_threshold));
-    return;
-  }
-  // allowed_failed_percent is a share of the whole job, known once every mini-batch is
-  // submitted; from then on failures only add up, so crossing it ends the job at once.
-  if (job.submit_done && job.total > 0 && s.allowed_failed_percent >= 0 &&
-      s.allowed_failed_percent < 100) {
-    const double pct = 100.0 * static_cast<double>(job.failed) / static_cast<double>(job.total);
-    if (pct > s.allowed_failed_percent) {
-      end_job(job, "failed",
-              fmt::format("allowed_failed_percent exceeded: {:.1f}% of mini-batches failed > {}%",
-                          pct, s.allowed_failed_percent));
-    }
-  }
-}
-
-void Interchange::check_job_timeouts(Clock::time_point now) {
-  using Secs = std::chrono::duration<double>;
-  std::vector<std::pair<std::uint64_t, std::string>> expired;
-  for (auto& [id, job] : jobs_) {
-    const auto& s = job.spec;
-    // ParallelRunStep's first_task_creation_timeout: the job never got a mini-batch started
-    // (no pool, or no input submitted).
-    if (!job.dispatched && s.first_task_creation_timeout_s > 0 &&
-        now - job.accepted_at > Secs(s.first_task_creation_timeout_s)) {
-      expired.emplace_back(id, fmt::format("first_task_creation_timeout exceeded: no mini-batch "
-                                           "started within {} s",
-                                           s.first_task_creation_timeout_s));
-      continue;
-    }
-    // progress_update_timeout: no attempt of the job finished (succeeded or failed) for that
-    // long. A hung job, or one whose client stopped submitting, ends instead of waiting forever.
-    if (s.progress_update_timeout_s > 0 &&
-        now - job.last_finished_at > Secs(s.progress_update_timeout_s)) {
-      expired.emplace_back(id, fmt::format("progress_update_timeout exceeded: no mini-batch "
-                                           "finished for {} s",
-                                           s.progress_update_timeout_s));
-    }
-  }
-  for (auto& [id, reason] : expired) {
-    if (auto it = jobs_.find(id); it != jobs_.end()) end_job(it->second, "failed", reason);
-  }
-}
-
-void Interchange::maybe_finish(Job& job) {
-  if (job.state != "running" || !job.submit_done) return;
-  if (job.succeeded + job.failed < job.total) return;
-  // allowed_failed_percent, for a job whose failures came before its SubmitEnd. Ending the job
-  // erases it: look it up again.
-  const auto job_id = job.id;
-  check_thresholds(job);
-  if (jobs_.count(job_id) == 0) return;
-  end_job(job, "succeeded",
-          job.failed == 0
-              ? std::string("all mini-batches succeeded")
-              : fmt::format("{} mini-batches failed, within the thresholds", job.failed));
-}
-
-proto::JobProgress Interchange::progress_of(const Job& job) const {
-  proto::JobProgress p;
-  p.job_id = job.id;
-  p.total = job.submit_done ? job.total : 0;
-  p.submitted = job.total;
-  p.succeeded = job.succeeded;
-  p.failed = job.failed;
-  p.items_succeeded = job.items_succeeded;
-  p.items_failed = job.items_failed;
-  p.attempts_failed = job.attempts_failed;
-  p.pools = static_cast<std::uint32_t>(pools_.size());
-  std::uint32_t workers = 0;
-  for (auto& [peer, pool] : pools_) workers += pool.reg.workers;
-  p.workers = workers;
-  p.instance = instance_;
-  return p;
-}
-
-void Interchange::send_progress(Job& job, bool force) {
-  if (job.clients.empty()) return;
-  auto now = Clock::now();
-  const std::uint64_t finished = job.succeeded + job.failed;
-  const bool credit_due = finished - job.finished_at_last_progress >= opts_.window / 4;
-  if (!force && !credit_due) {
-    if (finished == job.finished_at_last_progress) return;
-    if (now - job.last_progress < opts_.progress_interval) return;
-  }
-  job.last_progress = now;
-  job.finished_at_last_progress = finished;
-  auto frame = proto::encode(progress_of(job));
-  for (const auto& c : job.clients) send_client(c, frame);
-}
-
-void Interchange::end_job(Job& job, const std::string& state, const std::string& reason) {
-  job.state = state;
-  // Tasks still in pools are stopped: each becomes a CANCELLED attempt now, and the pools that
-  // know the job are told to drop it (DropJob); a result that still arrives is discarded as late.
-  std::vector<std::pair<std::uint64_t, InFlight>> stopped;
-  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-    if (it->second.job_id == job.id) {
-      if (auto p = pools_.find(it->second.pool_peer); p != pools_.end()) {
-        p->second.tasks.erase(it->first);
-      }
-      stopped.emplace_back(it->first, std::move(it->second));
-      it = in_flight_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  std::sort(stopped.begin(), stopped.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (auto& [task_id, fl] : stopped) {
-    proto::TaskResult r;
-    r.task_id = task_id;
-    r.job_id = job.id;
-    r.index = fl.mb.index;
-    r.attempt = fl.attempt;
-    r.status = static_cast<std::uint8_t>(AttemptStatus::Cancelled);
-    r.items = fl.mb.items.size();
-    r.failed = r.items;
-    r.error_category = "CANCELLED";
-    r.error_message = fmt::format("stopped: the job {}: {}", state, reason);
-    r.start = unix_now();
-    std::uint64_t pool_id = 0;
-    std::string pool_name;
-    if (auto p = pools_.find(fl.pool_peer); p != pools_.end()) {
-      pool_id = p->second.id;
-      pool_name = p->second.reg.pool_name;
-    }
-    store_->record_attempt(
-        store::AttemptRecord{pool_id, std::move(pool_name), std::move(r), "pending", false});
-  }
-  job.in_flight = 0;
-  if (!stopped.empty()) {
-    log_->info("job {}: stopped {} running attempts", job.id, stopped.size());
-  }
-  const std::string drop = proto::encode(proto::DropJob{job.id, state + ": " + reason});
-  for (auto& [peer, pool] : pools_) {
-    if (pool.jobs_known.erase(job.id) == 0) continue;
-    if (pools_sock_.send_to(peer, drop) == net::SendResult::Sent) ++stats_.frames_out;
-  }
-  job.ready.clear();
-  store_->finish_job(job.id, state, reason, unix_now());
-  store_->flush();  // the client is told only what is durable
-  proto::JobEnded ended{job.id, state, reason, progress_of(job)};
-  log_->info("job {} ({}) {}: {} ({} of {} mini-batches succeeded)", job.id, job.spec.name, state,
-             reason, job.succeeded, job.total);
-  if (job.spec.log_dir.empty()) {
-    deliver_ended(std::move(ended), job.clients);
-  } else {
-    // The report reads every attempt of the job: seconds for a large one. It is written on the
-    // report thread from what was just flushed, while this loop serves the other jobs.
-    reports_->submit(job.id, job.spec.log_dir);
-    reporting_[job.id] = Reporting{std::move(ended), std::move(job.clients)};
-  }
-  jobs_.erase(job.id);
-}
-
-void Interchange::on_reports_done() {
-  for (auto& d : reports_->take_done()) {
-    auto it = reporting_.find(d.job_id);
-    if (it == reporting_.end()) continue;
-    if (d.ok) {
-      SPDLOG_LOGGER_DEBUG(log_, "job {}: report written ({} files, {:.3f} s)", d.job_id, d.files,
-                          d.wall_s);
-    } else {
-      log_->error("job {}: the report could not be written: {}", d.job_id, d.error);
-    }
-    Reporting rep = std::move(it->second);
-    reporting_.erase(it);
-    rep.ended.report_s = d.wall_s;
-    rep.ended.report_cpu_s = d.cpu_s;
-    deliver_ended(std::move(rep.ended), rep.clients);
-  }
-}
-
-void Interchange::deliver_ended(proto::JobEnded ended,
-                                const std::unordered_set<std::string>& clients) {
-  auto frame = proto::encode(ended);
-  for (const auto& c : clients) send_client(c, frame);
-  ended_[ended.job_id] = std::move(ended);
 }
 
 void Interchange::on_resource_sample(const Pool& pool, proto::ResourceSample& sample) {
@@ -905,7 +615,7 @@ void Interchange::on_resource_sample(const Pool& pool, proto::ResourceSample& sa
   // its end.
   std::vector<std::uint64_t> live;
   for (auto id : sample.job_ids) {
-    if (jobs_.count(id) != 0 && std::find(live.begin(), live.end(), id) == live.end()) {
+    if (ledger_.find(id) != nullptr && std::find(live.begin(), live.end(), id) == live.end()) {
       live.push_back(id);
     }
   }
@@ -916,14 +626,85 @@ void Interchange::on_resource_sample(const Pool& pool, proto::ResourceSample& sa
                                                  std::move(live), std::move(sample)});
 }
 
+// ---------------------------------------------------------------- jobs
+
+void Interchange::settle(Job& job) {
+  if (auto v = JobLedger::verdict(job)) end_job(job.id, *v);
+}
+
+void Interchange::log_gave_up(const proto::TaskResult& r) {
+  log_->warn("job {}: mini-batch {} failed after {} tries: {}: {}", r.job_id, r.index, r.attempt,
+             proto::to_string(static_cast<AttemptStatus>(r.status)),
+             r.error_message.substr(0, 200));
+}
+
+void Interchange::end_job(std::uint64_t job_id, const Verdict& verdict) {
+  auto ended = ledger_.end(job_id, verdict, unix_now());
+  const Job& job = ended.job;
+  if (job.id == 0) return;
+  const std::string state = state_string(verdict.state);
+  // Attempts still in pools were stopped: each is recorded CANCELLED under the task id its pool
+  // held, and the pools that know the job are told to drop it; a result that still arrives is
+  // discarded as late.
+  for (auto& a : ended.stopped) {
+    std::uint64_t pool_id = 0;
+    std::string pool_name;
+    if (Pool* p = pools_.find_id(a.pool_id)) {
+      pools_.release(*p, a.result.task_id);
+      pool_id = p->id;
+      pool_name = p->reg.pool_name;
+    }
+    store_->record_attempt(
+        store::AttemptRecord{pool_id, std::move(pool_name), std::move(a.result), "pending", false});
+  }
+  if (!ended.stopped.empty()) {
+    log_->info("job {}: stopped {} running attempts", job.id, ended.stopped.size());
+  }
+  const std::string drop = proto::encode(proto::DropJob{job.id, state + ": " + verdict.reason});
+  for (const auto& peer : pools_.forget_job(job.id)) {
+    if (pool_sock_.send_to(peer, drop) == net::SendResult::Sent) ++stats_.frames_out;
+  }
+  store_->finish_job(job.id, state, verdict.reason, unix_now());
+  store_->flush();  // the client is told only what is durable
+  proto::JobEnded msg{job.id, state, verdict.reason, progress_of(job)};
+  log_->info("job {} ({}) {}: {} ({} of {} mini-batches succeeded)", job.id, job.spec.name, state,
+             verdict.reason, job.succeeded, job.total);
+  // The report reads every attempt of the job: seconds for a large one. It is written on the
+  // report thread from what was just flushed, while this loop serves the other jobs; the
+  // clients get JobEnded once it is done.
+  const bool report = !job.spec.log_dir.empty();
+  if (report) reports_->submit(job.id, job.spec.log_dir);
+  if (auto d = sessions_.close(std::move(msg), report)) deliver(std::move(*d));
+}
+
+void Interchange::on_reports_done() {
+  for (auto& d : reports_->take_done()) {
+    auto delivery = sessions_.report_written(d.job_id, d.wall_s, d.cpu_s);
+    if (!delivery) continue;
+    if (d.ok) {
+      SPDLOG_LOGGER_DEBUG(log_, "job {}: report written ({} files, {:.3f} s)", d.job_id, d.files,
+                          d.wall_s);
+    } else {
+      log_->error("job {}: the report could not be written: {}", d.job_id, d.error);
+    }
+    deliver(std::move(*delivery));
+  }
+}
+
+void Interchange::deliver(Delivery d) {
+  auto frame = proto::encode(d.ended);
+  for (const auto& c : d.clients) send_client(c, frame);
+  sessions_.delivered(d.ended);
+}
+
 void Interchange::write_overviews() {
   const double now = unix_now();
-  for (const auto& [id, job] : jobs_) {
+  for (const auto& [id, job] : ledger_.jobs()) {
     if (job.spec.log_dir.empty() || job.started <= 0) continue;
     store::ProgressOverview ov;
     ov.job_id = id;
     ov.name = job.spec.name;
-    ov.state = job.state;
+    ov.state = state_string(job.state);
     ov.total_known = job.submit_done;
     ov.total = job.total;
     ov.succeeded = job.succeeded;
@@ -953,7 +734,7 @@ void Interchange::log_stats(bool force) {
       stats_.frames_in, stats_.frames_out, stats_.tasks_dispatched, stats_.results,
       stats_.late_results, stats_.bad_frames, stats_.unknown_pool_frames, stats_.reregistrations,
       stats_.dropped_submissions, stats_.would_block, stats_.pools_lost, stats_.pools_left,
-      stats_.resource_samples, pools_.size(), jobs_.size());
+      stats_.resource_samples, pools_.size(), ledger_.jobs().size());
 }
 
 }  // namespace fanout::ix

@@ -7,13 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <memory>
-#include <optional>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "fanout/net/socket.hpp"
@@ -21,6 +16,10 @@
 #include "fanout/store/task_store.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/log.hpp"
+#include "interchange/client_sessions.hpp"
+#include "interchange/dispatcher.hpp"
+#include "interchange/job_ledger.hpp"
+#include "interchange/pool_table.hpp"
 #include "interchange/report_writer.hpp"
 
 namespace fanout::ix {
@@ -51,6 +50,8 @@ struct LoopStats {
   bool operator==(const LoopStats&) const = default;
 };
 
+// The poll loop and its wiring: it receives frames, asks the parts below what to do (they decide
+// without I/O) and does it: sends frames, writes the store, starts reports.
 class Interchange final {
  public:
   // Binds both sockets, opens the store and recovers unfinished jobs. Throws Failure when a
@@ -65,111 +66,82 @@ class Interchange final {
   // Async-signal-safe.
   void stop() noexcept { stop_.store(true, std::memory_order_relaxed); }
 
-  [[nodiscard]] const std::string& client_endpoint() const noexcept { return client_ep_; }
-  [[nodiscard]] const std::string& pool_endpoint() const noexcept { return pool_ep_; }
+  [[nodiscard]] const std::string& client_endpoint() const noexcept { return eps_.client; }
+  [[nodiscard]] const std::string& pool_endpoint() const noexcept { return eps_.pool; }
 
  private:
-  struct Pending {
-    proto::MiniBatch mb;
-    std::uint32_t tries = 0;  // attempts already made
+  struct Endpoints {
+    std::string client{}, pool{};
   };
-  struct Job {
-    std::uint64_t id = 0;
-    proto::JobSpec spec{};
-    std::string state = "running";
-    bool submit_done = false;
-    std::uint64_t total = 0;  // known mini-batches
-    std::uint64_t succeeded = 0, failed = 0, items_succeeded = 0, items_failed = 0;
-    std::uint64_t attempts_failed = 0;
-    std::uint64_t in_flight = 0;
-    std::deque<Pending> ready{};
-    std::unordered_set<std::string> clients{};
-    Clock::time_point last_progress{};
-    std::uint64_t finished_at_last_progress = 0;
-    // For ParallelRunStep's job-level timeouts (JobSpec::*_timeout_s).
-    Clock::time_point accepted_at{};       // accepted, or resumed by this process
-    Clock::time_point last_finished_at{};  // an attempt of this job last finished (or accepted_at)
-    bool dispatched = false;               // a task of this job was sent to a pool
-    double started = 0;  // Unix seconds; 0 when resumed after a restart (not known here)
-  };
-  struct InFlight {
-    std::string pool_peer;
-    std::uint64_t job_id = 0;
-    std::uint32_t attempt = 0;
-    proto::MiniBatch mb;
-  };
-  // A job that ended and whose report is being written: its clients get JobEnded after it.
-  struct Reporting {
-    proto::JobEnded ended{};
-    std::unordered_set<std::string> clients{};
-  };
-  struct Pool {
-    std::uint64_t id = 0;
-    std::string peer{};
-    proto::Register reg{};
-    std::uint32_t capacity = 0;
-    std::unordered_set<std::uint64_t> tasks{};       // task ids held
-    std::unordered_set<std::uint64_t> jobs_known{};  // JobInfo sent
-    Clock::time_point last_seen{};
-    double registered = 0;
-  };
+  // Sets up and binds both sockets: the one place where they are configured. Throws Failure.
+  Endpoints open_sockets();
+  void recover();
+  void write_ready_file();
 
+  // Client side.
   void on_client(net::Message& msg);
+  void on_submit_job(const std::string& peer, const std::string& frame);
+  void on_submit_tasks(const std::string& peer, const std::string& frame);
+  void on_submit_end(const std::string& peer, const std::string& frame);
+  void on_attach(const std::string& peer, const std::string& frame);
+  void on_cancel(const std::string& peer, const std::string& frame);
+  void on_shutdown(const std::string& peer, const std::string& frame);
+  // The I/O half of accepting a job, after check_job_spec(): code_dir exists, log_dir and the
+  // output file's folder are created, the output file opens for appending.
+  [[nodiscard]] Expected<void> prepare_job_files(const proto::JobSpec& spec) const;
+  void send_client(const std::string& peer, const std::string& frame);
+  void send_progress(const Job& job, bool force);
+  proto::JobProgress progress_of(const Job& job) const;
+
+  // Pool side.
   void on_pool(net::Message& msg);
   void on_register(const std::string& peer, const proto::Register& reg);
   void on_results(Pool& pool, proto::ResultBatch& batch);
-  void on_result(Pool& pool, proto::TaskResult& r);
+  void on_resource_sample(const Pool& pool, proto::ResourceSample& sample);
+  bool send_pool(Pool& pool, const std::string& frame);
   void dispatch();
+  // Sends `pool` the tasks picks_ chose (JobInfo first where needed). False: stop filling it.
+  bool send_tasks(Pool& pool);
   void expire_pools(Clock::time_point now);
   // Drops a pool and requeues what it held, each as a POOL_LOST attempt. `left`: it said
   // goodbye (PoolLeaving) and is recorded `gone`; otherwise `lost`.
   void lose_pool(const std::string& peer, const std::string& why, bool left = false);
-  void requeue_lost(Job& job, InFlight fl, proto::AttemptStatus status, const std::string& why);
-  // Returns true when the mini-batch will be retried.
-  bool fail_attempt(Job& job, Pending p, const proto::TaskResult& r);
-  void check_thresholds(Job& job);
-  void check_job_timeouts(Clock::time_point now);
-  void maybe_finish(Job& job);
-  void end_job(Job& job, const std::string& state, const std::string& reason);
-  void send_progress(Job& job, bool force);
-  void on_resource_sample(const Pool& pool, proto::ResourceSample& sample);
-  void write_overviews();
-  // Reports finished by the report thread: their JobEnded goes out now.
+
+  // Jobs.
+  // Ends the job if the ledger has a verdict for it.
+  void settle(Job& job);
+  void end_job(std::uint64_t job_id, const Verdict& verdict);
+  void log_gave_up(const proto::TaskResult& r);
   void on_reports_done();
-  void deliver_ended(proto::JobEnded ended, const std::unordered_set<std::string>& clients);
-  proto::JobProgress progress_of(const Job& job) const;
-  void send_client(const std::string& peer, const std::string& frame);
-  bool send_pool(Pool& pool, const std::string& frame);
+  void deliver(Delivery d);
+  void write_overviews();
+
   void bad_frame(const char* side, const std::string& peer, const Error& err);
   void log_stats(bool force);
-  void write_ready_file();
-  // Checks a submitted spec before a job exists: an error names the field.
-  [[nodiscard]] Expected<void> validate_spec(const proto::JobSpec& spec) const;
-  void recover();
 
   Options opts_;
   Logger log_;
   net::Context ctx_;  // declared before the sockets: destroyed after them
-  net::Socket clients_;
-  net::Socket pools_sock_;
-  std::string client_ep_, pool_ep_;
+  net::Socket client_sock_;
+  net::Socket pool_sock_;
+  Endpoints eps_;  // bound before the store opens
   std::unique_ptr<store::TaskStore> store_;
   std::unique_ptr<ReportWriter> reports_;  // after store_: destroyed (and joined) first
   std::atomic<bool> stop_{false};
 
-  std::map<std::uint64_t, Job> jobs_;  // live jobs, by id (dispatch goes oldest first)
-  std::map<std::uint64_t, proto::JobEnded> ended_{};  // ended jobs seen by this process
-  std::map<std::uint64_t, Reporting> reporting_{};    // ended, report being written
-  std::unordered_map<std::string, Pool> pools_{};     // by routing id
-  std::unordered_map<std::uint64_t, InFlight> in_flight_{};
-  std::uint64_t next_job_id_ = 1;
-  std::uint64_t next_task_id_ = 1;
-  std::uint64_t next_pool_id_ = 1;
+  PoolTable pools_;
+  JobLedger ledger_;
+  Dispatcher dispatcher_{};
+  ClientSessions sessions_;
   std::uint64_t instance_ = 0;  // JobProgress::instance: random per process
   bool had_client_ = false;
   LoopStats stats_{}, logged_stats_{};
   Clock::time_point last_stats_{};
   bool warned_bad_ = false;
+  // Reused each loop turn, so dispatching and submitting allocate no more than they must.
+  std::vector<Pick> picks_{};
+  proto::TaskBatch batch_{};
+  std::vector<proto::MiniBatch> accepted_{};
 };
 
 }  // namespace fanout::ix

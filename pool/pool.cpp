@@ -22,7 +22,7 @@ using proto::AttemptStatus;
 // Cap of the doubling back-off between unanswered Registers.
 constexpr std::chrono::milliseconds kMaxRegisterBackoff{30000};
 
-// Worker::fail_status of a busy worker the pool stopped because its task overran a bound.
+// WorkerTasks::fail_status() of a busy worker the pool stopped because its task overran a bound.
 constexpr const char* kRunTimeout = "RUN_TIMEOUT";
 constexpr const char* kOverheadTimeout = "TASK_OVERHEAD_TIMEOUT";
 
@@ -112,12 +112,8 @@ void Pool::reregister(const char* why) {
   registered_ = false;
   queue_.clear();
   for (auto& w : slots_) {
-    if (!w) continue;
-    // Their results would be discarded anyway; the worker still answers each T frame it was
-    // sent, so those replies are counted off before it takes a new task.
-    w->stale += static_cast<std::uint32_t>((w->task ? 1 : 0) + w->queued.size());
-    w->task.reset();
-    w->clear_queued();
+    // Their results would be discarded anyway.
+    if (w) w->forget_tasks();
   }
   register_backoff_ = std::max(hb_period_, Millis(1000));
   send_register();
@@ -139,17 +135,9 @@ void Pool::drop_job(std::uint64_t job_id, const std::string& reason) {
     if (!w || w->job_id() != job_id || w->state() == Worker::State::Stopping) continue;
     // The interchange recorded the running attempts as CANCELLED: nothing is reported for them,
     // nor for tasks waiting in the worker's pipe (they must not be requeued when it exits).
-    queued += w->queued.size();
-    w->clear_queued();
-    if (w->task) {
-      w->task.reset();
-      ++stopped;
-      w->terminate();
-    } else {
-      w->send_quit();
-    }
-    w->set_state(Worker::State::Stopping);
-    w->kill_at = now + opts_.kill_grace;
+    queued += w->tasks().queued().size();
+    if (w->tasks().task()) ++stopped;
+    w->cancel(now + opts_.kill_grace);
   }
   jobs_.erase(job_id);
   init_failures_.erase(job_id);
@@ -186,7 +174,7 @@ int Pool::run() {
     auto wake = last_sent_ + hb_period_;
     for (auto& w : slots_) {
       if (!w) continue;
-      if (w->kill_at) wake = std::min(wake, *w->kill_at);
+      if (const auto& k = w->tasks().kill_at()) wake = std::min(wake, *k);
       if (auto d = task_deadline(*w)) wake = std::min(wake, d->at);
     }
     if (monitor_) wake = std::min(wake, next_sample_);
@@ -245,7 +233,7 @@ int Pool::run() {
     sock_.set_linger(Millis(500));
   }
   for (auto& w : slots_) {
-    if (w && w->state() != Worker::State::Dead) w->send_quit();
+    if (w) w->send_quit();
   }
   // Give workers a moment to run shutdown(); ChildProcess reaps the rest.
   auto until = Clock::now() + std::chrono::seconds(2);
@@ -355,11 +343,12 @@ bool Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
 // kMaxPipelineDepth), so that a task queued behind others waits little although a sibling
 // worker may become free. Long tasks are never queued behind another.
 std::size_t Pool::pipeline_room(const Worker& w) const {
-  if (w.state() != Worker::State::Busy || !w.task || w.stale > 0 || w.kill_at) return 0;
+  const WorkerTasks& t = w.tasks();
+  if (t.state() != Worker::State::Busy || !t.task() || t.stale() > 0 || t.kill_at()) return 0;
   auto m = mean_task_s_.find(w.job_id());
   if (m == mean_task_s_.end() || m->second <= 0 || m->second >= kPipelineMaxTaskS) return 0;
   const std::size_t depth = pipeline_depth(m->second);
-  return depth > w.queued.size() ? depth - w.queued.size() : 0;
+  return depth > t.queued().size() ? depth - t.queued().size() : 0;
 }
 
 void Pool::assign() {
@@ -395,16 +384,12 @@ void Pool::assign() {
     }
     if (idle) {
       Worker& w = *slots_[*idle];
-      auto sent = w.send_task(*it);
-      if (!sent) {
+      if (!w.start_task(std::move(*it), Clock::now())) {
         // The worker died between its last frame and now; its EOF handler replaces it.
         ++it;
         continue;
       }
-      w.task = std::move(*it);
-      w.begin_task(Clock::now());
-      w.set_state(Worker::State::Busy);
-      SPDLOG_LOGGER_TRACE(log_, "task {} -> {}", w.task->task_id, w.name());
+      SPDLOG_LOGGER_TRACE(log_, "task {} -> {}", w.tasks().task()->task_id, w.name());
       it = queue_.erase(it);
       continue;
     }
@@ -434,7 +419,9 @@ void Pool::assign() {
     for (auto& w : slots_) {
       if (!w || w->job_id() != it->job_id || pipeline_room(*w) == 0) continue;
       if (w->queued_bytes() + bytes > kPipeBudgetBytes) continue;
-      if (shortest == nullptr || w->queued.size() < shortest->queued.size()) shortest = &*w;
+      if (shortest == nullptr || w->tasks().queued().size() < shortest->tasks().queued().size()) {
+        shortest = &*w;
+      }
     }
     if (shortest != nullptr) {
       SPDLOG_LOGGER_TRACE(log_, "task {} -> {} (queued in its pipe)", it->task_id,
@@ -450,9 +437,7 @@ void Pool::assign() {
         bool wanted = std::any_of(queue_.begin(), queue_.end(),
                                   [&](const proto::Task& t) { return t.job_id == other; });
         if (!wanted) {
-          w->send_quit();
-          w->set_state(Worker::State::Stopping);
-          w->kill_at = Clock::now() + opts_.kill_grace;
+          w->retire(Clock::now() + opts_.kill_grace);
           break;
         }
       }
@@ -470,82 +455,59 @@ void Pool::on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events) 
   for (auto& ev : events) {
     switch (ev.kind) {
       case WorkerEvent::Kind::Ready:
-        if (w.state() == Worker::State::Starting) w.set_state(Worker::State::Idle);
+        w.ready();
         init_failures_[w.job_id()] = 0;
         SPDLOG_LOGGER_DEBUG(log_, "{} ready: {}", w.name(), ev.text);
         break;
       case WorkerEvent::Kind::LoadError:
-        w.fail_status = ev.text.empty() ? std::string("LoadError: init failed") : ev.text;
+        w.load_failed(ev.text.empty() ? std::string("LoadError: init failed") : ev.text);
         break;
       case WorkerEvent::Kind::RunStarted:
-      case WorkerEvent::Kind::RunEnded: {
-        // A marker of a task dropped after a re-registration changes nothing.
-        if (!w.task || w.task->task_id != ev.task_id) break;
-        const auto now = Clock::now();
-        if (ev.kind == WorkerEvent::Kind::RunStarted) {
-          w.overhead_used += now - w.phase_start;
-          w.run_started = true;
-          w.in_run = true;
-        } else {
-          w.in_run = false;
-        }
-        w.phase_start = now;
+        w.run_started(ev.task_id, Clock::now());
         break;
-      }
+      case WorkerEvent::Kind::RunEnded:
+        w.run_ended(ev.task_id, Clock::now());
+        break;
       case WorkerEvent::Kind::Done: {
-        if (!w.task || w.task->task_id != ev.task_id) {
+        if (!w.tasks().runs(ev.task_id)) {
           // A task dropped after a re-registration, or a confused worker: nothing to report.
-          if (w.stale > 0) {
-            --w.stale;
-            if (w.stale == 0 && !w.task && w.state() == Worker::State::Busy) {
-              w.set_state(Worker::State::Idle);
-            }
-          } else if (w.queued.empty()) {
-            w.task.reset();
-            if (w.state() == Worker::State::Busy) w.set_state(Worker::State::Idle);
-          }
+          w.unmatched_reply();
           break;
         }
-        const proto::Task& t = *w.task;
+        const proto::Task& t = *w.tasks().task();
         proto::TaskResult r;
-        r.task_id = t.task_id;
-        r.job_id = t.job_id;
-        r.index = t.index;
-        r.attempt = t.attempt;
-        r.items = t.items.size();
-        r.node = opts_.node;
-        r.process = w.name();
-        r.worker_pid = w.pid();
-        r.start = w.task_start_unix;
-        r.elapsed_s = std::chrono::duration<double>(Clock::now() - w.task_start).count();
-        r.run_s = ev.run_s;
-        r.cpu_s = ev.cpu_s;
-        if (ev.status == 0) {
+        if (ev.status == pipe::DoneStatus::Ok) {
+          r.task_id = t.task_id;
+          r.job_id = t.job_id;
+          r.index = t.index;
+          r.attempt = t.attempt;
           r.status = static_cast<std::uint8_t>(AttemptStatus::RunDone);
+          r.items = t.items.size();
           r.succeeded = std::min<std::uint64_t>(ev.n_result, r.items);
           r.failed = r.items - r.succeeded;
           r.rows = ev.n_result;
           r.output = std::move(ev.output);
         } else {
-          r.status = static_cast<std::uint8_t>(AttemptStatus::RunException);
-          r.failed = r.items;
-          r.error_category = category_of(ev.error, ev.status == 2 ? "BadReturn" : "RunException");
-          r.error_message = std::move(ev.error);
+          std::string category = category_of(
+              ev.error, ev.status == pipe::DoneStatus::BadReturn ? "BadReturn" : "RunException");
+          r = proto::failed_result(t, AttemptStatus::RunException, std::move(category),
+                                   std::move(ev.error));
         }
+        r.node = opts_.node;
+        r.process = w.name();
+        r.worker_pid = w.pid();
+        r.start = w.tasks().clock().start_unix;
+        r.elapsed_s = std::chrono::duration<double>(Clock::now() - w.tasks().clock().start).count();
+        r.run_s = ev.run_s;
+        r.cpu_s = ev.cpu_s;
         // A running mean of the job's task time decides whether its tasks may queue in a
-        // worker's pipe (see pipelinable()).
+        // worker's pipe (see pipeline_room()).
         double& mean = mean_task_s_[t.job_id];
         mean = mean <= 0 ? r.elapsed_s : 0.8 * mean + 0.2 * r.elapsed_s;
         results_.push_back(std::move(r));
         ++stats_.results;
-        w.task.reset();
-        if (!w.queued.empty()) {
-          // The next task was already in the worker's pipe: it starts now.
-          w.task = w.pop_queued();
-          w.begin_task(Clock::now());
-        } else if (w.state() == Worker::State::Busy) {
-          w.set_state(Worker::State::Idle);
-        }
+        // The next task, if one was already in the worker's pipe, starts now.
+        w.finish_task(Clock::now());
         break;
       }
     }
@@ -566,9 +528,9 @@ void Pool::on_worker_gone(std::size_t slot) {
     ++stats_.init_failures;
     auto& n = init_failures_[job_id];
     ++n;
-    std::string text = w.fail_status.empty()
+    std::string text = w.tasks().fail_status().empty()
                            ? fmt::format("LoadError: worker exited during init ({})", how)
-                           : w.fail_status;
+                           : w.tasks().fail_status();
     log_->warn("{} failed to start for job {} ({}): {}", w.name(), job_id, how,
                text.substr(0, text.find('\n')));
     // Each failed start costs the first queued task of that job one try, so a script whose
@@ -585,22 +547,22 @@ void Pool::on_worker_gone(std::size_t slot) {
       it = queue_.erase(it);
       if (!give_up) break;
     }
-  } else if (w.task) {
+  } else if (const auto& task = w.tasks().task()) {
     const auto job = jobs_.find(job_id);
     AttemptStatus status = AttemptStatus::RunTimeout;
     std::string category, msg;
-    if (w.fail_status == kRunTimeout) {
+    if (w.tasks().fail_status() == kRunTimeout) {
       category = "RunTimeout";
       msg = fmt::format("run() exceeded its timeout of {} s; worker stopped ({})",
                         job != jobs_.end() ? job->second.run_timeout_s : 0.0, how);
-    } else if (w.fail_status == kOverheadTimeout) {
+    } else if (w.tasks().fail_status() == kOverheadTimeout) {
       category = "TaskOverheadTimeout";
       msg = fmt::format(
           "the mini-batch's overhead outside run() exceeded --task_overhead_timeout {} s ({}); "
           "worker stopped ({})",
           job != jobs_.end() ? job->second.task_overhead_timeout_s : 0.0,
-          w.run_started ? "after run() returned, writing its rows"
-                        : "before run() was called, loading the mini-batch",
+          w.tasks().clock().run_started ? "after run() returned, writing its rows"
+                                        : "before run() was called, loading the mini-batch",
           how);
     } else {
       ++stats_.workers_lost;
@@ -608,57 +570,52 @@ void Pool::on_worker_gone(std::size_t slot) {
       category = "WorkerLost";
       msg = fmt::format("worker process {} (pid {}) died: {}", w.name(), w.pid(), how);
     }
-    log_->warn("job {} mini-batch {}: {}", job_id, w.task->index, msg);
-    fail_task(*w.task, status, category, msg, w.name(), w.pid(), w.task_start_unix);
+    log_->warn("job {} mini-batch {}: {}", job_id, task->index, msg);
+    fail_task(*task, status, category, msg, w.name(), w.pid(), w.tasks().clock().start_unix);
   }
   // Tasks waiting in its pipe never started: they go back to the front of the queue, no try used.
-  for (auto it = w.queued.rbegin(); it != w.queued.rend(); ++it) queue_.push_front(std::move(*it));
+  auto queued = w.take_queued();
+  for (auto it = queued.rbegin(); it != queued.rend(); ++it) queue_.push_front(std::move(*it));
   slots_[slot].reset();
 }
 
 std::optional<Pool::TaskDeadline> Pool::task_deadline(const Worker& w) const {
-  if (w.state() != Worker::State::Busy || !w.task) return std::nullopt;
+  if (w.state() != Worker::State::Busy || !w.tasks().task()) return std::nullopt;
+  const TaskClock& c = w.tasks().clock();
   auto it = jobs_.find(w.job_id());
   if (it == jobs_.end()) return std::nullopt;
   const proto::JobSpec& spec = it->second;
   if (run_markers(spec)) {
     // The markers split the task: outside run() the overhead budget left applies (it is spent
     // before run() and after it, together); inside, the run timeout, counted from run()'s start.
-    if (!w.in_run) {
+    if (!c.in_run) {
       return TaskDeadline{
-          w.phase_start + to_duration(spec.task_overhead_timeout_s) - w.overhead_used, true};
+          c.phase_start + to_duration(spec.task_overhead_timeout_s) - c.overhead_used, true};
     }
     if (spec.run_timeout_s <= 0) return std::nullopt;
-    return TaskDeadline{w.phase_start + to_duration(spec.run_timeout_s), false};
+    return TaskDeadline{c.phase_start + to_duration(spec.run_timeout_s), false};
   }
   // Without markers the pool cannot see where run() starts: the run timeout bounds the whole
   // task, from hand-off to its reply.
   if (spec.run_timeout_s <= 0) return std::nullopt;
-  return TaskDeadline{w.task_start + to_duration(spec.run_timeout_s), false};
+  return TaskDeadline{c.start + to_duration(spec.run_timeout_s), false};
 }
 
 void Pool::check_deadlines(Clock::time_point now) {
   for (auto& w : slots_) {
     if (!w) continue;
-    if (w->kill_at) {
-      if (now >= *w->kill_at) {
-        w->kill_hard();
-        w->kill_at.reset();
-      }
+    if (const auto& kill_at = w->tasks().kill_at()) {
+      if (now >= *kill_at) w->kill_hard();
       continue;
     }
-    if (w->state() == Worker::State::Busy && w->task) {
+    if (w->state() == Worker::State::Busy && w->tasks().task()) {
       auto d = task_deadline(*w);
       if (!d || now <= d->at) continue;
       ++stats_.timeouts;
-      w->fail_status = d->overhead ? kOverheadTimeout : kRunTimeout;
-      w->terminate();
-      w->set_state(Worker::State::Stopping);
-      w->kill_at = now + opts_.kill_grace;
-    } else if (w->state() == Worker::State::Starting && now - w->started > opts_.load_timeout) {
-      w->fail_status = fmt::format("LoadTimeout: init() did not finish within {} s",
-                                   opts_.load_timeout.count() / 1000);
-      w->kill_hard();
+      w->time_out(d->overhead ? kOverheadTimeout : kRunTimeout, now + opts_.kill_grace);
+    } else if (w->state() == Worker::State::Starting && now - w->started() > opts_.load_timeout) {
+      w->abort_start(fmt::format("LoadTimeout: init() did not finish within {} s",
+                                 opts_.load_timeout.count() / 1000));
     }
   }
 }
@@ -666,16 +623,7 @@ void Pool::check_deadlines(Clock::time_point now) {
 void Pool::fail_task(const proto::Task& t, AttemptStatus status, const std::string& category,
                      const std::string& message, const std::string& process, std::int64_t pid,
                      double start) {
-  proto::TaskResult r;
-  r.task_id = t.task_id;
-  r.job_id = t.job_id;
-  r.index = t.index;
-  r.attempt = t.attempt;
-  r.status = static_cast<std::uint8_t>(status);
-  r.items = t.items.size();
-  r.failed = r.items;
-  r.error_category = category;
-  r.error_message = message;
+  proto::TaskResult r = proto::failed_result(t, status, category, message);
   r.node = opts_.node;
   r.process = process;
   r.worker_pid = pid;
@@ -750,7 +698,7 @@ void Pool::run_monitor(Clock::time_point now) {
   std::vector<WorkerRef> workers;
   std::vector<std::uint64_t> job_ids;
   for (const auto& w : slots_) {
-    if (!w || w->state() == Worker::State::Dead) continue;
+    if (!w) continue;
     workers.push_back(WorkerRef{w->job_id(), w->name(), w->pid()});
     job_ids.push_back(w->job_id());
   }

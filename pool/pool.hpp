@@ -1,6 +1,7 @@
 // fanout-pool's manager loop: registers with the interchange, holds up to workers + prefetch
 // tasks, runs them in worker processes, restarts workers that crash or overrun their timeout, and
-// returns results in batches. See docs/architecture.md#pool. Not thread-safe; stop() is
+// returns results in batches. See docs/architecture.md, and docs/performance.md section 4 for the
+// batching and the tasks queued in a worker's pipe. Not thread-safe; stop() is
 // async-signal-safe.
 #pragma once
 

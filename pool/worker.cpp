@@ -1,36 +1,12 @@
-// Worker process and pipe protocol. Frame: u32 little-endian length N, then N bytes: u8 kind +
-// payload. See docs/worker-pipe.md.
+// A worker process and the pool's side of its pipe. Frames: pool/worker_pipe.hpp.
 #include "pool/worker.hpp"
 
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 namespace fanout::pool {
-
-namespace {
-
-constexpr std::size_t kDoneHeader = 8 + 1 + 8 + 8 + 8 + 8;  // '<QBQQdd'
-constexpr std::size_t kMarkerPayload = 8;                   // S and E: '<Q' task_id
-constexpr std::uint32_t kMaxWorkerFrame = 512u * 1024u * 1024u;
-
-template <typename T>
-void put(std::string& s, T v) {
-  char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));  // x86-64 and aarch64 are little-endian
-  s.append(b, sizeof(T));
-}
-
-template <typename T>
-T get(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
-}  // namespace
 
 Expected<Worker> Worker::start(const WorkerLaunch& launch, std::uint64_t job_id, std::string name) {
   auto to = make_pipe();
@@ -56,50 +32,21 @@ Expected<Worker> Worker::start(const WorkerLaunch& launch, std::uint64_t job_id,
   set_nonblocking(w.from_.get());
   w.job_id_ = job_id;
   w.name_ = std::move(name);
-  w.started = Clock::now();
+  w.started_ = Clock::now();
   return w;
 }
 
-namespace {
-
-// Appends the T frame of `task` to `f` (docs/worker-pipe.md).
-void append_task_frame(std::string& f, const proto::Task& task) {
-  const std::size_t at = f.size();
-  f.reserve(at + task_frame_bytes(task));
-  put<std::uint32_t>(f, 0);  // length, patched below
-  f.push_back('T');
-  put<std::uint64_t>(f, task.task_id);
-  put<std::uint64_t>(f, task.index);
-  put<std::uint32_t>(f, static_cast<std::uint32_t>(task.detail.size()));
-  put<std::uint32_t>(f, static_cast<std::uint32_t>(task.items.size()));
-  f += task.detail;
-  for (std::size_t i = 0; i < task.items.size(); ++i) {
-    if (i > 0) f.push_back('\0');
-    f += task.items[i];
-  }
-  auto len = static_cast<std::uint32_t>(f.size() - at - 4);
-  std::memcpy(f.data() + at, &len, 4);
-}
-
-}  // namespace
-
-std::size_t task_frame_bytes(const proto::Task& task) noexcept {
-  std::size_t n = 4 + 1 + 8 + 8 + 4 + 4 + task.detail.size();
-  for (const auto& it : task.items) n += it.size() + 1;
-  return n - (task.items.empty() ? 0 : 1);
-}
-
-Expected<void> Worker::send_task(const proto::Task& task) {
+Expected<void> Worker::start_task(proto::Task&& task, Clock::time_point now) {
   std::string f;
-  append_task_frame(f, task);
-  return write_all(to_.get(), f);
+  pipe::append_task(f, task.task_id, task.index, task.detail, task.items);
+  if (auto r = write_all(to_.get(), f); !r) return r;
+  tasks_.start(std::move(task), now);
+  return {};
 }
 
 void Worker::enqueue(proto::Task task) {
-  const std::size_t at = out_.size();
-  append_task_frame(out_, task);
-  queued_bytes_ += out_.size() - at;
-  queued.push_back(std::move(task));
+  pipe::append_task(out_, task.task_id, task.index, task.detail, task.items);
+  tasks_.enqueue(std::move(task));
 }
 
 Expected<void> Worker::flush_queued() {
@@ -109,26 +56,50 @@ Expected<void> Worker::flush_queued() {
   return r;
 }
 
-proto::Task Worker::pop_queued() {
-  proto::Task t = std::move(queued.front());
-  queued.pop_front();
-  const std::size_t n = task_frame_bytes(t);
-  queued_bytes_ = queued_bytes_ > n ? queued_bytes_ - n : 0;
-  return t;
+void Worker::forget_tasks() noexcept {
+  tasks_.forget_tasks();
+  out_.clear();
 }
 
-void Worker::clear_queued() noexcept {
-  queued.clear();
+std::deque<proto::Task> Worker::take_queued() {
   out_.clear();
-  queued_bytes_ = 0;
+  return tasks_.take_queued();
+}
+
+void Worker::cancel(Clock::time_point kill_at) {
+  out_.clear();
+  if (tasks_.cancel(kill_at)) {
+    proc_.signal(SIGTERM);
+  } else {
+    send_quit();
+  }
+}
+
+void Worker::retire(Clock::time_point kill_at) {
+  send_quit();
+  tasks_.retire(kill_at);
+}
+
+void Worker::time_out(std::string why, Clock::time_point kill_at) {
+  tasks_.time_out(std::move(why), kill_at);
+  proc_.signal(SIGTERM);
+}
+
+void Worker::abort_start(std::string why) {
+  tasks_.load_failed(std::move(why));
+  kill_hard();
 }
 
 void Worker::send_quit() {
   std::string f;
-  put<std::uint32_t>(f, 1);
-  f.push_back('Q');
+  pipe::append_frame(f, pipe::FrameKind::Quit, {});
   (void)write_all(to_.get(), f);
   to_.reset();
+}
+
+void Worker::kill_hard() {
+  proc_.signal(SIGKILL);
+  tasks_.killed();
 }
 
 bool Worker::read_events(std::vector<WorkerEvent>& out) {
@@ -151,68 +122,62 @@ bool Worker::read_events(std::vector<WorkerEvent>& out) {
     break;
   }
   std::size_t off = 0;
-  while (buf_.size() - off >= 4) {
-    auto len = get<std::uint32_t>(buf_.data() + off);
-    if (len == 0 || len > kMaxWorkerFrame) {
-      broken_ = "worker sent a frame of length " + std::to_string(len);
+  while (true) {
+    const pipe::Cut c = pipe::cut_frame(std::string_view(buf_).substr(off), pipe::kMaxReplyLength);
+    if (c.status == pipe::Cut::Status::Partial) break;
+    if (c.status == pipe::Cut::Status::BadLength) {
+      broken_ = "worker sent a frame of length " + std::to_string(c.length);
       return false;
     }
-    if (buf_.size() - off - 4 < len) break;
-    const char* p = buf_.data() + off + 4;
-    const char kind = p[0];
-    std::string_view payload(p + 1, len - 1);
     WorkerEvent ev;
-    if (kind == 'R') {
-      ev.kind = WorkerEvent::Kind::Ready;
-      ev.text = std::string(payload);
-    } else if (kind == 'L') {
-      ev.kind = WorkerEvent::Kind::LoadError;
-      ev.text = std::string(payload);
-    } else if (kind == 'D' && payload.size() >= kDoneHeader) {
-      ev.kind = WorkerEvent::Kind::Done;
-      const char* q = payload.data();
-      ev.task_id = get<std::uint64_t>(q);
-      ev.status = static_cast<std::uint8_t>(q[8]);
-      ev.n_result = get<std::uint64_t>(q + 9);
-      auto out_len = get<std::uint64_t>(q + 17);
-      ev.run_s = get<double>(q + 25);
-      ev.cpu_s = get<double>(q + 33);
-      if (out_len > payload.size() - kDoneHeader) {
-        broken_ = "worker sent a done frame whose output overruns it";
-        return false;
+    switch (c.kind) {
+      case pipe::FrameKind::Ready:
+        ev.kind = WorkerEvent::Kind::Ready;
+        ev.text = std::string(c.payload);
+        break;
+      case pipe::FrameKind::LoadError:
+        ev.kind = WorkerEvent::Kind::LoadError;
+        ev.text = std::string(c.payload);
+        break;
+      case pipe::FrameKind::Done: {
+        auto d = pipe::decode_done(c.payload);
+        if (!d) {
+          broken_ = "worker sent a bad frame: " + d.error().message;
+          return false;
+        }
+        ev.kind = WorkerEvent::Kind::Done;
+        ev.task_id = d->head.task_id;
+        ev.status = d->head.status;
+        ev.n_result = d->head.n_result;
+        ev.run_s = d->head.run_s;
+        ev.cpu_s = d->head.cpu_s;
+        ev.output.assign(d->output);
+        ev.error.assign(d->error);
+        break;
       }
-      ev.output.assign(q + kDoneHeader, out_len);
-      ev.error.assign(q + kDoneHeader + out_len, payload.size() - kDoneHeader - out_len);
-    } else if (kind == 'S' || kind == 'E') {
-      if (payload.size() != kMarkerPayload) {
-        broken_ = std::string("worker sent a '") + kind + "' frame of " +
-                  std::to_string(payload.size()) + " payload bytes (expected 8)";
-        return false;
+      case pipe::FrameKind::RunStarted:
+      case pipe::FrameKind::RunEnded: {
+        auto id = pipe::decode_marker(c.payload);
+        if (!id) {
+          broken_ = "worker sent a bad frame: " + id.error().message;
+          return false;
+        }
+        ev.kind = c.kind == pipe::FrameKind::RunStarted ? WorkerEvent::Kind::RunStarted
+                                                        : WorkerEvent::Kind::RunEnded;
+        ev.task_id = *id;
+        break;
       }
-      ev.kind = kind == 'S' ? WorkerEvent::Kind::RunStarted : WorkerEvent::Kind::RunEnded;
-      ev.task_id = get<std::uint64_t>(payload.data());
-    } else {
-      broken_ = std::string("worker sent an unknown frame kind '") + kind + "'";
-      return false;
+      default:  // T, Q, or no kind at all: not something a worker sends
+        broken_ =
+            std::string("worker sent an unknown frame kind '") + static_cast<char>(c.kind) + "'";
+        return false;
     }
     out.push_back(std::move(ev));
-    off += 4 + len;
+    off += c.frame_bytes();
   }
   buf_.erase(0, off);
   if (eof) broken_ = "worker closed its pipe";
   return !eof;
 }
-
-void Worker::begin_task(Clock::time_point now) {
-  task_start = now;
-  task_start_unix = unix_now();
-  run_started = false;
-  in_run = false;
-  phase_start = now;
-  overhead_used = Clock::duration::zero();
-}
-
-void Worker::terminate() { proc_.signal(SIGTERM); }
-void Worker::kill_hard() { proc_.signal(SIGKILL); }
 
 }  // namespace fanout::pool

@@ -1,5 +1,5 @@
-// One worker process hosting a runtime, and the pipe protocol that drives it (docs/worker-pipe.md).
-// Owned by the Pool; not thread-safe.
+// One worker process hosting a runtime, driven over the worker pipe (pool/worker_pipe.hpp,
+// docs/worker-pipe.md).
 #pragma once
 
 #include <chrono>
@@ -13,6 +13,8 @@
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fd.hpp"
+#include "pool/worker_pipe.hpp"
+#include "pool/worker_tasks.hpp"
 
 namespace fanout::pool {
 
@@ -26,7 +28,7 @@ struct WorkerEvent {
   // Done, RunStarted, RunEnded:
   std::uint64_t task_id = 0;
   // Done:
-  std::uint8_t status = 0;  // 0 ok, 1 run() raised, 2 bad return value
+  pipe::DoneStatus status = pipe::DoneStatus::Ok;
   std::uint64_t n_result = 0;
   std::string output{};
   std::string error{};
@@ -43,12 +45,12 @@ struct WorkerLaunch {
   std::string stderr_file{};
 };
 
-// Bytes of the pipe frame that carries `task` to a worker.
-[[nodiscard]] std::size_t task_frame_bytes(const proto::Task& task) noexcept;
-
+// One worker process and its pipe. The pool drives it through the methods below, each of which
+// writes the frames or sends the signals a change of its WorkerTasks calls for. Owned by the Pool;
+// not thread-safe.
 class Worker final {
  public:
-  enum class State : std::uint8_t { Starting, Idle, Busy, Stopping, Dead };
+  using State = WorkerTasks::State;
 
   // Starts the process. Error{Io} when it cannot be started.
   [[nodiscard]] static Expected<Worker> start(const WorkerLaunch& launch, std::uint64_t job_id,
@@ -57,61 +59,66 @@ class Worker final {
   Worker& operator=(Worker&&) noexcept = default;
   ~Worker() = default;
 
-  // Writes one task to the worker's pipe. Precondition: state() is Idle.
-  [[nodiscard]] Expected<void> send_task(const proto::Task& task);
-  // Adds a task to `queued`: it waits in the pipe of this Busy worker and starts when the
-  // current one ends. Its frame is only buffered here; flush_queued() writes every buffered
-  // frame with one write(). The caller keeps queued_bytes() + task_frame_bytes(task) below the
-  // pipe's capacity, so that the write never blocks on a worker busy with its current task.
+  // Writes `task` to the worker's pipe and makes it the running task, its clocks started at
+  // `now`. Precondition: state() is Idle. Error{Io} when the worker is gone; `task` is then not
+  // moved from.
+  [[nodiscard]] Expected<void> start_task(proto::Task&& task, Clock::time_point now);
+  // Queues `task` in the pipe of this Busy worker: it starts when the current one ends. Its
+  // frame is only buffered here; flush_queued() writes every buffered frame with one write().
+  // The caller keeps queued_bytes() + task_frame_bytes(task) below the pipe's capacity, so that
+  // the write never blocks on a worker busy with its current task.
   void enqueue(proto::Task task);
-  // Writes the frames enqueue() buffered. Error{Io} when the worker is gone: its tasks stay in
-  // `queued`, and the pool's EOF handling returns them to its queue.
+  // Writes the frames enqueue() buffered. Error{Io} when the worker is gone: its tasks stay
+  // queued, and the pool's EOF handling returns them to its queue.
   [[nodiscard]] Expected<void> flush_queued();
-  // The first task of `queued`, which the worker starts now that its previous one is done.
-  // Precondition: `queued` is not empty.
-  [[nodiscard]] proto::Task pop_queued();
-  // Forgets `queued` (and any frame still buffered).
-  void clear_queued() noexcept;
-  // Pipe bytes of the frames of `queued`.
-  [[nodiscard]] std::size_t queued_bytes() const noexcept { return queued_bytes_; }
-  // Asks the worker to call shutdown() and exit.
+  // The reply to the running task arrived (see WorkerTasks::finish).
+  void finish_task(Clock::time_point now) { tasks_.finish(now); }
+  // A reply to a task it does not run arrived (see WorkerTasks::unmatched_reply).
+  void unmatched_reply() noexcept { tasks_.unmatched_reply(); }
+  // An S or E marker arrived (see WorkerTasks::run_started).
+  void run_started(std::uint64_t task_id, Clock::time_point now) noexcept {
+    tasks_.run_started(task_id, now);
+  }
+  void run_ended(std::uint64_t task_id, Clock::time_point now) noexcept {
+    tasks_.run_ended(task_id, now);
+  }
+  // An R frame arrived: Starting becomes Idle.
+  void ready() noexcept { tasks_.ready(); }
+  // An L frame arrived; `text` explains the exit that follows.
+  void load_failed(std::string text) { tasks_.load_failed(std::move(text)); }
+  // Forgets its tasks (and any frame still buffered); their replies are counted off as they
+  // come (see WorkerTasks::forget_tasks).
+  void forget_tasks() noexcept;
+  // Takes out the queued tasks, which never started (the worker is gone).
+  [[nodiscard]] std::deque<proto::Task> take_queued();
+  // Its job was dropped: forgets its tasks unreported, then SIGTERM if it was running one, else a
+  // Q frame; SIGKILL is due at `kill_at`.
+  void cancel(Clock::time_point kill_at);
+  // Not needed any more: a Q frame; SIGKILL is due at `kill_at`.
+  void retire(Clock::time_point kill_at);
+  // Its task overran a bound named `why`: SIGTERM now, SIGKILL due at `kill_at`; the task stays,
+  // to be reported once the worker is gone.
+  void time_out(std::string why, Clock::time_point kill_at);
+  // init() did not finish in time: SIGKILL now, with `why` kept as fail_status().
+  void abort_start(std::string why);
+  // Asks the worker to call shutdown() and exit (a Q frame, then the request pipe is closed).
   void send_quit();
+  // SIGKILL now; no kill deadline is left.
+  void kill_hard();
   // Reads what is available (non-blocking) and appends decoded events. Returns false on EOF or
   // a framing error (the worker is then gone or broken; see `broken_reason()`).
   bool read_events(std::vector<WorkerEvent>& out);
-  // SIGTERM now; the caller SIGKILLs via kill_hard() once the grace period is over.
-  void terminate();
-  void kill_hard();
 
+  [[nodiscard]] const WorkerTasks& tasks() const noexcept { return tasks_; }
+  [[nodiscard]] State state() const noexcept { return tasks_.state(); }
+  [[nodiscard]] std::size_t queued_bytes() const noexcept { return tasks_.queued_bytes(); }
   [[nodiscard]] int read_fd() const noexcept { return from_.get(); }
-  [[nodiscard]] State state() const noexcept { return state_; }
-  void set_state(State s) noexcept { state_ = s; }
   [[nodiscard]] std::uint64_t job_id() const noexcept { return job_id_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] std::int64_t pid() const noexcept { return pid_; }
+  [[nodiscard]] Clock::time_point started() const noexcept { return started_; }
   [[nodiscard]] const std::string& broken_reason() const noexcept { return broken_; }
   ChildProcess& process() noexcept { return proc_; }
-
-  // Starts the clocks of `task`, which the worker takes now: at hand-off to an idle worker, or
-  // when the reply to the task ahead of it in the pipe arrives.
-  void begin_task(Clock::time_point now);
-
-  // The task in progress (Busy), and its timing.
-  std::optional<proto::Task> task{};
-  std::deque<proto::Task> queued{};  // sent after `task`, not started yet, in order; change it
-                                     // only through enqueue(), pop_queued(), clear_queued()
-  std::uint32_t stale = 0;           // replies still due for tasks dropped after a Reject
-  double task_start_unix = 0;
-  Clock::time_point task_start{};
-  // The task's overhead, kept only from the S and E markers (jobs with a task overhead timeout):
-  // the time outside run() since begin_task(), counted up to the start of the current phase.
-  bool run_started = false;         // S seen
-  bool in_run = false;              // S seen, E not yet
-  Clock::time_point phase_start{};  // begin_task(), S or E, whichever came last
-  Clock::duration overhead_used{};  // overhead before phase_start
-  Clock::time_point started{};
-  std::optional<Clock::time_point> kill_at{};  // SIGKILL deadline after a SIGTERM
-  std::string fail_status{};                   // why we stopped it (timeout), if we did
 
  private:
   Worker() = default;
@@ -120,11 +127,11 @@ class Worker final {
   UniqueFd from_{};
   std::string buf_{};
   std::string out_{};  // frames buffered by enqueue()
-  std::size_t queued_bytes_ = 0;
+  WorkerTasks tasks_{};
   std::uint64_t job_id_ = 0;
   std::string name_{};
   std::int64_t pid_ = 0;
-  State state_ = State::Starting;
+  Clock::time_point started_{};
   std::string broken_{};
 };
 

@@ -1,5 +1,5 @@
-// fanout-worker's runtimes and pipe loop. Frames: docs/worker-pipe.md; native ABI:
-// src/fanout/native/fanout_native.h; command runtime: docs/job-spec.md#command.
+// fanout-worker's runtimes and pipe loop. Frames: pool/worker_pipe.hpp; native ABI:
+// src/fanout/native/fanout_native.h; command runtime: docs/job-spec.md#runtimes-command-and-native.
 #include "pool/worker_host.hpp"
 
 #include <dlfcn.h>
@@ -21,6 +21,7 @@
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/fd.hpp"
 #include "fanout/util/fs.hpp"
+#include "pool/worker_pipe.hpp"
 
 namespace fanout::worker {
 
@@ -29,20 +30,6 @@ namespace {
 // Rows beyond this would not fit a D frame (u32 length); the pool refuses larger ones anyway.
 constexpr std::size_t kMaxOutput = 256u * 1024u * 1024u;
 constexpr std::size_t kStderrTail = 4096;
-
-template <typename T>
-void put(std::string& s, T v) {
-  char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));  // x86-64 and aarch64 are little-endian
-  s.append(b, sizeof(T));
-}
-
-template <typename T>
-T get(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
 
 double cpu_seconds_with_children() {
   timespec ts{};
@@ -158,14 +145,14 @@ class NativeRuntime final : public Runtime {
     EmitSink sink{&out.output, 0, opts_.append_row, false};
     const std::int64_t r = run_(&batch, emit_row, &sink);
     if (sink.full) {
-      out.status = 1;
+      out.status = pipe::DoneStatus::Raised;
       out.output.clear();
       out.error = fmt::format("OutputTooLarge: the rows of mini-batch {} exceed {} bytes", b.index,
                               kMaxOutput);
       return;
     }
     if (r < 0) {
-      out.status = 1;
+      out.status = pipe::DoneStatus::Raised;
       out.output.clear();
       out.error = with_category(fmt::format("fanout_run returned {}", r));
       return;
@@ -335,7 +322,7 @@ class CommandRuntime final : public Runtime {
 
  private:
   static void fail(Outcome& out, const char* category, const std::string& message) {
-    out.status = 1;
+    out.status = pipe::DoneStatus::Raised;
     out.output.clear();
     out.error = fmt::format("{}: {}", category, message);
   }
@@ -363,27 +350,10 @@ class CommandRuntime final : public Runtime {
 
 // ---------------------------------------------------------------- pipe
 
-void send_frame(int fd, char kind, std::string_view payload) {
+void send_frame(int fd, pipe::FrameKind kind, std::string_view payload) {
   std::string f;
-  put<std::uint32_t>(f, static_cast<std::uint32_t>(payload.size() + 1));
-  f.push_back(kind);
-  f.append(payload);
+  pipe::append_frame(f, kind, payload);
   (void)write_all(fd, f);
-}
-
-void append_done(std::string& out, std::uint64_t task_id, const Outcome& o, double run_s,
-                 double cpu_s) {
-  const std::size_t n = 1 + 8 + 1 + 8 + 8 + 8 + 8 + o.output.size() + o.error.size();
-  put<std::uint32_t>(out, static_cast<std::uint32_t>(n));
-  out.push_back('D');
-  put<std::uint64_t>(out, task_id);
-  out.push_back(static_cast<char>(o.status));
-  put<std::uint64_t>(out, o.n_result);
-  put<std::uint64_t>(out, o.output.size());
-  put<double>(out, run_s);
-  put<double>(out, cpu_s);
-  out += o.output;
-  out += o.error;
 }
 
 }  // namespace
@@ -399,10 +369,11 @@ Expected<std::unique_ptr<Runtime>> make_runtime(const RuntimeOptions& opts) {
 
 int serve(Runtime& rt, int in_fd, int out_fd) {
   if (auto r = rt.init(); !r) {
-    send_frame(out_fd, 'L', r.error().message);
+    send_frame(out_fd, pipe::FrameKind::LoadError, r.error().message);
     return 3;
   }
-  send_frame(out_fd, 'R', fmt::format("{} fanout-worker {}", ::getpid(), rt.describe()));
+  send_frame(out_fd, pipe::FrameKind::Ready,
+             fmt::format("{} fanout-worker {}", ::getpid(), rt.describe()));
   std::string buf;
   std::string replies;
   std::vector<char> chunk(1 << 16);
@@ -418,49 +389,47 @@ int serve(Runtime& rt, int in_fd, int out_fd) {
     buf.append(chunk.data(), static_cast<std::size_t>(n));
     // Every complete frame in the buffer is answered, and the replies leave in one write.
     std::size_t off = 0;
-    while (buf.size() - off >= 4) {
-      const auto len = get<std::uint32_t>(buf.data() + off);
-      if (len == 0) {
+    while (true) {
+      // Any N a u32 holds is accepted: the pool writes the frames.
+      const pipe::Cut c = pipe::cut_frame(std::string_view(buf).substr(off), UINT32_MAX);
+      if (c.status == pipe::Cut::Status::Partial) break;
+      if (c.status == pipe::Cut::Status::BadLength) {
         std::fprintf(stderr, "fanout-worker: protocol error: a frame of length 0\n");
         return 5;
       }
-      if (buf.size() - off - 4 < len) break;
-      const char* p = buf.data() + off + 4;
-      const char kind = p[0];
-      if (kind == 'Q') {
+      if (c.kind == pipe::FrameKind::Quit) {
         quit = true;
-        off += 4 + len;
+        off += c.frame_bytes();
         break;
       }
-      if (kind != 'T' || len < 25) {
+      auto task = pipe::decode_task(c.payload);  // refused below unless it is a T frame
+      if (c.kind != pipe::FrameKind::Task || !task) {
         std::fprintf(stderr, "fanout-worker: protocol error: unexpected frame '%c' of %u bytes\n",
-                     kind, len);
+                     static_cast<char>(c.kind), c.length);
         return 5;
       }
-      batch.task_id = get<std::uint64_t>(p + 1);
-      batch.index = get<std::uint64_t>(p + 9);
-      const auto detail_len = get<std::uint32_t>(p + 17);
-      const auto n_items = get<std::uint32_t>(p + 21);
+      batch.task_id = task->task_id;
+      batch.index = task->index;
       outcome = Outcome{};
       batch.items.clear();
       double run_s = 0;
-      if (detail_len > len - 25) {
-        outcome.status = 1;
+      if (!task->detail_fits) {
+        outcome.status = pipe::DoneStatus::Raised;
         outcome.error = "ProtocolError: the detail overruns the task frame";
       } else {
         // One copy of the items, so that each can end in its own '\0' for the C ABI.
-        batch.detail = std::string_view(p + 25, detail_len);
-        items.assign(p + 25 + detail_len, len - 25 - detail_len);
+        batch.detail = task->detail;
+        items.assign(task->items);
         items.push_back('\0');
-        if (n_items > 0) {
+        if (task->n_items > 0) {
           batch.items.push_back(items.data());
           for (std::size_t i = 0; i + 1 < items.size(); ++i) {
             if (items[i] == '\0') batch.items.push_back(items.data() + i + 1);
           }
         }
-        if (batch.items.size() != n_items) {
-          outcome.status = 1;
-          outcome.error = fmt::format("ProtocolError: expected {} items, found {}", n_items,
+        if (batch.items.size() != task->n_items) {
+          outcome.status = pipe::DoneStatus::Raised;
+          outcome.error = fmt::format("ProtocolError: expected {} items, found {}", task->n_items,
                                       batch.items.size());
         } else {
           const auto t0 = std::chrono::steady_clock::now();
@@ -469,9 +438,12 @@ int serve(Runtime& rt, int in_fd, int out_fd) {
         }
       }
       const double cpu_now = cpu_seconds_with_children();
-      append_done(replies, batch.task_id, outcome, run_s, cpu_now - cpu_mark);
+      pipe::append_done(replies,
+                        pipe::DoneHead{batch.task_id, outcome.status, outcome.n_result, run_s,
+                                       cpu_now - cpu_mark},
+                        outcome.output, outcome.error);
       cpu_mark = cpu_now;
-      off += 4 + len;
+      off += c.frame_bytes();
     }
     if (off == buf.size()) {
       buf.clear();

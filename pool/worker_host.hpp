@@ -1,6 +1,6 @@
 // The C++ side of a worker process (`fanout-worker`): the command and native runtimes, and the
-// loop that serves them over the worker pipe of docs/worker-pipe.md (fds 3 and 4), the same
-// frames the Python shim speaks. Single-threaded; one Runtime per process.
+// loop that serves them over the worker pipe (pool/worker_pipe.hpp, docs/worker-pipe.md; fds 3
+// and 4), the same frames the Python shim speaks. Single-threaded; one Runtime per process.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fanout/util/expected.hpp"
+#include "pool/worker_pipe.hpp"
 
 namespace fanout::worker {
 
@@ -24,7 +25,7 @@ struct Batch {
 
 // What run() produced, as a D frame carries it.
 struct Outcome {
-  std::uint8_t status = 0;  // 0 ok, 1 failed (error holds "<Category>: <message>...")
+  pipe::DoneStatus status = pipe::DoneStatus::Ok;  // Raised: error is "<Category>: <message>..."
   std::uint64_t n_result = 0;
   std::string output{};  // rows, each ending in '\n' (empty in summary_only mode)
   std::string error{};

@@ -6,7 +6,9 @@ Started by fanout-pool as
 
 with fd 3 = the pipe it reads requests from and fd 4 = the pipe it writes
 replies to. stdin/stdout/stderr belong to the user's script. The frames are
-described normatively in docs/worker-pipe.md; keep the two in step.
+defined by pool/worker_pipe.hpp and described in docs/worker-pipe.md; the
+constants below are checked against the header by
+tests/python/test_worker_pipe_catalogue.py.
 
 Only the Python standard library is needed (pandas only for tabular input),
 and any python3 >= 3.8 works. The per-task path is kept short on purpose:
@@ -34,23 +36,29 @@ EXIT_LOAD_ERROR = 3
 EXIT_RUN_FATAL = 4
 EXIT_PROTOCOL = 5
 
-# Task status in a D frame.
+# Task status in a D frame (DoneStatus).
 STATUS_OK = 0
 STATUS_EXCEPTION = 1
 STATUS_BAD_RETURN = 2
 
-# Pool -> worker: u32 length, then u8 kind.
-KIND_TASK = ord("T")
-KIND_QUIT = ord("Q")
-# T payload header after the kind byte.
+# Frame kinds (FrameKind): every frame is a u32 length, then the kind, then its payload.
+KIND_TASK = b"T"  # pool -> worker
+KIND_QUIT = b"Q"  # pool -> worker
+KIND_READY = b"R"
+KIND_LOAD_ERROR = b"L"
+KIND_RUN_STARTED = b"S"  # only with FANOUT_RUN_MARKERS=1
+KIND_RUN_ENDED = b"E"  # likewise
+KIND_DONE = b"D"
+# T payload header after the kind byte (TaskLayout).
 _TASK = struct.Struct("<QQII")  # task_id, minibatch_index, detail_len, n_items
-_TASK_BODY_OFFSET = 1 + _TASK.size  # 25
-# Worker -> pool: length, kind 'D', task_id, status, n_result, out_len, run_s, cpu_s.
+_TASK_BODY_OFFSET = 1 + _TASK.size  # 25: where the detail starts, counted from the kind byte
+# A whole D frame's header (DoneLayout): length, kind, task_id, status, n_result, out_len, run_s,
+# cpu_s.
 _DONE = struct.Struct("<IcQBQQdd")
 _DONE_FIXED = _DONE.size - 4  # bytes counted by the length field before output: 42
-# Worker -> pool, only with FANOUT_RUN_MARKERS=1: length 9, kind 'S' (run() starts) or 'E'
-# (run() ended), task_id.
+# A whole S or E frame (MarkerLayout): length, kind, task_id.
 _MARK = struct.Struct("<IcQ")
+_MARK_LEN = _MARK.size - 4  # 9
 _LEN = struct.Struct("<I")
 _MAX_FRAME = 0xFFFFFFFF
 
@@ -219,7 +227,7 @@ def _done_frame(task_id, status, n_result, out, err, run_s, cpu_s):
     if _DONE_FIXED + len(out) + len(err_b) > _MAX_FRAME:
         status, n_result, out = STATUS_EXCEPTION, 0, b""
         err_b = b"OutputTooLarge: the mini-batch's output does not fit in one reply frame (4 GiB)\n"
-    head = _DONE.pack(_DONE_FIXED + len(out) + len(err_b), b"D", task_id, status, n_result,
+    head = _DONE.pack(_DONE_FIXED + len(out) + len(err_b), KIND_DONE, task_id, status, n_result,
                       len(out), run_s, cpu_s)
     if out or err_b:
         return b"".join((head, out, err_b))
@@ -243,8 +251,12 @@ class _Config(object):
 
 
 def _fix_sys_path(script_dir):
-    """cwd (the job's code folder) first, then the entry script's folder; the shim's
-    own folder moves to the end (it holds azureml_user and fanout_runtime)."""
+    """cwd (the job's code folder) first, then the entry script's folder.
+
+    The shim's own folder (azureml_user, fanout_runtime) loses the place Python gave
+    it as the script's folder and keeps the one PYTHONPATH gives it, right after those
+    two and before site-packages, so that an installed package of the same name cannot
+    replace EntryScript; it goes at the end only when PYTHONPATH lacks it."""
     shim_dir = os.path.dirname(os.path.abspath(_SHIM_FILE))
     if sys.path and sys.path[0] and os.path.realpath(sys.path[0]) == os.path.realpath(shim_dir):
         del sys.path[0]
@@ -267,7 +279,7 @@ def _module_name(path):
 def _load_error(text):
     """Sends an L frame and ends the process with EXIT_LOAD_ERROR."""
     try:
-        _send_text_frame(b"L", text)
+        _send_text_frame(KIND_LOAD_ERROR, text)
     except OSError:
         pass
     _flush_std()
@@ -453,6 +465,9 @@ def serve(run, two_args, cfg):
     max_out = _MAX_FRAME - _DONE_FIXED
     markers = cfg.run_markers
     pack_mark = _MARK.pack
+    mark_len = _MARK_LEN
+    task_kind, quit_kind = KIND_TASK[0], KIND_QUIT[0]
+    started_kind, ended_kind, done_kind = KIND_RUN_STARTED, KIND_RUN_ENDED, KIND_DONE
     cpu_mark = cpu()
 
     while True:
@@ -469,8 +484,8 @@ def serve(run, two_args, cfg):
         if n == 0:
             _protocol_exit("empty frame")
         kind = body[0]
-        if kind != KIND_TASK:
-            if kind == KIND_QUIT:
+        if kind != task_kind:
+            if kind == quit_kind:
                 return
             _protocol_exit("unknown frame kind %r" % bytes(body[:1]))
         if n < body_offset:
@@ -494,14 +509,14 @@ def serve(run, two_args, cfg):
                 mini_batch, ctx = _prepare_slow(body, n, detail_len, n_items, minibatch_index, cfg, two_args)
 
             if markers:
-                write(fd, pack_mark(9, b"S", task_id))
+                write(fd, pack_mark(mark_len, started_kind, task_id))
             t0 = perf()
             try:
                 result = run(mini_batch) if ctx is None else run(mini_batch, ctx)
             finally:
                 run_s = perf() - t0
                 if markers:
-                    write(fd, pack_mark(9, b"E", task_id))
+                    write(fd, pack_mark(mark_len, ended_kind, task_id))
 
             tr = type(result)
             if tr is list_t or tr is tuple_t:
@@ -532,9 +547,9 @@ def serve(run, two_args, cfg):
         if err or len(out) > max_out:
             frame = _done_frame(task_id, status, n_result, out, err, run_s, c - cpu_mark)
         elif out:
-            frame = pack_done(fixed + len(out), b"D", task_id, status, n_result, len(out), run_s, c - cpu_mark) + out
+            frame = pack_done(fixed + len(out), done_kind, task_id, status, n_result, len(out), run_s, c - cpu_mark) + out
         else:
-            frame = pack_done(fixed, b"D", task_id, status, n_result, 0, run_s, c - cpu_mark)
+            frame = pack_done(fixed, done_kind, task_id, status, n_result, 0, run_s, c - cpu_mark)
         cpu_mark = c
         try:
             done = write(fd, frame)
@@ -653,7 +668,7 @@ def main():
     two_args = _takes_context(run)
 
     try:
-        _send_text_frame(b"R", "%d %s" % (os.getpid(), sys.version.split()[0]))
+        _send_text_frame(KIND_READY, "%d %s" % (os.getpid(), sys.version.split()[0]))
     except BrokenPipeError:
         call_shutdown(module)
         return EXIT_OK

@@ -596,6 +596,21 @@ class ShimTest(unittest.TestCase):
         self.assertEqual(rows[3:6], ["from code folder", "next to script", "score"])
         self.assertEqual(os.path.realpath(rows[6]), os.path.realpath(self.folder))
 
+    def test_sys_path_puts_the_shim_folder_after_the_users_folders(self):
+        # docs/worker-pipe.md: the code folder, the entry script's folder, then the shim's folder
+        # (where PYTHONPATH put it, before site-packages), once.
+        os.makedirs(os.path.join(self.folder, "sub"))
+        w = self.started("""
+            import json, sys
+            def run(mini_batch):
+                return [json.dumps(sys.path)]
+        """, script=os.path.join("sub", "score.py"))
+        path = [os.path.realpath(p) for p in json.loads(w.task(1, ["a"]).out.decode())]
+        shim = os.path.realpath(SHIM_DIR)
+        self.assertEqual(path[:3], [os.path.realpath(self.folder),
+                                    os.path.realpath(os.path.join(self.folder, "sub")), shim])
+        self.assertEqual(path.count(shim), 1)
+
     # -- stdout, shutdown, EOF
     def test_print_goes_to_stdout_and_frames_survive(self):
         w = self.started("""

@@ -1,8 +1,7 @@
-// MLTable files and plain CSV/TSV inputs to TableSpec. See mltable.hpp and docs/job-spec.md.
-// yaml-cpp is used only in config/*.cpp; its exceptions never leave this file.
+// MLTable files to TableSpec, and the meaning of their patterns and partition formats. Reads the
+// MLTable file only: listing what its paths name is client/listing.cpp's. See mltable.hpp and
+// docs/job-spec.md#tabular-input.
 #include "fanout/config/mltable.hpp"
-
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <array>
@@ -10,35 +9,23 @@
 #include <string_view>
 #include <system_error>
 
+#include "fanout/config/detail/located_yaml.hpp"
 #include "fanout/util/fs.hpp"
 
 namespace fanout::config {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The first error found; thrown only inside this file and turned into an Error by parse_mltable.
-struct TableError {
-  std::string message;
-};
+using detail::describe;
+using detail::line_of;
+using detail::quote_whole;
+using detail::Where;
+using detail::YamlReader;
 
 constexpr std::array<std::string_view, 4> kHeaders = {
     "no_header", "from_first_file", "all_files_different_headers", "all_files_same_headers"};
 constexpr std::array<std::string_view, 8> kEncodings = {
     "utf8", "iso88591", "latin1", "ascii", "utf16", "utf32", "utf8bom", "windows1252"};
-
-int line_of(const YAML::Node& n) {
-  return n.IsDefined() && n.Mark().line >= 0 ? n.Mark().line + 1 : 0;
-}
-
-std::string dq(const std::string& s) { return "\"" + s + "\""; }
-
-std::string describe(const YAML::Node& n) {
-  if (!n.IsDefined() || n.IsNull()) return "nothing";
-  if (n.IsScalar()) return dq(n.Scalar());
-  if (n.IsSequence()) return "a list";
-  return "a mapping";
-}
 
 template <std::size_t N>
 std::string one_of(const std::array<std::string_view, N>& names) {
@@ -50,33 +37,36 @@ std::string one_of(const std::array<std::string_view, N>& names) {
   return s;
 }
 
+// Reads one MLTable file into t_. Single use: construct, call run() once.
 class TableParser final {
  public:
   // `file` names the file in messages; `resolved` is its absolute path.
-  TableParser(std::string file, const std::string& resolved) : file_(std::move(file)) {
-    t_.source = file_;
+  TableParser(std::string file, const std::string& resolved) : r_(std::move(file)) {
+    t_.source = r_.file();
     t_.base_dir = fs::path(resolved).parent_path().string();
   }
 
   TableSpec run(const YAML::Node& root) {
     if (!root.IsDefined() || !root.IsMap()) {
-      fail(line_of(root), "",
-           "expected a mapping with paths and transformations (got " + describe(root) + ")");
+      r_.fail({"", line_of(root)},
+              "expected a mapping with paths and transformations (got " + describe(root) + ")");
     }
     for (const auto& kv : root) {
       const std::string k = kv.first.Scalar();
       if (k != "paths" && k != "transformations" && k != "type" && k != "$schema" &&
           k != "metadata" && k != "traits") {
-        fail(line_of(kv.first), k,
-             "unknown key; expected paths, transformations, type, metadata or traits");
+        r_.fail({k, line_of(kv.first)},
+                "unknown key; expected paths, transformations, type, metadata or traits");
       }
     }
     const YAML::Node paths = root["paths"];
     if (!paths.IsDefined() || paths.IsNull()) {
-      fail(line_of(root), "paths",
-           "expected a list of file, folder or pattern entries (got nothing)");
+      r_.fail({"paths", line_of(root)},
+              "expected a list of file, folder or pattern entries (got nothing)");
     }
     parse_paths(paths);
+    // Without a read_* transformation the table is a table of files (TableFormat::Files).
+    t_.format = TableFormat::Files;
     if (const YAML::Node tr = root["transformations"]; tr.IsDefined() && !tr.IsNull()) {
       parse_transformations(tr);
     }
@@ -84,78 +74,58 @@ class TableParser final {
   }
 
  private:
-  [[noreturn]] void fail(int line, const std::string& key, const std::string& what) const {
-    std::string msg = file_;
-    if (line > 0) msg += ":" + std::to_string(line);
-    msg += ": ";
-    if (!key.empty()) msg += key + ": ";
-    msg += what;
-    throw TableError{std::move(msg)};
-  }
-
-  std::string scalar(const YAML::Node& n, const std::string& key, const std::string& expect) const {
-    if (!n.IsScalar()) fail(line_of(n), key, "expected " + expect + " (got " + describe(n) + ")");
-    return n.Scalar();
-  }
-
-  bool boolean(const YAML::Node& n, const std::string& key) const {
-    const std::string s = scalar(n, key, "true or false");
-    if (s == "true" || s == "True" || s == "TRUE") return true;
-    if (s == "false" || s == "False" || s == "FALSE") return false;
-    fail(line_of(n), key, "expected true or false (got " + dq(s) + ")");
-  }
-
   // A column name or a list of them; `holder` is n's parent, for the line when n is missing.
   std::vector<std::string> names(const YAML::Node& n, const std::string& key,
                                  const YAML::Node& holder) const {
     std::vector<std::string> out;
     if (!n.IsDefined()) {
-      fail(line_of(holder), key, "expected a column name or a list of them (got a mapping)");
+      r_.fail({key, line_of(holder)}, "expected a column name or a list of them (got a mapping)");
     }
     if (n.IsScalar()) {
       out.push_back(n.Scalar());
     } else if (n.IsSequence()) {
       for (std::size_t i = 0; i < n.size(); ++i) {
-        out.push_back(scalar(n[i], key + "[" + std::to_string(i) + "]", "a column name"));
+        out.push_back(r_.scalar(n[i], key + "[" + std::to_string(i) + "]", "a column name"));
       }
     } else {
-      fail(line_of(n), key, "expected a column name or a list of them (got " + describe(n) + ")");
+      r_.fail({key, line_of(n)},
+              "expected a column name or a list of them (got " + describe(n) + ")");
     }
     for (const auto& s : out) {
-      if (s.empty()) fail(line_of(n), key, "expected a column name (got \"\")");
+      if (s.empty()) r_.fail({key, line_of(n)}, "expected a column name (got \"\")");
     }
     return out;
   }
 
   void parse_paths(const YAML::Node& paths) {
     if (!paths.IsSequence() || paths.size() == 0) {
-      fail(line_of(paths), "paths",
-           "expected a list of file, folder or pattern entries (got " +
-               (paths.IsSequence() ? std::string("an empty list") : describe(paths)) + ")");
+      r_.fail({"paths", line_of(paths)},
+              "expected a list of file, folder or pattern entries (got " +
+                  (paths.IsSequence() ? std::string("an empty list") : describe(paths)) + ")");
     }
     for (std::size_t i = 0; i < paths.size(); ++i) {
       const YAML::Node e = paths[i];
       const std::string key = "paths[" + std::to_string(i) + "]";
       if (!e.IsMap() || e.size() != 1) {
-        fail(line_of(e), key,
-             "expected one of file: <path>, folder: <path> or pattern: <glob> (got " + describe(e) +
-                 ")");
+        r_.fail({key, line_of(e)},
+                "expected one of file: <path>, folder: <path> or pattern: <glob> (got " +
+                    describe(e) + ")");
       }
       const auto kv = *e.begin();
       TablePath p;
       p.kind = kv.first.Scalar();
       p.line = line_of(kv.first);
       if (p.kind != "file" && p.kind != "folder" && p.kind != "pattern") {
-        fail(p.line, key, "expected file, folder or pattern (got " + dq(p.kind) + ")");
+        r_.fail({key, p.line},
+                "expected file, folder or pattern (got " + quote_whole(p.kind) + ")");
       }
-      std::string v = scalar(kv.second, key + "." + p.kind, "a local path");
-      if (v.empty()) fail(p.line, key + "." + p.kind, "expected a local path (got \"\")");
+      const Where at{key + "." + p.kind, p.line};
+      std::string v = r_.scalar(kv.second, at.key, "a local path");
+      if (v.empty()) r_.fail(at, "expected a local path (got \"\")");
       if (v.find("://") != std::string::npos || v.rfind("azureml:", 0) == 0) {
-        fail(p.line, key + "." + p.kind,
-             "expected a local path; remote URIs and Azure ML assets are not read (got " + dq(v) +
-                 ")");
+        r_.fail(at, "expected a local path; remote URIs and Azure ML assets are not read (got " +
+                        quote_whole(v) + ")");
       }
-      if (v.rfind("file://", 0) == 0) v = v.substr(7);
       p.value = p.kind == "pattern" ? v : resolve_path(t_.base_dir, v);
       t_.paths.push_back(std::move(p));
     }
@@ -163,33 +133,33 @@ class TableParser final {
 
   void parse_transformations(const YAML::Node& tr) {
     if (!tr.IsSequence()) {
-      fail(line_of(tr), "transformations", "expected a list (got " + describe(tr) + ")");
+      r_.fail({"transformations", line_of(tr)}, "expected a list (got " + describe(tr) + ")");
     }
     for (std::size_t i = 0; i < tr.size(); ++i) {
       const YAML::Node step = tr[i];
       const std::string key = "transformations[" + std::to_string(i) + "]";
       if (!step.IsMap() || step.size() != 1) {
-        fail(line_of(step), key,
-             "expected one transformation such as read_delimited (got " + describe(step) + ")");
+        r_.fail({key, line_of(step)},
+                "expected one transformation such as read_delimited (got " + describe(step) + ")");
       }
       const auto kv = *step.begin();
       const std::string name = kv.first.Scalar();
       const std::string k = key + "." + name;
       const YAML::Node v = kv.second;
       if (name == "read_delimited") {
+        t_.format = TableFormat::Delimited;
         parse_read_delimited(v, k);
       } else if (name == "extract_columns_from_partition_format") {
         // Written either as the format itself or as {partition_format: ...}.
         if (v.IsMap()) {
-          t_.partition_format = scalar(v["partition_format"], k + ".partition_format",
-                                       "a format such as {year}/{month}/*.csv");
+          t_.partition_format = r_.scalar(v["partition_format"], k + ".partition_format",
+                                          "a format such as {year}/{month}/*.csv");
         } else {
-          t_.partition_format = scalar(v, k, "a format such as {year}/{month}/*.csv");
+          t_.partition_format = r_.scalar(v, k, "a format such as {year}/{month}/*.csv");
         }
         if (partition_format_keys(t_.partition_format).empty()) {
-          fail(line_of(v), k,
-               "expected a format naming at least one {column} (got " + dq(t_.partition_format) +
-                   ")");
+          r_.fail({k, line_of(v)}, "expected a format naming at least one {column} (got " +
+                                       quote_whole(t_.partition_format) + ")");
         }
       } else if (name == "drop_columns") {
         auto n = names(v.IsMap() ? v["columns"] : v, k, v);
@@ -198,68 +168,60 @@ class TableParser final {
         auto n = names(v.IsMap() ? v["columns"] : v, k, v);
         t_.keep_columns.insert(t_.keep_columns.end(), n.begin(), n.end());
       } else {
-        fail(line_of(kv.first), key,
-             "expected read_delimited, extract_columns_from_partition_format, drop_columns or "
-             "keep_columns; fanout does not support " +
-                 dq(name) + " yet");
+        r_.fail({key, line_of(kv.first)},
+                "expected read_delimited, extract_columns_from_partition_format, drop_columns or "
+                "keep_columns; fanout does not support " +
+                    quote_whole(name) + " yet");
       }
     }
   }
 
   void parse_read_delimited(const YAML::Node& v, const std::string& k) {
     if (v.IsNull()) return;
-    if (!v.IsMap()) fail(line_of(v), k, "expected a mapping of options (got " + describe(v) + ")");
+    if (!v.IsMap()) {
+      r_.fail({k, line_of(v)}, "expected a mapping of options (got " + describe(v) + ")");
+    }
     for (const auto& kv : v) {
       const std::string opt = kv.first.Scalar();
       const std::string ok = k + "." + opt;
       const YAML::Node x = kv.second;
       if (opt == "delimiter") {
-        t_.delimiter = scalar(x, ok, "one character");
+        t_.delimiter = r_.scalar(x, ok, "one character");
         if (t_.delimiter == "\\t") t_.delimiter = "\t";
         if (t_.delimiter.size() != 1 || t_.delimiter == "\"" || t_.delimiter == "\n") {
-          fail(line_of(x), ok,
-               "expected one character other than a quote or a line break (got " +
-                   dq(t_.delimiter) + ")");
+          r_.fail({ok, line_of(x)},
+                  "expected one character other than a quote or a line break (got " +
+                      quote_whole(t_.delimiter) + ")");
         }
       } else if (opt == "encoding") {
-        t_.encoding = scalar(x, ok, one_of(kEncodings));
+        t_.encoding = r_.scalar(x, ok, one_of(kEncodings));
         if (std::find(kEncodings.begin(), kEncodings.end(), t_.encoding) == kEncodings.end()) {
-          fail(line_of(x), ok, "expected " + one_of(kEncodings) + " (got " + dq(t_.encoding) + ")");
+          r_.fail({ok, line_of(x)},
+                  "expected " + one_of(kEncodings) + " (got " + quote_whole(t_.encoding) + ")");
         }
       } else if (opt == "header") {
-        t_.header = scalar(x, ok, one_of(kHeaders));
+        t_.header = r_.scalar(x, ok, one_of(kHeaders));
         if (std::find(kHeaders.begin(), kHeaders.end(), t_.header) == kHeaders.end()) {
-          fail(line_of(x), ok, "expected " + one_of(kHeaders) + " (got " + dq(t_.header) + ")");
+          r_.fail({ok, line_of(x)},
+                  "expected " + one_of(kHeaders) + " (got " + quote_whole(t_.header) + ")");
         }
       } else if (opt == "empty_as_string") {
-        t_.empty_as_string = boolean(x, ok);
+        t_.empty_as_string = r_.boolean(x, ok);
       } else if (opt == "include_path_column") {
-        t_.include_path_column = boolean(x, ok);
+        t_.include_path_column = r_.boolean(x, ok);
       } else if (opt == "infer_column_types" || opt == "support_multi_line") {
-        (void)boolean(x, ok);  // pandas infers types; quoted fields may always span lines
+        (void)r_.boolean(x, ok);  // pandas infers types; quoted fields may always span lines
       } else {
-        fail(line_of(kv.first), ok,
-             "unknown option; expected delimiter, encoding, header, empty_as_string, "
-             "include_path_column, infer_column_types or support_multi_line");
+        r_.fail({ok, line_of(kv.first)},
+                "unknown option; expected delimiter, encoding, header, empty_as_string, "
+                "include_path_column, infer_column_types or support_multi_line");
       }
     }
   }
 
-  std::string file_;
+  YamlReader r_;
   TableSpec t_{};
 };
-
-// Lists `dir` recursively (regular files only), sorted by path.
-void list_folder(const fs::path& dir, std::vector<std::string>& out) {
-  std::vector<std::string> found;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code ec2;
-    if (it->is_regular_file(ec2)) found.push_back(it->path().string());
-  }
-  std::sort(found.begin(), found.end());
-  out.insert(out.end(), found.begin(), found.end());
-}
 
 bool segment_match(std::string_view p, std::string_view s) {
   std::size_t pi = 0, si = 0, star_p = std::string_view::npos, star_s = 0;
@@ -380,19 +342,21 @@ FormatMatch match_partition_format(std::string_view format, std::string_view rel
   return m;
 }
 
-Expected<TableSpec> parse_mltable(const std::string& text, const std::string& file) {
-  try {
-    TableParser p(file, resolve_path(fs::current_path().string(), file));
-    TableSpec t = p.run(YAML::Load(text));
-    t.source = file;
-    return t;
-  } catch (const TableError& e) {
-    return make_error(ErrorCode::InvalidArgument, e.message);
-  } catch (const YAML::Exception& e) {
-    std::string where = file;
-    if (e.mark.line >= 0) where += ":" + std::to_string(e.mark.line + 1);
-    return make_error(ErrorCode::InvalidArgument, where + ": YAML syntax error: " + e.msg);
+std::string glob_prefix(std::string_view pattern) {
+  std::string prefix;
+  for (auto seg : segments(pattern)) {
+    if (seg.find_first_of("*?[") != std::string_view::npos) break;
+    prefix += std::string(seg) + "/";
   }
+  return prefix;
+}
+
+Expected<TableSpec> parse_mltable(const std::string& text, const std::string& file) {
+  std::error_code ec;
+  const std::string resolved = resolve_path(fs::current_path(ec).string(), file);
+  return detail::read_yaml(file, [&] {
+    return TableParser(file, resolved).run(detail::load_yaml(text, file, /*one_document=*/false));
+  });
 }
 
 Expected<TableSpec> load_mltable(const std::string& path) {
@@ -401,84 +365,6 @@ Expected<TableSpec> load_mltable(const std::string& path) {
   auto text = read_file(file);
   if (!text) return Unexpected{text.error()};
   return parse_mltable(*text, file);
-}
-
-TableSpec plain_table(const std::string& path, bool is_folder) {
-  TableSpec t;
-  t.source = path;
-  if (!is_folder) {
-    t.base_dir = fs::path(path).parent_path().string();
-    t.paths.push_back(TablePath{"file", path, 0});
-    if (fs::path(path).extension() == ".tsv") t.delimiter = "\t";
-    return t;
-  }
-  // A folder is read as its *.csv files, or its *.tsv files when it has no .csv file: other
-  // files (a README, an MLTable) are not rows.
-  t.base_dir = path;
-  std::vector<std::string> files;
-  list_folder(path, files);
-  const auto has = [&](const char* ext) {
-    return std::any_of(files.begin(), files.end(),
-                       [&](const std::string& f) { return fs::path(f).extension() == ext; });
-  };
-  const bool tsv = !has(".csv") && has(".tsv");
-  t.paths.push_back(TablePath{"pattern", tsv ? "**/*.tsv" : "**/*.csv", 0});
-  if (tsv) t.delimiter = "\t";
-  return t;
-}
-
-Expected<std::vector<std::string>> list_table_files(const TableSpec& t) {
-  std::vector<std::string> out;
-  for (const auto& p : t.paths) {
-    const std::string where = t.source +
-                              (p.line > 0 ? ":" + std::to_string(p.line) : std::string()) +
-                              ": paths: " + p.kind + ": ";
-    std::error_code ec;
-    if (p.kind == "file") {
-      if (!fs::is_regular_file(p.value, ec)) {
-        return make_error(ErrorCode::NotFound, where + "expected an existing file (got " +
-                                                   dq(p.value) + ", which does not exist)");
-      }
-      out.push_back(p.value);
-    } else if (p.kind == "folder") {
-      if (!fs::is_directory(p.value, ec)) {
-        return make_error(ErrorCode::NotFound, where + "expected an existing folder (got " +
-                                                   dq(p.value) + ", which does not exist)");
-      }
-      list_folder(p.value, out);
-    } else {
-      // Patterns are matched against paths relative to the base folder (or absolute ones).
-      const bool absolute = !p.value.empty() && p.value.front() == '/';
-      std::string pat = p.value;
-      if (pat.rfind("./", 0) == 0) pat = pat.substr(2);
-      // Walk only below the pattern's literal prefix.
-      std::string prefix;
-      for (auto seg : segments(pat)) {
-        if (seg.find_first_of("*?[") != std::string_view::npos) break;
-        prefix += std::string(seg) + "/";
-      }
-      const std::string root = absolute ? "/" + prefix : resolve_path(t.base_dir, prefix);
-      std::vector<std::string> all;
-      if (fs::is_directory(root, ec)) list_folder(root, all);
-      if (fs::is_regular_file(absolute ? pat : resolve_path(t.base_dir, pat), ec)) {
-        all.push_back(absolute ? pat : resolve_path(t.base_dir, pat));
-      }
-      std::size_t found = 0;
-      for (const auto& f : all) {
-        std::string rel = absolute ? f : fs::path(f).lexically_relative(t.base_dir).string();
-        if (glob_match(pat, rel)) {
-          out.push_back(f);
-          ++found;
-        }
-      }
-      if (found == 0) {
-        return make_error(ErrorCode::NotFound,
-                          where + "expected a pattern matching at least one file (got " +
-                              dq(p.value) + ", which matches none under " + t.base_dir + ")");
-      }
-    }
-  }
-  return out;
 }
 
 }  // namespace fanout::config

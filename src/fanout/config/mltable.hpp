@@ -1,5 +1,6 @@
-// Tabular input: Azure ML MLTable files (paths + read_delimited + column transformations) and
-// plain CSV/TSV inputs, as one TableSpec. See docs/job-spec.md#tabular-input.
+// Tabular input: what an Azure ML MLTable file says (its paths, each a file, folder or pattern,
+// and its transformations), as one TableSpec; plain CSV/TSV inputs are described the same way by
+// client/listing.hpp. Nothing here lists a folder. See docs/job-spec.md#tabular-input.
 #pragma once
 
 #include <string>
@@ -16,11 +17,21 @@ struct TablePath {
   int line = 0;         // where it was written (0: not from a file)
 };
 
+// What the table's rows are, as its MLTable file says.
+enum class TableFormat {
+  Delimited,  // a read_delimited transformation: rows of delimited text (plain CSV/TSV too)
+  // No read_* transformation, only paths: Azure ML reads this as a table of files. fanout still
+  // reads it as delimited text with read_delimited's defaults (TODO(#16): one item per file).
+  Files,
+};
+
 // How a table is read. Every field has ParallelRunStep's / MLTable's default.
 struct TableSpec {
   std::string source{};    // the MLTable file, or the CSV file/folder; for messages
   std::string base_dir{};  // relative paths and patterns resolve against it
   std::vector<TablePath> paths{};
+  TableFormat format = TableFormat::Delimited;
+  // read_delimited's options (their defaults when it is absent):
   std::string delimiter = ",";
   std::string encoding =
       "utf8";  // utf8, iso88591, latin1, ascii, utf16, utf32, utf8bom, windows1252
@@ -28,7 +39,8 @@ struct TableSpec {
   std::string header = "all_files_same_headers";
   bool empty_as_string = false;
   bool include_path_column = false;  // adds a "Path" column holding the file's path
-  std::string partition_format{};    // extract_columns_from_partition_format, e.g. "{a}/{b}.csv"
+  // The column transformations:
+  std::string partition_format{};  // extract_columns_from_partition_format, e.g. "{a}/{b}.csv"
   std::vector<std::string> drop_columns{};
   std::vector<std::string> keep_columns{};
 };
@@ -40,19 +52,13 @@ struct TableSpec {
 [[nodiscard]] Expected<TableSpec> load_mltable(const std::string& path);
 [[nodiscard]] Expected<TableSpec> parse_mltable(const std::string& text, const std::string& file);
 
-// A plain delimited file or folder of them (uri_file / uri_folder), every file with a header: a
-// file is tab-separated when it ends in .tsv, else comma-separated; a folder is read as its
-// *.csv files (recursively), or as its *.tsv files, tab-separated, when it has no .csv file.
-TableSpec plain_table(const std::string& path, bool is_folder);
-
-// The files a table reads, in a stable order: each `paths` entry in turn; a folder's files and a
-// pattern's matches sorted by path. Error{NotFound} naming the entry (and its line) when a file
-// or folder is missing or a pattern matches nothing.
-[[nodiscard]] Expected<std::vector<std::string>> list_table_files(const TableSpec& t);
-
 // Glob matching on '/'-separated paths: `*` and `?` stay inside one path segment, `**` as a
 // whole segment matches zero or more segments, `[abc]` a character class.
 bool glob_match(std::string_view pattern, std::string_view path);
+
+// The leading segments of a pattern that hold no wildcard, each followed by '/': "data/2024/"
+// for "data/2024/*/x.csv", "" for "**/*.csv". Only files below it can match.
+std::string glob_prefix(std::string_view pattern);
 
 // Matches a path (relative to the table's base) against a partition format such as
 // "{user}/{season}/{genre}.wav" (a leading '/' is ignored; {name} matches within one segment,

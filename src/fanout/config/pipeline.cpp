@@ -1,8 +1,6 @@
-// Pipeline job files to Pipeline. See pipeline.hpp and docs/job-spec.md#pipelines.
-// yaml-cpp is used only in config/*.cpp; its exceptions never leave this file.
+// Pipeline job files to Pipeline. See pipeline.hpp and docs/job-spec.md#pipelines. Messages are
+// located by detail/located_yaml.hpp; a parallel step is read by the job spec's parser.
 #include "fanout/config/pipeline.hpp"
-
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -12,6 +10,7 @@
 #include <system_error>
 
 #include "fanout/config/detail/job_node.hpp"
+#include "fanout/config/detail/located_yaml.hpp"
 #include "fanout/util/fs.hpp"
 
 namespace fanout::config {
@@ -19,37 +18,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The first error found; thrown only inside this file and turned into an Error by load_pipeline.
-struct PipeError {
-  std::string message;
-};
-
-int line_of(const YAML::Node& n) {
-  return n.IsDefined() && n.Mark().line >= 0 ? n.Mark().line + 1 : 0;
-}
-
-std::string dq(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
-std::string trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
-    s.remove_suffix(1);
-  return std::string(s);
-}
-
-std::string describe(const YAML::Node& n) {
-  if (!n.IsDefined() || n.IsNull()) return "nothing";
-  if (n.IsScalar()) return dq(n.Scalar());
-  return n.IsSequence() ? "a list" : "a mapping";
-}
-
-// "${{ a.b.c }}" as the whole value -> "a.b.c"; "" when the value is not one reference.
-std::string sole_ref(const std::string& s) {
-  const std::string t = trimmed(s);
-  if (t.rfind("${{", 0) != 0 || t.size() < 5 || t.compare(t.size() - 2, 2, "}}") != 0) return "";
-  if (t.find("${{", 3) != std::string::npos) return "";
-  return trimmed(std::string_view(t).substr(3, t.size() - 5));
-}
+using detail::describe;
+using detail::line_of;
+using detail::quote_whole;
+using detail::sole_ref;
+using detail::trim;
+using detail::YamlError;
 
 std::vector<std::string> split_dots(const std::string& s) {
   std::vector<std::string> out;
@@ -99,31 +73,25 @@ class PipelineParser final {
 
   [[noreturn]] void fail(const std::string& file, int line, const std::string& key,
                          const std::string& what) const {
-    std::string msg = file;
-    if (line > 0) msg += ":" + std::to_string(line);
-    msg += ": ";
-    if (!key.empty()) msg += key + ": ";
-    msg += what;
-    throw PipeError{std::move(msg)};
+    detail::fail(file, {key, line}, what);
   }
   [[noreturn]] void fail(int line, const std::string& key, const std::string& what) const {
     fail(file_, line, key, what);
   }
 
-  std::string scalar(const YAML::Node& n, const std::string& key, const std::string& expect) const {
-    if (!n.IsScalar()) fail(line_of(n), key, "expected " + expect + " (got " + describe(n) + ")");
-    return n.Scalar();
+  std::string scalar(const YAML::Node& n, const std::string& key, std::string_view expect) const {
+    return r_.scalar(n, key, expect);
   }
 
   // A local path: azureml:// and other URIs are refused for inputs.
   std::string local_input_path(const std::string& file, const YAML::Node& n, const std::string& key,
                                const std::string& base) const {
-    const std::string v = trimmed(scalar(n, key, "a local path"));
+    const std::string v = std::string(trim(scalar(n, key, "a local path")));
     if (v.empty()) fail(file, line_of(n), key, "expected a local path (got \"\")");
     if (v.rfind("azureml:", 0) == 0 || v.find("://") != std::string::npos) {
       fail(file, line_of(n), key,
            "expected a local path; Azure ML assets, datastores and remote URIs are not read (got " +
-               dq(v) + ")");
+               quote_whole(v) + ")");
     }
     return resolve_path(base, v.rfind("file:", 0) == 0 ? v.substr(5) : v);
   }
@@ -134,7 +102,7 @@ class PipelineParser final {
                           const std::string& base, const std::string& where,
                           const std::string& fallback) {
     if (!path_node.IsDefined() || path_node.IsNull()) return fallback;
-    const std::string v = trimmed(scalar(path_node, where, "a local path"));
+    const std::string v = std::string(trim(scalar(path_node, where, "a local path")));
     if (v.rfind("azureml:", 0) == 0 || v.find("://") != std::string::npos) {
       p_.notices.push_back(where + ": " + v + " is written to " + fallback);
       return fallback;
@@ -146,7 +114,7 @@ class PipelineParser final {
   void notice_ignored(const YAML::Node& n, const std::string& key) {
     if (!n.IsDefined() || n.IsNull()) return;
     if (n.IsScalar()) {
-      if (trimmed(n.Scalar()) == "local") return;
+      if (trim(n.Scalar()) == "local") return;
       p_.notices.push_back(key + ": " + n.Scalar() + " ignored (fanout runs locally)");
     } else {
       p_.notices.push_back(key + ": inline definition ignored (fanout runs locally)");
@@ -164,6 +132,7 @@ class PipelineParser final {
                          const YAML::Node& where) const;
 
   std::string file_;
+  detail::YamlReader r_{file_};  // names the pipeline file; fail(file, ...) names a component
   std::string base_;
   Pipeline p_{};
   std::map<std::string, BoundValue> inputs_{};
@@ -181,8 +150,9 @@ void PipelineParser::parse_inputs(const YAML::Node& n) {
     if (v.IsScalar()) {
       b = {"literal", v.Scalar()};
     } else if (v.IsMap()) {
-      const std::string type = v["type"] ? trimmed(scalar(v["type"], key + ".type", "a type"))
-                                         : std::string("uri_folder");
+      const std::string type = v["type"]
+                                   ? std::string(trim(scalar(v["type"], key + ".type", "a type")))
+                                   : std::string("uri_folder");
       if (is_literal_type(type)) {
         YAML::Node d = v["default"] ? v["default"] : v["value"];
         b = {"literal", scalar(d, key + ".default", "the input's value")};
@@ -193,7 +163,7 @@ void PipelineParser::parse_inputs(const YAML::Node& n) {
         fail(line_of(v["type"]), key + ".type",
              "expected uri_folder, uri_file, mltable, custom_model, mlflow_model, triton_model, "
              "string, integer, number or boolean (got " +
-                 dq(type) + ")");
+                 quote_whole(type) + ")");
       }
     } else {
       fail(line_of(v), key,
@@ -211,7 +181,7 @@ void PipelineParser::parse_outputs(const YAML::Node& n) {
     const YAML::Node v = kv.second;
     BoundValue b{"uri_folder", ""};
     if (v.IsMap() && v["type"])
-      b.type = trimmed(scalar(v["type"], "outputs." + name + ".type", "a type"));
+      b.type = std::string(trim(scalar(v["type"], "outputs." + name + ".type", "a type")));
     b.value = output_path(file_, v.IsMap() ? v["path"] : YAML::Node(), base_, "outputs." + name,
                           p_.run_dir + "/outputs/" + name);
     p_.outputs[name] = b;
@@ -234,25 +204,24 @@ PipelineParser::Def PipelineParser::load_def(const std::string& name, const YAML
       if (!c.IsMap()) fail(line_of(c), key + ".component", "expected a file or a mapping");
       d.def.reset(c);
     } else {
-      std::string v = trimmed(c.Scalar());
+      std::string v = std::string(trim(c.Scalar()));
       if (v.rfind("azureml:", 0) == 0) {
         fail(line_of(c), key + ".component",
              "expected a local component file such as ./score.yml; registered components are "
              "not available locally (got " +
-                 dq(v) + ")");
+                 quote_whole(v) + ")");
       }
       if (v.rfind("file:", 0) == 0) v = v.substr(5);
       const std::string path = resolve_path(base_, v);
       std::error_code ec;
       if (!fs::is_regular_file(path, ec)) {
         fail(line_of(c), key + ".component",
-             "expected an existing component file (got " + dq(v) + ", which does not exist)");
+             "expected an existing component file (got " + quote_whole(v) +
+                 ", which does not exist)");
       }
-      try {
-        d.def.reset(YAML::LoadFile(path));
-      } catch (const YAML::Exception& e) {
-        fail(v, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "YAML syntax error: " + e.msg);
-      }
+      auto text = read_file(path);
+      if (!text) throw YamlError{text.error().message};
+      d.def.reset(detail::load_yaml(*text, v, /*one_document=*/false));
       d.file = v;
       d.file_abs = path;
       if (!d.def.IsMap())
@@ -266,11 +235,12 @@ PipelineParser::Def PipelineParser::load_def(const std::string& name, const YAML
     for (const auto& kv : n) {
       YAML::Node v = kv.second.IsMap() && kv.second["path"] ? kv.second["path"] : kv.second;
       if (!v.IsScalar()) continue;
-      const auto parts = split_dots(sole_ref(v.Scalar()));
+      const auto parts = split_dots(sole_ref(v.Scalar()).value_or(""));
       if (parts.size() >= 2 && parts[0] == "parent" && parts[1] == "jobs") {
         if (parts.size() != 5 || parts[3] != "outputs") {
           fail(line_of(v), where + "." + kv.first.Scalar(),
-               "expected ${{parent.jobs.<job>.outputs.<name>}} (got " + dq(v.Scalar()) + ")");
+               "expected ${{parent.jobs.<job>.outputs.<name>}} (got " + quote_whole(v.Scalar()) +
+                   ")");
         }
         after.insert(parts[2]);
       }
@@ -288,7 +258,7 @@ std::vector<std::size_t> PipelineParser::order(const std::vector<Def>& defs) con
     for (const auto& a : d.after) {
       if (!names.count(a)) {
         fail(line_of(d.job["inputs"]), "jobs." + d.name + ".inputs",
-             "refers to job " + dq(a) + ", which is not defined under jobs");
+             "refers to job " + quote_whole(a) + ", which is not defined under jobs");
       }
       if (a == d.name) {
         fail(line_of(d.job["inputs"]), "jobs." + d.name + ".inputs", "refers to its own outputs");
@@ -336,35 +306,37 @@ BoundValue PipelineParser::bind_input(const Def& d, const std::string& key, cons
       auto it = inputs_.find(parts[2]);
       if (it == inputs_.end()) {
         fail(file, line_of(at), key,
-             "refers to pipeline input " + dq(parts[2]) + ", which is not defined under inputs");
+             "refers to pipeline input " + quote_whole(parts[2]) +
+                 ", which is not defined under inputs");
       }
       return it->second;
     }
     if (parts.size() == 5 && parts[0] == "parent" && parts[1] == "jobs") {
       auto job = done_.find(parts[2]);
       if (job == done_.end()) {
-        fail(file, line_of(at), key, "refers to job " + dq(parts[2]) + ", which is not defined");
+        fail(file, line_of(at), key,
+             "refers to job " + quote_whole(parts[2]) + ", which is not defined");
       }
       auto out = job->second.outputs.find(parts[4]);
       if (out == job->second.outputs.end()) {
         std::string names;
         for (const auto& [n, b] : job->second.outputs) names += (names.empty() ? "" : ", ") + n;
         fail(file, line_of(at), key,
-             "refers to output " + dq(parts[4]) + " of job " + dq(parts[2]) + ", which has " +
-                 (names.empty() ? "no outputs" : "outputs " + names));
+             "refers to output " + quote_whole(parts[4]) + " of job " + quote_whole(parts[2]) +
+                 ", which has " + (names.empty() ? "no outputs" : "outputs " + names));
       }
       return out->second;
     }
     if (!ref.empty()) {
       fail(file, line_of(at), key,
            "expected ${{parent.inputs.<name>}} or ${{parent.jobs.<job>.outputs.<name>}} (got " +
-               dq("${{" + ref + "}}") + ")");
+               quote_whole("${{" + ref + "}}") + ")");
     }
     return std::nullopt;
   };
   (void)d;
   if (v.IsScalar()) {
-    if (auto b = from_ref(sole_ref(v.Scalar()), v)) return *b;
+    if (auto b = from_ref(sole_ref(v.Scalar()).value_or(""), v)) return *b;
     return BoundValue{"literal", v.Scalar()};
   }
   if (!v.IsMap()) {
@@ -372,7 +344,7 @@ BoundValue PipelineParser::bind_input(const Def& d, const std::string& key, cons
          "expected a value, a ${{parent...}} reference or a mapping (got " + describe(v) + ")");
   }
   const std::string type =
-      v["type"] ? trimmed(scalar(v["type"], key + ".type", "a type")) : std::string();
+      v["type"] ? std::string(trim(scalar(v["type"], key + ".type", "a type"))) : std::string();
   if (is_literal_type(type)) {
     YAML::Node dv = v["default"] ? v["default"] : v["value"];
     if (!dv) return BoundValue{"literal", ""};
@@ -382,12 +354,12 @@ BoundValue PipelineParser::bind_input(const Def& d, const std::string& key, cons
     fail(file, line_of(v["type"]), key + ".type",
          "expected uri_folder, uri_file, mltable, custom_model, mlflow_model, triton_model, "
          "string, integer, number or boolean (got " +
-             dq(type) + ")");
+             quote_whole(type) + ")");
   }
   YAML::Node path = v["path"] ? v["path"] : v["default"];
   if (!path) return BoundValue{type.empty() ? "uri_folder" : type, ""};  // a declaration only
   if (path.IsScalar()) {
-    if (auto b = from_ref(sole_ref(path.Scalar()), path)) {
+    if (auto b = from_ref(sole_ref(path.Scalar()).value_or(""), path)) {
       if (!type.empty()) b->type = type;
       return *b;
     }
@@ -410,17 +382,18 @@ std::string PipelineParser::substitute(const Def& d, const PipelineStep& s, cons
     const std::size_t close = text.find("}}", open);
     if (close == std::string::npos) {
       fail(d.file, line_of(where), "jobs." + d.name + ".command",
-           "expected }} to close " + dq(text.substr(open, 40)) + " (got end of text)");
+           "expected }} to close " + quote_whole(text.substr(open, 40)) + " (got end of text)");
     }
-    const std::string ref = trimmed(std::string_view(text).substr(open + 3, close - open - 3));
+    const std::string ref =
+        std::string(trim(std::string_view(text).substr(open + 3, close - open - 3)));
     const auto parts = split_dots(ref);
     const std::map<std::string, BoundValue>* table = nullptr;
     if (parts.size() == 2 && parts[0] == "inputs") table = &s.inputs;
     if (parts.size() == 2 && parts[0] == "outputs") table = &s.outputs;
     if (table == nullptr) {
       fail(d.file, line_of(where), "jobs." + d.name + ".command",
-           "expected ${{inputs.<name>}} or ${{outputs.<name>}} (got " + dq("${{" + ref + "}}") +
-               ")");
+           "expected ${{inputs.<name>}} or ${{outputs.<name>}} (got " +
+               quote_whole("${{" + ref + "}}") + ")");
     }
     auto it = table->find(parts[1]);
     if (it == table->end()) {
@@ -444,10 +417,10 @@ PipelineStep PipelineParser::resolve(const Def& d) {
   const YAML::Node tnode = d.def["type"];
   if (!tnode)
     fail(d.file, line_of(d.def), key + ".type", "expected command or parallel (got nothing)");
-  s.type = trimmed(scalar(tnode, key + ".type", "command or parallel"));
+  s.type = std::string(trim(scalar(tnode, key + ".type", "command or parallel")));
   if (s.type != "command" && s.type != "parallel") {
     fail(d.file, line_of(tnode), key + ".type",
-         "expected command or parallel (got " + dq(s.type) + ")");
+         "expected command or parallel (got " + quote_whole(s.type) + ")");
   }
 
   // Inputs: the definition's (component declarations, defaults, or the inline values), then the
@@ -490,12 +463,12 @@ PipelineStep PipelineParser::resolve(const Def& d) {
       BoundValue b = s.outputs.count(out) ? s.outputs[out] : BoundValue{"uri_folder", ""};
       const std::string fallback = p_.run_dir + "/" + d.name + "/" + out;
       if (v.IsScalar()) {
-        const auto parts = split_dots(sole_ref(v.Scalar()));
+        const auto parts = split_dots(sole_ref(v.Scalar()).value_or(""));
         if (parts.size() == 3 && parts[0] == "parent" && parts[1] == "outputs") {
           auto it = p_.outputs.find(parts[2]);
           if (it == p_.outputs.end()) {
             fail(file, line_of(v), where,
-                 "refers to pipeline output " + dq(parts[2]) +
+                 "refers to pipeline output " + quote_whole(parts[2]) +
                      ", which is not defined under outputs");
           }
           b.value = it->second.value;
@@ -506,11 +479,11 @@ PipelineStep PipelineParser::resolve(const Def& d) {
                    describe(v) + ")");
         }
       } else if (v.IsMap()) {
-        if (v["type"]) b.type = trimmed(scalar(v["type"], where + ".type", "a type"));
+        if (v["type"]) b.type = std::string(trim(scalar(v["type"], where + ".type", "a type")));
         if (v["path"] || b.value.empty()) {
           YAML::Node p = v["path"];
           if (p && p.IsScalar()) {
-            const auto parts = split_dots(sole_ref(p.Scalar()));
+            const auto parts = split_dots(sole_ref(p.Scalar()).value_or(""));
             if (parts.size() == 3 && parts[0] == "parent" && parts[1] == "outputs" &&
                 p_.outputs.count(parts[2])) {
               b.value = p_.outputs[parts[2]].value;
@@ -544,7 +517,8 @@ PipelineStep PipelineParser::resolve(const Def& d) {
       std::error_code ec;
       if (!fs::is_directory(s.cwd, ec)) {
         fail(d.file, line_of(code), key + ".code",
-             "expected an existing folder (got " + dq(code.Scalar()) + ", which does not exist)");
+             "expected an existing folder (got " + quote_whole(code.Scalar()) +
+                 ", which does not exist)");
       }
     }
     if (const YAML::Node env = d.def["environment_variables"]; env && env.IsMap()) {
@@ -585,7 +559,7 @@ PipelineStep PipelineParser::resolve(const Def& d) {
   for (const char* k : {"is_deterministic", "version", "settings"}) job.remove(k);
   if (!job["name"]) job["name"] = d.name;
   auto cfg = detail::parse_job_node(job, d.file, d.file_abs, false);
-  if (!cfg) throw PipeError{cfg.error().message + " (in " + key + ")"};
+  if (!cfg) throw YamlError{cfg.error().message + " (in " + key + ")"};
   s.job = std::move(*cfg);
   for (const auto& n : s.job.notices) p_.notices.push_back(key + ": " + n);
   s.job.notices.clear();
@@ -647,7 +621,7 @@ Expected<std::string> job_file_type(const std::string& path) {
   try {
     YAML::Node root = YAML::Load(*text);
     if (root.IsMap() && root["type"] && root["type"].IsScalar())
-      return trimmed(root["type"].Scalar());
+      return std::string(trim(root["type"].Scalar()));
     return std::string();
   } catch (const YAML::Exception&) {
     return std::string();  // load_job() reports the syntax error with its place
@@ -657,16 +631,12 @@ Expected<std::string> job_file_type(const std::string& path) {
 Expected<Pipeline> load_pipeline(const std::string& path, const std::string& run_dir) {
   auto text = read_file(path);
   if (!text) return Unexpected{text.error()};
-  try {
-    PipelineParser parser(path, resolve_path(fs::current_path().string(), path), run_dir);
-    return parser.run(YAML::Load(*text));
-  } catch (const PipeError& e) {
-    return make_error(ErrorCode::InvalidArgument, e.message);
-  } catch (const YAML::Exception& e) {
-    std::string where = path;
-    if (e.mark.line >= 0) where += ":" + std::to_string(e.mark.line + 1);
-    return make_error(ErrorCode::InvalidArgument, where + ": YAML syntax error: " + e.msg);
-  }
+  std::error_code ec;
+  const std::string spec_path = resolve_path(fs::current_path(ec).string(), path);
+  return detail::read_yaml(path, [&] {
+    return PipelineParser(path, spec_path, run_dir)
+        .run(detail::load_yaml(*text, path, /*one_document=*/false));
+  });
 }
 
 Expected<void> check_step_files(const PipelineStep& step) {
@@ -684,19 +654,19 @@ Expected<void> check_step_files(const PipelineStep& step) {
     if (!ok) {
       return make_error(ErrorCode::NotFound,
                         where + "inputs." + in.name + ": expected an existing " + in.type +
-                            " (got " + dq(in.path) + ", which does not exist" +
+                            " (got " + quote_whole(in.path) + ", which does not exist" +
                             (step.after.empty() ? "" : " after the jobs it depends on ran") + ")");
     }
   }
   if (!fs::is_directory(c.code_dir, ec)) {
     return make_error(ErrorCode::NotFound, where + "task.code: expected an existing folder (got " +
-                                               dq(c.code_dir) + ")");
+                                               quote_whole(c.code_dir) + ")");
   }
   if (c.task_type == "run_function" &&
       !fs::is_regular_file(resolve_path(c.code_dir, c.entry_script), ec)) {
     return make_error(ErrorCode::NotFound,
                       where + "task.entry_script: expected an existing file (got " +
-                          dq(resolve_path(c.code_dir, c.entry_script)) + ")");
+                          quote_whole(resolve_path(c.code_dir, c.entry_script)) + ")");
   }
   return {};
 }

@@ -13,7 +13,6 @@
 
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/expected.hpp"
-#include "fanout/util/ids.hpp"
 #include "fanout/util/log.hpp"
 
 namespace fanout::store {

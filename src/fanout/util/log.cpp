@@ -42,7 +42,11 @@ Logger make_logger(const std::string& name, spdlog::level::level_enum level,
   auto log = std::make_shared<spdlog::logger>(name, std::move(sink));
   log->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%L%$ %n[%P] %v");
   log->set_level(level);
-  log->flush_on(spdlog::level::warn);
+  // INFO is for lifecycle lines (start, bind, register, job submitted/ended, recovery), which do
+  // not grow with the number of tasks (STYLE.md section 7): each reaches the file before the next
+  // step, so a process killed with SIGKILL leaves its story behind. DEBUG and TRACE lines stay
+  // buffered until the next INFO line or flush.
+  log->flush_on(spdlog::level::info);
   return log;
 }
 

@@ -1,5 +1,5 @@
-// Tests for MLTable parsing (accepted files, near misses with code, key and line), table file
-// listing with patterns, glob_match and partition formats.
+// Tests for MLTable parsing (accepted files, near misses with code, key and line), glob_match and
+// partition formats. Listing a table's files is tested in tests/unit/client/listing_test.cpp.
 #include "fanout/config/mltable.hpp"
 
 #include <doctest/doctest.h>
@@ -75,6 +75,22 @@ transformations:
   }
 }
 
+TEST_CASE("config.mltable.format_is_what_the_file_says") {
+  // Only paths: Azure ML's file table (issue 16 item 1); still read with delimited defaults.
+  auto files = parse_mltable("paths:\n  - folder: ./images\n", "/x/MLTable");
+  REQUIRE(files.has_value());
+  CHECK(files->format == TableFormat::Files);
+  CHECK(files->delimiter == ",");
+  auto columns = parse_mltable("paths:\n  - file: a.csv\ntransformations:\n  - drop_columns: a\n",
+                               "/x/MLTable");
+  REQUIRE(columns.has_value());
+  CHECK(columns->format == TableFormat::Files);
+  auto rows = parse_mltable("paths:\n  - file: a.csv\ntransformations:\n  - read_delimited:\n",
+                            "/x/MLTable");
+  REQUIRE(rows.has_value());
+  CHECK(rows->format == TableFormat::Delimited);
+}
+
 TEST_CASE("config.mltable.rejects_near_misses") {
   struct Case {
     const char* text;
@@ -117,34 +133,11 @@ TEST_CASE("config.mltable.rejects_near_misses") {
   }
 }
 
-TEST_CASE("config.mltable.lists_files_in_a_stable_order") {
+TEST_CASE("config.mltable.a_missing_mltable_is_not_found") {
   ScratchDir d;
-  d.write("data/2024/01/a.csv", "x\n");
-  d.write("data/2024/02/b.csv", "x\n");
-  d.write("data/2024/02/skip.txt", "x\n");
-  d.write("data/top.csv", "x\n");
-  d.write("one.csv", "x\n");
-  d.write("MLTable", "paths:\n  - file: ./one.csv\n  - pattern: ./data/**/*.csv\n");
-  auto t = load_mltable(d.path());
-  REQUIRE(t.has_value());
-  auto files = list_table_files(*t);
-  REQUIRE(files.has_value());
-  CHECK(*files == std::vector<std::string>{d.path("one.csv"), d.path("data/2024/01/a.csv"),
-                                           d.path("data/2024/02/b.csv"), d.path("data/top.csv")});
-  SUBCASE("a pattern matching nothing names its line") {
-    d.write("MLTable", "paths:\n  - file: ./one.csv\n  - pattern: ./data/*.parquet\n");
-    auto t2 = load_mltable(d.path("MLTable"));
-    REQUIRE(t2.has_value());
-    auto f2 = list_table_files(*t2);
-    REQUIRE(!f2.has_value());
-    CHECK(f2.error().code == ErrorCode::NotFound);
-    CHECK(f2.error().message.find("MLTable:3: paths: pattern") != std::string::npos);
-  }
-  SUBCASE("a missing MLTable is NotFound") {
-    auto t3 = load_mltable(d.path("nowhere"));
-    REQUIRE(!t3.has_value());
-    CHECK(t3.error().code == ErrorCode::NotFound);
-  }
+  auto t3 = load_mltable(d.path("nowhere"));
+  REQUIRE(!t3.has_value());
+  CHECK(t3.error().code == ErrorCode::NotFound);
 }
 
 TEST_CASE("config.mltable.glob_match") {

@@ -1,6 +1,6 @@
-// Short tasks queue in a busy worker's pipe (pool/pool.cpp, pipelinable()). A worker that dies
-// with a task waiting in its pipe fails only its running attempt; the waiting task is run again
-// elsewhere without using a try, and every mini-batch's rows appear exactly once.
+// Short tasks queue in a busy worker's pipe (pool/pool.cpp, Pool::pipeline_room()). A worker that
+// dies with a task waiting in its pipe fails only its running attempt; the waiting task is run
+// again elsewhere without using a try, and every mini-batch's rows appear exactly once.
 #include <doctest/doctest.h>
 
 #include <set>
@@ -9,8 +9,8 @@
 
 using namespace fanout::test;
 
-TEST_CASE("integration.pipeline.worker_death_requeues_the_task_in_its_pipe") {
-  TempDir dir("pipeline");
+TEST_CASE("integration.worker_pipe_queue.worker_death_requeues_the_task_in_its_pipe") {
+  TempDir dir("worker_pipe_queue");
   make_files(dir / "data", 400);
   // Mini-batches of one file; the worker that meets file00250 first dies (once).
   write_file(dir / "src/score.py", R"PY(
@@ -22,7 +22,7 @@ def run(mini_batch):
     return [os.path.basename(p) for p in mini_batch]
 )PY");
   write_file(dir / "job.yaml", R"(type: parallel
-name: pipeline
+name: worker_pipe_queue
 inputs:
   files:
     type: uri_folder

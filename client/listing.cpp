@@ -1,0 +1,105 @@
+// Listing the files of tables. See listing.hpp.
+#include "client/listing.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "fanout/util/fs.hpp"
+
+namespace fanout::client {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Lists `dir` recursively (regular files only), sorted by path, onto `out`.
+void list_folder(const fs::path& dir, std::vector<std::string>& out) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (it->is_regular_file(ec2)) found.push_back(it->path().string());
+  }
+  std::sort(found.begin(), found.end());
+  out.insert(out.end(), found.begin(), found.end());
+}
+
+}  // namespace
+
+config::TableSpec plain_table(const std::string& path, bool is_folder) {
+  config::TableSpec t;
+  t.source = path;
+  if (!is_folder) {
+    t.base_dir = fs::path(path).parent_path().string();
+    t.paths.push_back(config::TablePath{"file", path, 0});
+    if (fs::path(path).extension() == ".tsv") t.delimiter = "\t";
+    return t;
+  }
+  // A folder is read as its *.csv files, or its *.tsv files when it has no .csv file: other
+  // files (a README, an MLTable) are not rows.
+  t.base_dir = path;
+  std::vector<std::string> files;
+  list_folder(path, files);
+  const auto has = [&](const char* ext) {
+    return std::any_of(files.begin(), files.end(),
+                       [&](const std::string& f) { return fs::path(f).extension() == ext; });
+  };
+  const bool tsv = !has(".csv") && has(".tsv");
+  t.paths.push_back(config::TablePath{"pattern", tsv ? "**/*.tsv" : "**/*.csv", 0});
+  if (tsv) t.delimiter = "\t";
+  return t;
+}
+
+Expected<std::vector<std::string>> list_table_files(const config::TableSpec& t) {
+  std::vector<std::string> out;
+  for (const auto& p : t.paths) {
+    const std::string where = t.source +
+                              (p.line > 0 ? ":" + std::to_string(p.line) : std::string()) +
+                              ": paths: " + p.kind + ": ";
+    const std::string got = "(got \"" + p.value + "\"";
+    std::error_code ec;
+    if (p.kind == "file") {
+      if (!fs::is_regular_file(p.value, ec)) {
+        return make_error(ErrorCode::NotFound,
+                          where + "expected an existing file " + got + ", which does not exist)");
+      }
+      out.push_back(p.value);
+    } else if (p.kind == "folder") {
+      if (!fs::is_directory(p.value, ec)) {
+        return make_error(ErrorCode::NotFound,
+                          where + "expected an existing folder " + got + ", which does not exist)");
+      }
+      list_folder(p.value, out);
+    } else {
+      // Patterns are matched against paths relative to the base folder (or absolute ones).
+      const bool absolute = !p.value.empty() && p.value.front() == '/';
+      std::string pat = p.value;
+      if (pat.rfind("./", 0) == 0) pat = pat.substr(2);
+      // Walk only below the pattern's literal prefix.
+      const std::string prefix = config::glob_prefix(pat);
+      const std::string root = absolute ? "/" + prefix : resolve_path(t.base_dir, prefix);
+      std::vector<std::string> all;
+      if (fs::is_directory(root, ec)) list_folder(root, all);
+      if (fs::is_regular_file(absolute ? pat : resolve_path(t.base_dir, pat), ec)) {
+        all.push_back(absolute ? pat : resolve_path(t.base_dir, pat));
+      }
+      std::size_t found = 0;
+      for (const auto& f : all) {
+        std::string rel = absolute ? f : fs::path(f).lexically_relative(t.base_dir).string();
+        if (config::glob_match(pat, rel)) {
+          out.push_back(f);
+          ++found;
+        }
+      }
+      if (found == 0) {
+        return make_error(ErrorCode::NotFound,
+                          where + "expected a pattern matching at least one file " + got +
+                              ", which matches none under " + t.base_dir + ")");
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace fanout::client

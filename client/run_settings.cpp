@@ -1,0 +1,124 @@
+// The job file and the command line turned into what a job runs with. See run_settings.hpp.
+#include "client/run_settings.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "client/monitoring.hpp"
+
+namespace fanout::client {
+
+void apply_overrides(config::JobConfig& cfg, const RunOverrides& ov) {
+  if (!ov.python.empty()) cfg.fanout.python = ov.python;
+  if (ov.workers > 0) cfg.fanout.workers = ov.workers;
+  if (ov.prefetch >= 0) cfg.fanout.prefetch = static_cast<std::uint32_t>(ov.prefetch);
+  if (ov.poll_ms >= 0) cfg.fanout.poll_ms = static_cast<std::uint32_t>(ov.poll_ms);
+  if (ov.pools > 0) cfg.instance_count = ov.pools;
+  if (!ov.db.empty()) cfg.fanout.db = ov.db;
+  if (!ov.run_dir.empty()) cfg.fanout.run_dir = ov.run_dir;
+}
+
+std::uint32_t workers_per_pool(const config::JobConfig& cfg) {
+  if (cfg.fanout.workers > 0) return cfg.fanout.workers;
+  if (cfg.max_concurrency_per_instance > 0) return cfg.max_concurrency_per_instance;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
+  RunSettings rs;
+  rs.pools = std::max(1u, cfg.instance_count);
+  rs.workers = workers_per_pool(cfg);
+  rs.prefetch = cfg.fanout.prefetch;
+  rs.poll_ms = cfg.fanout.poll_ms;
+  rs.heartbeat_period_ms = cfg.fanout.heartbeat_period_ms;
+  rs.heartbeat_threshold_ms = cfg.fanout.heartbeat_threshold_ms;
+  rs.log_level = cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
+  rs.python = ov.python;
+  if (auto mon = monitoring_options(cfg)) {
+    rs.resource_monitor_interval_s = mon->resource_monitor_interval_s;
+  }
+  return rs;
+}
+
+store::JobSettings recorded_settings(const config::JobConfig& cfg) {
+  store::JobSettings s;
+  s.mini_batch_size = cfg.mini_batch_size;
+  s.instance_count = cfg.instance_count;
+  s.max_concurrency_per_instance = workers_per_pool(cfg);
+  s.prefetch = cfg.fanout.prefetch;
+  s.poll_ms = cfg.fanout.poll_ms;
+  s.heartbeat_period_ms = cfg.fanout.heartbeat_period_ms;
+  s.heartbeat_threshold_ms = cfg.fanout.heartbeat_threshold_ms;
+  s.max_retries = cfg.max_retries;
+  s.timeout_s = cfg.timeout_s;
+  s.error_threshold = cfg.error_threshold;
+  s.mini_batch_error_threshold = cfg.mini_batch_error_threshold;
+  s.allowed_failed_percent = cfg.allowed_failed_percent;
+  s.logging_level = cfg.logging_level;
+  s.python = cfg.fanout.python;
+  s.task_type = cfg.task_type;
+  if (auto mon = monitoring_options(cfg)) {
+    s.resource_monitor_interval_s = mon->resource_monitor_interval_s;
+    s.profiling_module = mon->profiling_module;
+  }
+  return s;
+}
+
+proto::JobSpec job_spec(const config::JobConfig& cfg, const std::string& log_dir) {
+  proto::JobSpec spec;
+  spec.name = cfg.name;
+  spec.spec_path = cfg.spec_path;
+  // The Azure ML task types, as the worker runtimes are named (docs/architecture.md).
+  spec.runtime = cfg.task_type == "run_function" ? "python" : cfg.task_type;
+  spec.code_dir = cfg.code_dir;
+  spec.entry_script = cfg.task_type == "command"  ? cfg.command
+                      : cfg.task_type == "native" ? cfg.library
+                                                  : cfg.entry_script;
+  spec.python = cfg.fanout.python;
+  spec.args = cfg.user_args;
+  for (const auto& [k, v] : cfg.environment_variables) spec.env.push_back(k + "=" + v);
+  spec.env.push_back("FANOUT_ROW_SEP=" + cfg.fanout.row_separator);
+  spec.env.push_back(std::string("FANOUT_ROW_HEADER=") + (cfg.fanout.row_header ? "1" : "0"));
+  spec.env.push_back("FANOUT_LOGGING_LEVEL=" + cfg.logging_level);
+  spec.output_path = cfg.append_row_to;
+  spec.log_dir = log_dir;
+  spec.max_tries = cfg.max_retries + 1;
+  spec.run_timeout_s = cfg.timeout_s;
+  spec.error_threshold = cfg.error_threshold;
+  spec.mini_batch_error_threshold = cfg.mini_batch_error_threshold;
+  spec.allowed_failed_percent = cfg.allowed_failed_percent;
+  spec.settings_json = store::settings_json(recorded_settings(cfg));
+  spec.input_name = cfg.input_data;
+  spec.task_overhead_timeout_s = cfg.task_overhead_timeout_s;
+  spec.first_task_creation_timeout_s = cfg.first_task_creation_timeout_s;
+  spec.progress_update_timeout_s = cfg.progress_update_timeout_s;
+  if (auto mon = monitoring_options(cfg)) {
+    spec.resource_monitor_interval_s = mon->resource_monitor_interval_s;
+    if (!mon->profiling_module.empty()) {
+      spec.env.push_back("FANOUT_PROFILING_MODULE=" + mon->profiling_module);
+    }
+  }
+  return spec;
+}
+
+RunSettings resumed_settings(const store::JobSettings& recorded, std::uint32_t workers,
+                             std::uint32_t pools, const std::string& python) {
+  RunSettings rs;
+  rs.pools = std::max(1u, pools > 0 ? pools : recorded.instance_count);
+  rs.workers = workers > 0 ? workers
+               : recorded.max_concurrency_per_instance > 0
+                   ? recorded.max_concurrency_per_instance
+                   : std::max(1u, std::thread::hardware_concurrency());
+  rs.prefetch = recorded.prefetch;
+  rs.poll_ms = recorded.poll_ms;
+  rs.heartbeat_period_ms = recorded.heartbeat_period_ms;
+  rs.heartbeat_threshold_ms = recorded.heartbeat_threshold_ms;
+  rs.log_level = recorded.logging_level.empty() ? RunSettings{}.log_level : recorded.logging_level;
+  rs.python = python.empty() ? recorded.python : python;
+  // The private interchange resumes every unfinished job: its pools serve them all, and so do
+  // not sample resources for one job's sake.
+  rs.resource_monitor_interval_s = 0;
+  return rs;
+}
+
+}  // namespace fanout::client

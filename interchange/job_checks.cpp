@@ -1,0 +1,35 @@
+// Job spec checks. See job_checks.hpp.
+#include "interchange/job_checks.hpp"
+
+#include <filesystem>
+#include <string>
+
+namespace fanout::ix {
+
+Expected<void> check_job_spec(const proto::JobSpec& spec) {
+  namespace fs = std::filesystem;
+  auto bad = [](const std::string& field, const std::string& what) {
+    return make_error(ErrorCode::InvalidArgument, "SubmitJob: " + field + ": " + what);
+  };
+  if (spec.name.empty()) return bad("name", "must not be empty");
+  if (spec.runtime != "python" && spec.runtime != "command" && spec.runtime != "native") {
+    return bad("runtime", "expected python, command or native (got '" + spec.runtime + "')");
+  }
+  if (spec.max_tries == 0) return bad("max_tries", "must be >= 1");
+  // fs::path only parses here: nothing touches the file system.
+  if (!fs::path(spec.code_dir).is_absolute()) {
+    return bad("code_dir", "expected an existing absolute folder (got '" + spec.code_dir + "')");
+  }
+  if (!spec.log_dir.empty() && !fs::path(spec.log_dir).is_absolute()) {
+    return bad("log_dir", "expected an absolute path (got '" + spec.log_dir + "')");
+  }
+  if (!spec.output_path.empty()) {
+    const fs::path out(spec.output_path);
+    if (!out.is_absolute() || !out.has_filename()) {
+      return bad("output_path", "expected an absolute file path (got '" + spec.output_path + "')");
+    }
+  }
+  return {};
+}
+
+}  // namespace fanout::ix

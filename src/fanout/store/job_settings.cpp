@@ -1,0 +1,117 @@
+// jobs.settings, typed. See job_settings.hpp.
+#include "fanout/store/job_settings.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "fanout/store/db.hpp"
+
+namespace fanout::store {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// A whole number as a JSON integer, anything else as a real: the store held fmt's "{}" text
+// ("60", "0.25") before it was written with a JSON library, and SQL over jobs.settings (the
+// job_settings view's `type`) sees the same types as before.
+Json number(double v) {
+  constexpr double kExact = 9007199254740992.0;  // 2^53: integers up to here convert exactly
+  if (std::isfinite(v) && std::trunc(v) == v && std::fabs(v) < kExact) {
+    return Json(static_cast<std::int64_t>(v));
+  }
+  return Json(v);
+}
+
+template <typename T>
+void read_int(const Json& obj, const char* key, T& out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number_integer()) return;
+  const auto v = it->get<std::int64_t>();
+  if (v < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+      (v > 0 &&
+       static_cast<std::uint64_t>(v) > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))) {
+    return;
+  }
+  out = static_cast<T>(v);
+}
+
+void read_real(const Json& obj, const char* key, double& out) {
+  auto it = obj.find(key);
+  if (it != obj.end() && it->is_number()) out = it->get<double>();
+}
+
+void read_text(const Json& obj, const char* key, std::string& out) {
+  auto it = obj.find(key);
+  if (it != obj.end() && it->is_string()) out = it->get<std::string>();
+}
+
+}  // namespace
+
+std::string settings_json(const JobSettings& s) {
+  Json j = Json::object();
+  j["mini_batch_size"] = s.mini_batch_size;
+  j["instance_count"] = s.instance_count;
+  j["max_concurrency_per_instance"] = s.max_concurrency_per_instance;
+  j["prefetch"] = s.prefetch;
+  j["poll_ms"] = s.poll_ms;
+  j["heartbeat_period_ms"] = s.heartbeat_period_ms;
+  j["heartbeat_threshold_ms"] = s.heartbeat_threshold_ms;
+  j["max_retries"] = s.max_retries;
+  j["timeout_s"] = number(s.timeout_s);
+  j["error_threshold"] = s.error_threshold;
+  j["mini_batch_error_threshold"] = s.mini_batch_error_threshold;
+  j["allowed_failed_percent"] = number(s.allowed_failed_percent);
+  j["logging_level"] = s.logging_level;
+  j["python"] = s.python;
+  j["task_type"] = s.task_type;
+  j["resource_monitor_interval"] = number(s.resource_monitor_interval_s);
+  j["profiling_module"] = s.profiling_module;
+  // Paths and names are UTF-8 in practice; a stray byte is replaced rather than thrown on.
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Expected<JobSettings> parse_settings_json(std::string_view json) {
+  Json j = Json::parse(json.begin(), json.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return make_error(ErrorCode::InvalidArgument, "settings: expected a JSON object (got '" +
+                                                      std::string(json.substr(0, 60)) + "')");
+  }
+  JobSettings s;
+  read_text(j, "mini_batch_size", s.mini_batch_size);
+  read_int(j, "instance_count", s.instance_count);
+  read_int(j, "max_concurrency_per_instance", s.max_concurrency_per_instance);
+  read_int(j, "prefetch", s.prefetch);
+  read_int(j, "poll_ms", s.poll_ms);
+  read_int(j, "heartbeat_period_ms", s.heartbeat_period_ms);
+  read_int(j, "heartbeat_threshold_ms", s.heartbeat_threshold_ms);
+  read_int(j, "max_retries", s.max_retries);
+  read_real(j, "timeout_s", s.timeout_s);
+  read_int(j, "error_threshold", s.error_threshold);
+  read_int(j, "mini_batch_error_threshold", s.mini_batch_error_threshold);
+  read_real(j, "allowed_failed_percent", s.allowed_failed_percent);
+  read_text(j, "logging_level", s.logging_level);
+  read_text(j, "python", s.python);
+  read_text(j, "task_type", s.task_type);
+  read_real(j, "resource_monitor_interval", s.resource_monitor_interval_s);
+  read_text(j, "profiling_module", s.profiling_module);
+  return s;
+}
+
+std::optional<JobSettings> read_job_settings(const std::string& path, std::uint64_t job_id) {
+  Db db(path, Db::Mode::ReadOnly);
+  db.exec("PRAGMA busy_timeout = 5000", "set busy_timeout");
+  Statement st(db, "SELECT coalesce(settings, '{}') FROM jobs WHERE id = ?1");
+  st.bind(1, job_id);
+  if (!st.step()) return std::nullopt;
+  auto s = parse_settings_json(st.column_text(0));
+  if (!s) {
+    throw Failure(ErrorCode::InvalidArgument,
+                  path + ": job " + std::to_string(job_id) + ": " + s.error().message);
+  }
+  return *s;
+}
+
+}  // namespace fanout::store

@@ -1,0 +1,52 @@
+// The settings a job was submitted with, typed: what `fanout run` records in jobs.settings (a
+// JSON object, docs/store.md) and what `fanout resume` reads back to start the job's pools again.
+// This file is the one definition of that object's keys, both ways.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "fanout/util/expected.hpp"
+
+namespace fanout::store {
+
+// One field per key of jobs.settings, in the order they are written. A key missing when read
+// keeps the default below.
+struct JobSettings {
+  std::string mini_batch_size{};                   // as written in the job file
+  std::uint32_t instance_count = 1;                // pools
+  std::uint32_t max_concurrency_per_instance = 0;  // workers per pool; 0: not recorded
+  std::uint32_t prefetch = 0;
+  std::uint32_t poll_ms = 10;
+  std::uint32_t heartbeat_period_ms = 2000;
+  std::uint32_t heartbeat_threshold_ms = 10000;
+  std::uint32_t max_retries = 3;
+  double timeout_s = 60;
+  std::int64_t error_threshold = -1;
+  std::int64_t mini_batch_error_threshold = -1;
+  double allowed_failed_percent = 100;
+  std::string logging_level = "INFO";
+  std::string python{};                    // the job's interpreter; empty: not recorded
+  std::string task_type{};                 // run_function, command or native
+  double resource_monitor_interval_s = 0;  // key resource_monitor_interval; 0: off
+  std::string profiling_module{};          // "", cProfile or profile
+};
+
+// The JSON object recorded with the job (JobSpec::settings_json): compact, keys in field order,
+// a whole number written without a fraction ("timeout_s":60, as the store has always held it).
+[[nodiscard]] std::string settings_json(const JobSettings& s);
+
+// Reads a settings object. Keys it does not know, and known keys holding another JSON type, are
+// ignored. Error{InvalidArgument} when `json` is not a JSON object.
+[[nodiscard]] Expected<JobSettings> parse_settings_json(std::string_view json);
+
+// The settings recorded with job `job_id` in the store at `path` (opened read-only): nullopt when
+// there is no such job, defaults when its settings are NULL. Throws Failure{Database} when the
+// store cannot be read, Failure{InvalidArgument} naming the job when its settings are not a JSON
+// object.
+[[nodiscard]] std::optional<JobSettings> read_job_settings(const std::string& path,
+                                                           std::uint64_t job_id);
+
+}  // namespace fanout::store

@@ -1,0 +1,117 @@
+// Tests for listing a table's files (client/listing.hpp): the order of files, folders and pattern
+// matches, entries that name nothing, and plain CSV/TSV inputs described as tables.
+#include "client/listing.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "scratch_dir.hpp"
+
+using fanout::ErrorCode;
+using fanout::client::list_table_files;
+using fanout::client::plain_table;
+using fanout::config::load_mltable;
+using fanout::config::TablePath;
+using fanout::config::TableSpec;
+using fanout::test::ScratchDir;
+
+TEST_CASE("client.listing.lists_files_in_a_stable_order") {
+  ScratchDir d;
+  d.write("data/2024/01/a.csv", "x\n");
+  d.write("data/2024/02/b.csv", "x\n");
+  d.write("data/2024/02/skip.txt", "x\n");
+  d.write("data/top.csv", "x\n");
+  d.write("one.csv", "x\n");
+  d.write("MLTable", "paths:\n  - file: ./one.csv\n  - pattern: ./data/**/*.csv\n");
+  auto t = load_mltable(d.path());
+  REQUIRE(t.has_value());
+  auto files = list_table_files(*t);
+  REQUIRE(files.has_value());
+  CHECK(*files == std::vector<std::string>{d.path("one.csv"), d.path("data/2024/01/a.csv"),
+                                           d.path("data/2024/02/b.csv"), d.path("data/top.csv")});
+  SUBCASE("a pattern matching nothing names its line") {
+    d.write("MLTable", "paths:\n  - file: ./one.csv\n  - pattern: ./data/*.parquet\n");
+    auto t2 = load_mltable(d.path("MLTable"));
+    REQUIRE(t2.has_value());
+    auto f2 = list_table_files(*t2);
+    REQUIRE(!f2.has_value());
+    CHECK(f2.error().code == ErrorCode::NotFound);
+    CHECK(f2.error().message.find("MLTable:3: paths: pattern") != std::string::npos);
+  }
+}
+
+TEST_CASE("client.listing.folders_recursively_and_sorted_patterns_absolute_or_relative") {
+  ScratchDir d;
+  d.write("f/b/2.csv", "x\n");
+  d.write("f/a.csv", "x\n");
+  d.write("f/b/1.csv", "x\n");
+  TableSpec t;
+  t.source = "MLTable";
+  t.base_dir = d.path();
+  t.paths = {TablePath{"folder", d.path("f"), 2}, TablePath{"pattern", d.path("f/b/*.csv"), 3},
+             TablePath{"pattern", "f/[a]*", 4}};
+  auto files = list_table_files(t);
+  REQUIRE(files.has_value());
+  CHECK(*files == std::vector<std::string>{d.path("f/a.csv"), d.path("f/b/1.csv"),
+                                           d.path("f/b/2.csv"), d.path("f/b/1.csv"),
+                                           d.path("f/b/2.csv"), d.path("f/a.csv")});
+}
+
+TEST_CASE("client.listing.entries_that_name_nothing_are_not_found") {
+  ScratchDir d;
+  d.write("real.csv", "x\n");
+  struct Case {
+    TablePath path;
+    const char* must;
+  };
+  const std::vector<Case> cases = {
+      {TablePath{"file", d.path("gone.csv"), 2},
+       "t/MLTable:2: paths: file: expected an existing file"},
+      {TablePath{"file", d.path(), 3}, "t/MLTable:3: paths: file: expected an existing file"},
+      {TablePath{"folder", d.path("real.csv"), 4},
+       "t/MLTable:4: paths: folder: expected an existing folder"},
+      {TablePath{"pattern", "*.parquet", 5}, "t/MLTable:5: paths: pattern: expected a pattern"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.must);
+    TableSpec t;
+    t.source = "t/MLTable";
+    t.base_dir = d.path();
+    t.paths = {TablePath{"file", d.path("real.csv"), 1}, c.path};
+    auto files = list_table_files(t);
+    REQUIRE(!files.has_value());
+    CHECK(files.error().code == ErrorCode::NotFound);
+    CHECK(files.error().message.rfind(c.must, 0) == 0);
+  }
+}
+
+TEST_CASE("client.listing.plain_table") {
+  ScratchDir d;
+  SUBCASE("a .tsv file is tab-separated, another file comma-separated") {
+    auto t = plain_table(d.path("x.tsv"), false);
+    CHECK(t.delimiter == "\t");
+    REQUIRE(t.paths.size() == 1);
+    CHECK(t.paths[0].kind == "file");
+    CHECK(t.paths[0].value == d.path("x.tsv"));
+    CHECK(t.base_dir == d.path());
+    CHECK(plain_table(d.path("x.txt"), false).delimiter == ",");
+  }
+  SUBCASE("a folder is its .csv files, else its .tsv files") {
+    d.write("in/a.tsv", "x\n");
+    d.write("in/README", "x\n");
+    auto t = plain_table(d.path("in"), true);
+    CHECK(t.delimiter == "\t");
+    REQUIRE(t.paths.size() == 1);
+    CHECK(t.paths[0].kind == "pattern");
+    CHECK(t.paths[0].value == "**/*.tsv");
+    d.write("in/sub/b.csv", "x\n");
+    auto t2 = plain_table(d.path("in"), true);
+    CHECK(t2.delimiter == ",");
+    CHECK(t2.paths[0].value == "**/*.csv");
+    auto files = list_table_files(t2);
+    REQUIRE(files.has_value());
+    CHECK(*files == std::vector<std::string>{d.path("in/sub/b.csv")});
+  }
+}

@@ -1,0 +1,81 @@
+// The checks of a submitted JobSpec (interchange/job_checks.hpp): specs it accepts, and near
+// misses it rejects with an error that names the field. No file is touched.
+#include "interchange/job_checks.hpp"
+
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+using fanout::ErrorCode;
+using fanout::ix::check_job_spec;
+using fanout::proto::JobSpec;
+
+namespace {
+
+JobSpec good() {
+  JobSpec s;
+  s.name = "job";
+  s.runtime = "python";
+  s.code_dir = "/nonexistent/code";  // existence is the wiring's step, not a check
+  s.max_tries = 1;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("interchange.job_checks.accepts") {
+  struct Case {
+    const char* what;
+    std::function<void(JobSpec&)> edit;
+  };
+  const std::vector<Case> cases = {
+      {"the minimal spec", [](JobSpec&) {}},
+      {"runtime command", [](JobSpec& s) { s.runtime = "command"; }},
+      {"runtime native", [](JobSpec& s) { s.runtime = "native"; }},
+      {"many tries", [](JobSpec& s) { s.max_tries = 100; }},
+      {"an absolute log_dir", [](JobSpec& s) { s.log_dir = "/tmp/x/logs"; }},
+      {"an absolute output file", [](JobSpec& s) { s.output_path = "/tmp/x/out.txt"; }},
+      {"thresholds of any value",
+       [](JobSpec& s) {
+         s.error_threshold = 0;
+         s.mini_batch_error_threshold = 5;
+         s.allowed_failed_percent = 0;
+       }},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    JobSpec s = good();
+    c.edit(s);
+    auto r = check_job_spec(s);
+    CHECK(r.has_value());
+  }
+}
+
+TEST_CASE("interchange.job_checks.rejects_near_misses_naming_the_field") {
+  struct Case {
+    const char* field;
+    std::function<void(JobSpec&)> edit;
+  };
+  const std::vector<Case> cases = {
+      {"name", [](JobSpec& s) { s.name.clear(); }},
+      {"runtime", [](JobSpec& s) { s.runtime = "Python"; }},
+      {"runtime", [](JobSpec& s) { s.runtime.clear(); }},
+      {"max_tries", [](JobSpec& s) { s.max_tries = 0; }},
+      {"code_dir", [](JobSpec& s) { s.code_dir = "code"; }},
+      {"code_dir", [](JobSpec& s) { s.code_dir.clear(); }},
+      {"log_dir", [](JobSpec& s) { s.log_dir = "logs"; }},
+      {"output_path", [](JobSpec& s) { s.output_path = "out.txt"; }},
+      {"output_path", [](JobSpec& s) { s.output_path = "/tmp/dir/"; }},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.field);
+    JobSpec s = good();
+    c.edit(s);
+    auto r = check_job_spec(s);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code == ErrorCode::InvalidArgument);
+    CHECK(r.error().message.find(std::string("SubmitJob: ") + c.field + ":") == 0);
+  }
+}
