@@ -6,6 +6,7 @@
 #include "client/follow.hpp"
 #include "client/perf.hpp"
 #include "client/pipeline.hpp"
+#include "client/report_cmds.hpp"
 #include "client/status.hpp"
 #include "fanout/config/job_spec.hpp"
 #include "fanout/config/pipeline.hpp"
@@ -79,6 +80,23 @@ int main(int argc, char** argv) {
   report->add_option("job", job_id, "the job id")->required();
   report->add_option("--out", report_out, "folder to write to (default: the job's logs folder)");
   report->add_option("--db", db, "SQLite store");
+  bool report_html = false;
+  report->add_flag("--html", report_html, "write report.html (--out: the file) instead");
+  std::vector<std::uint64_t> compare_ids;
+  std::string compare_html;
+  auto* compare = app.add_subcommand("compare", "compare runs: settings that differ, effect");
+  compare->add_option("jobs", compare_ids, "job ids")->required();
+  compare->add_option("--html", compare_html, "also write the comparison page to this file");
+  compare->add_option("--db", db, "SQLite store");
+  fanout::report::TuneOptions to;
+  std::string tune_write;
+  auto* tune =
+      app.add_subcommand("tune", "what to change in a job's settings, from what it measured");
+  tune->add_option("job", job_id, "the job id")->required();
+  tune->add_option("--target-duration", to.target_duration_s, "desired duration (s): node count");
+  tune->add_option("--cores", to.cores, "cores per node (default: this machine's, if it ran here)");
+  tune->add_option("--write", tune_write, "write the suggested settings (YAML) to this file");
+  tune->add_option("--db", db, "SQLite store");
   fanout::client::PerfOptions po;
   bool no_ceiling = false, no_baseline = false;
   auto* perf = app.add_subcommand(
@@ -152,7 +170,12 @@ int main(int argc, char** argv) {
   }
   const std::string store_path = db.empty() ? fanout::client::default_db_path() : db;
   if (*status) return fanout::client::print_status(store_path, job_id, status_json);
+  if (*report && report_html) {
+    return fanout::client::write_html_report(store_path, job_id, report_out);
+  }
   if (*report) return fanout::client::write_report(store_path, job_id, report_out);
+  if (*compare) return fanout::client::compare_jobs(store_path, compare_ids, compare_html);
+  if (*tune) return fanout::client::tune_job(store_path, job_id, to, tune_write);
   if (*perf) {
     po.ceiling = !no_ceiling;
     po.baseline = !no_baseline;

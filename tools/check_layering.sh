@@ -30,7 +30,7 @@ allowed_fanout() {
     util) echo "" ;;
     partition | config | protocol) echo "util" ;;
     store | net) echo "util partition config protocol" ;;
-    report) echo "util protocol config store" ;;
+    report) echo "util partition config protocol store" ;;
     *) echo "" ;;
   esac
 }

@@ -4,6 +4,20 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 bash tools/install-deps.sh
+# What only the tests need (tools/deps-debian-test.txt); a test whose package is missing skips.
+mapfile -t test_pkgs < <(grep -vE '^\s*(#|$)' tools/deps-debian-test.txt)
+test_missing=()
+for p in "${test_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || test_missing+=("$p")
+done
+if [ ${#test_missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "test.sh: installing ${test_missing[*]}"
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+      $sudo apt-get install -y -qq --no-install-recommends "${test_missing[@]}"; } ||
+    echo "test.sh: could not install ${test_missing[*]}; the tests needing them will skip"
+fi
 bash tools/build.sh
 bash tools/check_layering.sh
 bash tools/check_format.sh

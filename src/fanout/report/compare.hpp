@@ -1,0 +1,21 @@
+// `fanout compare JOB JOB...`: the settings that differ between runs and their measured effect
+// (rate, overhead per mini-batch, utilisation, duration), as a text table and as an HTML page
+// with the throughput curves overlaid. See docs/tuning.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fanout/store/report_queries.hpp"
+
+namespace fanout::report {
+
+// The text table: the settings that differ (every setting when only one job is given), then
+// one row per figure with a column per job. Pure.
+std::string compare_text(const std::vector<store::ReportData>& jobs);
+
+// The same tables as a self-contained page, with items/s and mini-batches/s of every job drawn
+// over seconds since its start on one chart each. Pure.
+std::string compare_html(const std::vector<store::ReportData>& jobs);
+
+}  // namespace fanout::report

@@ -1,0 +1,524 @@
+// report.html of a job. See html_report.hpp and docs/tuning.md.
+#include "fanout/report/html_report.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "fanout/report/job_figures.hpp"
+#include "fanout/util/atomic_file.hpp"
+#include "fanout/util/clock.hpp"
+#include "fanout/util/json.hpp"
+
+namespace fanout::report {
+
+extern const unsigned char kChartJs[];  // generated from chart.min.js by tools/embed_file.py
+extern const std::size_t kChartJsSize;
+
+namespace {
+
+constexpr std::string_view kStyle = R"css(
+body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1250px;padding:0 1em;color:#222}
+h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 8px;text-align:left;
+vertical-align:top;font-size:.9em}th{background:#f3f3f3}td.n{text-align:right}
+.chart{position:relative;width:100%;margin:.5em 0 1em 0}.note{color:#666;font-size:.9em}
+.state-succeeded{color:#1a7f37}.state-failed{color:#cf222e}.state-cancelled{color:#9a6700}
+.state-running{color:#0969da}.grid{display:grid;grid-template-columns:1fr 1fr;gap:1em}
+pre{white-space:pre-wrap;font-size:.85em;margin:0}
+)css";
+
+// The drawing script: reads window.fanoutReport and draws every chart whose canvas is present.
+constexpr std::string_view kScript = R"js(
+(function () {
+  'use strict';
+  const R = window.fanoutReport;
+  Chart.defaults.animation = false;
+  Chart.defaults.maintainAspectRatio = false;
+  const colours = {RUN_DONE: '#2da44e', FAILED: '#cf222e', RUN_EXCEPTION: '#cf222e',
+    RUN_TIMEOUT: '#e16f24', LOAD_EXCEPTION: '#8250df', LOAD_TIMEOUT: '#bf3989',
+    WORKER_LOST: '#953800', POOL_LOST: '#6e7781', CANCELLED: '#afb8c1'};
+  const palette = ['#0969da', '#cf222e', '#2da44e', '#8250df', '#e16f24', '#1b7c83', '#bf3989',
+    '#6e7781', '#9a6700', '#953800'];
+  const colour = (s, i) => colours[s] || palette[i % palette.length];
+  let drawn = 0;
+  function make(id, config, points) {
+    const canvas = document.getElementById(id);
+    if (!canvas) return;
+    new Chart(canvas, config);
+    canvas.setAttribute('data-points', String(points));
+    drawn += 1;
+  }
+  const xy = (t, v) => t.map((x, i) => ({x: x, y: v[i]}));
+  const linear = (title) => ({type: 'linear', title: {display: true, text: title}});
+  function lines(id, series, xtitle, ytitle, extra) {
+    const points = series.reduce((n, s) => n + s.data.length, 0);
+    const options = {scales: {x: linear(xtitle), y: Object.assign(linear(ytitle), {beginAtZero: true})},
+      elements: {point: {radius: 0}}, plugins: {legend: {display: series.length <= 24}}};
+    if (extra) extra(options);
+    make(id, {type: 'line', data: {datasets: series}, options: options}, points);
+  }
+  function histogram(id, h, title) {
+    if (!h || !h.counts.length) return;
+    const labels = h.counts.map((_, i) => (1000 * (h.lo + (i + 0.5) * h.width)).toPrecision(3));
+    make(id, {type: 'bar', data: {labels: labels, datasets: [{label: 'successful attempts',
+      data: h.counts, backgroundColor: '#0969da', barPercentage: 1, categoryPercentage: 1}]},
+      options: {scales: {x: {title: {display: true, text: title + ' (ms, bin centre)'}},
+        y: {beginAtZero: true, title: {display: true, text: 'attempts'}}}}}, h.counts.length);
+  }
+  function job() {
+    const T = R.timeline;
+    if (T && T.segments.length) {
+      const statuses = [...new Set(T.segments.map((s) => s[3]))];
+      const span = T.segments.reduce((m, s) => Math.max(m, s[2]), 0) || 1;
+      const minw = span / 1500;  // an instant attempt still shows
+      const datasets = statuses.map((st, i) => ({label: st, backgroundColor: colour(st, i),
+        grouped: false, barPercentage: 0.85, categoryPercentage: 1,
+        data: T.segments.filter((s) => s[3] === st).map((s) => ({
+          x: [s[1], Math.max(s[2], s[1] + minw)], y: R.workers[s[0]], n: s[4]}))}));
+      make('chart-timeline', {type: 'bar', data: {labels: R.workers, datasets: datasets},
+        options: {indexAxis: 'y', scales: {x: Object.assign(linear('seconds since the job started'),
+          {min: 0}), y: {ticks: {autoSkip: R.workers.length > 60}}},
+          plugins: {tooltip: {callbacks: {label: (c) => c.dataset.label + ' ' +
+            c.raw.x[0].toFixed(3) + '..' + c.raw.x[1].toFixed(3) + ' s' +
+            (T.binned ? ' (' + c.raw.n + ' attempts)' : ' mini-batch ' + c.raw.n)}}}}},
+        T.segments.length);
+    }
+    const S = R.series;
+    if (S && S.t.length && R.job.worker_attempts > 0) {
+      lines('chart-throughput', [
+        {label: 'mini-batches/s', data: xy(S.t, S.minibatches_per_s), borderColor: '#0969da', yAxisID: 'y'},
+        {label: 'failed attempts/s', data: xy(S.t, S.failed_per_s), borderColor: '#cf222e', yAxisID: 'y'},
+        {label: 'items/s', data: xy(S.t, S.items_per_s), borderColor: '#2da44e', yAxisID: 'y1'}],
+        'seconds since the job started', 'per second', (o) => {
+          o.scales.y1 = Object.assign(linear('items/s'), {position: 'right', beginAtZero: true,
+            grid: {drawOnChartArea: false}});
+        });
+      lines('chart-inflight', [
+        {label: 'running in workers', data: xy(S.t, S.running), borderColor: '#8250df', stepped: true},
+        {label: 'queued (not finished, not running)', data: xy(S.t, S.queued), borderColor: '#e16f24', stepped: true}],
+        'seconds since the job started', 'mini-batches');
+    }
+    const U = R.utilisation;
+    if (U && U.length) {
+      make('chart-utilisation', {type: 'bar', data: {labels: U.map((u) => u.name), datasets: [
+        {label: '% of worker time inside run()', data: U.map((u) => u.run), backgroundColor: '#0969da'},
+        {label: '% of worker time in an attempt', data: U.map((u) => u.busy), backgroundColor: '#afb8c1'}]},
+        options: {scales: {y: {min: 0, max: 100, title: {display: true, text: '%'}}}}}, U.length);
+    }
+    histogram('chart-run-hist', R.run_hist, 'run() time');
+    histogram('chart-overhead-hist', R.overhead_hist, 'overhead: attempt time - run() time');
+    const F = R.failures;
+    if (F && F.by_status.length) {
+      make('chart-failures', {type: 'bar', data: {labels: F.by_status.map((s) => s[0]),
+        datasets: [{label: 'failed attempts', data: F.by_status.map((s) => s[1]),
+          backgroundColor: F.by_status.map((s, i) => colour(s[0], i))}]},
+        options: {indexAxis: 'y', plugins: {legend: {display: false}}}}, F.by_status.length);
+    }
+    const N = R.nodes || [], P = R.processes || [];
+    if (N.length) {
+      lines('chart-node-cpu', N.map((n, i) => ({label: n.node, data: xy(n.t, n.cpu),
+        borderColor: palette[i % palette.length]})), 'seconds since the job started', 'node CPU % (all cores = 100)');
+      lines('chart-node-mem', N.map((n, i) => ({label: n.node + ' used of ' + n.mem_total.toFixed(0) + ' MB',
+        data: xy(n.t, n.mem), borderColor: palette[i % palette.length]})), 'seconds since the job started', 'MB');
+    }
+    if (P.length) {
+      lines('chart-proc-cpu', P.map((p, i) => ({label: p.label, data: xy(p.t, p.cpu),
+        borderColor: palette[i % palette.length]})), 'seconds since the job started', 'worker CPU % (one core = 100)');
+      lines('chart-proc-rss', P.map((p, i) => ({label: p.label, data: xy(p.t, p.rss),
+        borderColor: palette[i % palette.length]})), 'seconds since the job started', 'RSS MB');
+    }
+  }
+  function compare() {
+    const J = R.jobs.filter((j) => j.t.length);
+    if (!J.length) return;
+    lines('chart-compare-items', J.map((j, i) => ({label: 'job ' + j.id + ' ' + j.name,
+      data: xy(j.t, j.items_per_s), borderColor: palette[i % palette.length]})),
+      'seconds since the job started', 'items/s');
+    lines('chart-compare-minibatches', J.map((j, i) => ({label: 'job ' + j.id + ' ' + j.name,
+      data: xy(j.t, j.minibatches_per_s), borderColor: palette[i % palette.length]})),
+      'seconds since the job started', 'mini-batches/s');
+  }
+  try {
+    if (R.kind === 'compare') compare(); else job();
+  } finally {
+    document.documentElement.setAttribute('data-rendered', String(drawn));
+  }
+})();
+)js";
+
+// Counts the page's script errors on <html data-errors>, before anything else runs.
+constexpr std::string_view kErrorHook = R"js(
+window.fanoutErrors = [];
+window.addEventListener('error', function (e) {
+  window.fanoutErrors.push(String(e.message));
+  document.documentElement.setAttribute('data-errors', String(window.fanoutErrors.length));
+});
+)js";
+
+std::string num(double v) {
+  if (!std::isfinite(v)) return "0";
+  return fmt::format("{:.7g}", v);
+}
+
+std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }
+
+std::string time_text(double unix_s) { return unix_s > 0 ? iso_utc(unix_s) : std::string("-"); }
+
+void row(std::string& out, std::string_view key, std::string_view value) {
+  out += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", html_escape(key), html_escape(value));
+}
+
+void canvas(std::string& out, std::string_view id, int height) {
+  out += fmt::format(
+      "<div class=\"chart\" style=\"height:{}px\"><canvas id=\"{}\" class=\"fanout-chart\">"
+      "</canvas></div>\n",
+      height, id);
+}
+
+std::string header_html(const store::ReportData& d, const JobFigures& f) {
+  std::string o;
+  o += fmt::format("<h1>fanout job {}: {}</h1>\n", d.job_id, html_escape(d.name));
+  o += fmt::format("<p>state <b class=\"state-{0}\">{0}</b>{1}{2}</p>\n", html_escape(d.state),
+                   d.reason.empty() ? "" : ": " + html_escape(d.reason),
+                   d.ended > 0 ? ""
+                               : fmt::format(" <span class=\"note\">(a snapshot at {})</span>",
+                                             time_text(d.snapshot)));
+  o += "<div class=\"grid\"><div><table>\n";
+  row(o, "job file", d.spec_path);
+  row(o, "runtime", d.runtime + (d.entry.empty() ? "" : ": " + d.entry));
+  row(o, "output", d.output_path.empty() ? "(summary_only)" : d.output_path);
+  row(o, "logs", d.log_dir);
+  row(o, "started", time_text(d.started));
+  row(o, "ended", d.ended > 0 ? time_text(d.ended) : std::string("- (running)"));
+  row(o, "duration", fixed(f.duration_s, 3) + " s");
+  row(o, "mini-batches",
+      fmt::format("{} of {}{} done: {} succeeded, {} failed; {} running, {} pending",
+                  d.succeeded + d.failed, d.total_known ? d.total : d.submitted,
+                  d.total_known ? "" : "+", d.succeeded, d.failed, d.running, d.pending));
+  row(o, "items", fmt::format("{} succeeded, {} failed", d.items_succeeded, d.items_failed));
+  row(o, "attempts", fmt::format("{} ({} failed)", d.attempts, d.attempts_failed));
+  row(o, "rate",
+      fmt::format("{:.4g} items/s, {:.4g} mini-batches/s", f.items_per_s, f.minibatches_per_s));
+  row(o, "workers",
+      fmt::format("{} in {} pool(s); {:.1f}% of worker time inside run()", f.workers,
+                  d.pools.size(), f.run_share * 100));
+  row(o, "per mini-batch",
+      f.measured > 0 ? fmt::format("run() {:.4g} ms, overhead {:.4g} ms ({:.1f}%), idle gap "
+                                   "between tasks {:.4g} ms",
+                                   f.mean_run_s * 1000, f.mean_overhead_s * 1000,
+                                   f.overhead_share * 100, f.mean_gap_s * 1000)
+                     : std::string("- (no successful attempt yet)"));
+  o += "</table></div><div><table>\n<tr><th>setting</th><th>value</th></tr>\n";
+  for (const auto& [k, v] : d.settings) {
+    o += fmt::format("<tr><td>{}</td><td>{}</td></tr>\n", html_escape(k), html_escape(v));
+  }
+  if (d.settings.empty()) o += "<tr><td colspan=\"2\">(none recorded)</td></tr>\n";
+  o += "</table></div></div>\n";
+  return o;
+}
+
+std::string failures_html(const store::ReportData& d) {
+  std::string o = "<h2>Failures</h2>\n";
+  if (d.attempts_failed == 0) return o + "<p class=\"note\">No attempt failed.</p>\n";
+  canvas(o, "chart-failures", 60 + 28 * static_cast<int>(d.by_status.size()));
+  o += "<table><tr><th>category</th><th>failed attempts</th></tr>\n";
+  for (const auto& [c, n] : d.by_category) {
+    o += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td></tr>\n",
+                     html_escape(c.empty() ? "(none)" : c), n);
+  }
+  o += "</table>\n<table><tr><th>status</th><th>category</th><th>attempts</th>"
+       "<th>first messages</th></tr>\n";
+  for (const auto& g : d.failures) {
+    std::string msgs;
+    for (const auto& m : g.first) msgs += html_escape(m) + "\n";
+    o += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td><pre>{}</pre></td></tr>\n",
+        html_escape(g.status), html_escape(g.category), g.count, msgs);
+  }
+  o += "</table>\n";
+  o += fmt::format("<p>{} mini-batch(es) exhausted their tries.</p>\n", d.exhausted_count);
+  if (!d.exhausted.empty()) {
+    o += "<table><tr><th>mini-batch</th><th>tries</th><th>items</th><th>last attempt</th></tr>\n";
+    for (const auto& e : d.exhausted) {
+      o += fmt::format(
+          "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+          "<td>{}</td></tr>\n",
+          e.minibatch, e.tries, e.items, html_escape(e.last));
+    }
+    o += "</table>\n";
+    if (d.exhausted_count > d.exhausted.size()) {
+      o += fmt::format("<p class=\"note\">The first {} are listed.</p>\n", d.exhausted.size());
+    }
+  }
+  return o;
+}
+
+std::string data_json(const store::ReportData& d, const JobFigures& f) {
+  std::string j = "{\"kind\":\"job\",\"job\":{\"id\":";
+  j += fmt::format("{},\"name\":", d.job_id);
+  json_quote(j, d.name);
+  j += ",\"state\":";
+  json_quote(j, d.state);
+  j += fmt::format(",\"worker_attempts\":{},\"attempts\":{},\"duration_s\":{}}}", d.worker_attempts,
+                   d.attempts, num(f.duration_s));
+  j += ",\"workers\":[";
+  for (std::size_t i = 0; i < d.workers.size(); ++i) {
+    if (i) j += ",";
+    json_quote(j, d.workers[i].pool + "/" + d.workers[i].process);
+  }
+  j += fmt::format("],\"timeline\":{{\"binned\":{},\"bin_s\":{},\"segments\":[",
+                   d.timeline_binned ? "true" : "false", num(d.timeline_bin_s));
+  for (std::size_t i = 0; i < d.segments.size(); ++i) {
+    const auto& s = d.segments[i];
+    if (i) j += ",";
+    j += fmt::format("[{},{},{},", s.worker, num(s.t_start), num(s.t_end));
+    json_quote(j, s.status);
+    j += fmt::format(",{}]", d.timeline_binned ? s.attempts : s.minibatch);
+  }
+  j += "]}";
+  // Time series: rates per bin, and the running and queued counts at each bin's start.
+  std::vector<double> t, mb, items, failed, running, queued;
+  const double w = d.bin_s > 0 ? d.bin_s : 1;
+  for (const auto& b : d.bins) {
+    t.push_back(b.t);
+    mb.push_back(static_cast<double>(b.succeeded) / w);
+    items.push_back(static_cast<double>(b.items) / w);
+    failed.push_back(static_cast<double>(b.failed) / w);
+    running.push_back(static_cast<double>(b.running));
+    queued.push_back(static_cast<double>(b.queued));
+  }
+  j += fmt::format(",\"series\":{{\"bin_s\":{},\"t\":", num(d.bin_s));
+  append_json_numbers(j, t);
+  j += ",\"minibatches_per_s\":";
+  append_json_numbers(j, mb);
+  j += ",\"items_per_s\":";
+  append_json_numbers(j, items);
+  j += ",\"failed_per_s\":";
+  append_json_numbers(j, failed);
+  j += ",\"running\":";
+  append_json_numbers(j, running);
+  j += ",\"queued\":";
+  append_json_numbers(j, queued);
+  j += "},\"utilisation\":[";
+  for (std::size_t i = 0; i < f.pools.size(); ++i) {
+    j += i ? "," : "";
+    j += "{\"name\":";
+    json_quote(j, f.pools[i].name);
+    j += fmt::format(",\"workers\":{},\"run\":{},\"busy\":{}}}", f.pools[i].workers,
+                     num(100 * f.pools[i].run_share), num(100 * f.pools[i].busy_share));
+  }
+  if (!f.pools.empty()) {
+    j += fmt::format(",{{\"name\":\"all pools\",\"workers\":{},\"run\":{},\"busy\":{}}}", f.workers,
+                     num(100 * f.run_share), num(100 * f.busy_share));
+  }
+  j += "]";
+  auto hist = [&](const char* key, const store::ReportData::Histogram& h) {
+    j += fmt::format(",\"{}\":{{\"lo\":{},\"width\":{},\"n\":{},\"counts\":[", key, num(h.lo),
+                     num(h.width), h.n);
+    for (std::size_t i = 0; i < h.counts.size(); ++i)
+      j += fmt::format("{}{}", i ? "," : "", h.counts[i]);
+    j += "]}";
+  };
+  hist("run_hist", d.run_hist);
+  hist("overhead_hist", d.overhead_hist);
+  j += ",\"failures\":{\"by_status\":[";
+  for (std::size_t i = 0; i < d.by_status.size(); ++i) {
+    j += i ? ",[" : "[";
+    json_quote(j, d.by_status[i].first);
+    j += fmt::format(",{}]", d.by_status[i].second);
+  }
+  j += fmt::format("],\"exhausted\":{}}}", d.exhausted_count);
+  j += ",\"nodes\":[";
+  for (std::size_t i = 0; i < d.node_series.size(); ++i) {
+    const auto& s = d.node_series[i];
+    j += i ? ",{\"node\":" : "{\"node\":";
+    json_quote(j, s.node);
+    j += fmt::format(",\"mem_total\":{},\"t\":", num(s.mem_total));
+    append_json_numbers(j, s.t);
+    j += ",\"cpu\":";
+    append_json_numbers(j, s.cpu);
+    j += ",\"mem\":";
+    append_json_numbers(j, s.mem);
+    j += "}";
+  }
+  j += "],\"processes\":[";
+  for (std::size_t i = 0; i < d.process_series.size(); ++i) {
+    const auto& s = d.process_series[i];
+    j += i ? ",{\"label\":" : "{\"label\":";
+    json_quote(j, s.pool + "/" + s.process);
+    j += ",\"t\":";
+    append_json_numbers(j, s.t);
+    j += ",\"cpu\":";
+    append_json_numbers(j, s.cpu);
+    j += ",\"rss\":";
+    append_json_numbers(j, s.mem);
+    j += "}";
+  }
+  j += "]}";
+  return j;
+}
+
+}  // namespace
+
+std::string_view chart_js() { return {reinterpret_cast<const char*>(kChartJs), kChartJsSize}; }
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+void append_json_numbers(std::string& out, const std::vector<double>& v) {
+  out += "[";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ",";
+    out += num(v[i]);
+  }
+  out += "]";
+}
+
+std::string html_page(std::string_view title, std::string_view body, std::string_view data_json) {
+  // Inside a <script>, "</" could end the element early: JSON and JS strings may spell it "<\/".
+  auto script_safe = [](std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      out += s[i];
+      if (s[i] == '<' && i + 1 < s.size() && s[i + 1] == '/') out += '\\';
+    }
+    return out;
+  };
+  std::string o;
+  o.reserve(chart_js().size() + body.size() + data_json.size() + 16384);
+  o += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>";
+  o += html_escape(title);
+  o += "</title>\n<style>";
+  o += kStyle;
+  o += "</style>\n<script>";
+  o += kErrorHook;
+  o += "</script>\n</head>\n<body>\n";
+  o += body;
+  o += "<script>\nwindow.fanoutReport = ";
+  o += script_safe(data_json);
+  o += ";\n</script>\n<script>\n";
+  o += script_safe(chart_js());
+  o += "\n</script>\n<script>";
+  o += kScript;
+  o += "</script>\n</body>\n</html>\n";
+  return o;
+}
+
+std::string render_job_html(const store::ReportData& d) {
+  const JobFigures f = job_figures(d);
+  std::string b = header_html(d, f);
+  b += "<h2>Timeline per worker</h2>\n";
+  if (d.segments.empty()) {
+    b += "<p class=\"note\">No attempt has reached a worker.</p>\n";
+  } else {
+    b += d.timeline_binned
+             ? fmt::format(
+                   "<p class=\"note\">{} attempts, drawn in bins of {:.4g} s: each bar is "
+                   "the share of the bin the worker was busy; red when an attempt in it "
+                   "failed.</p>\n",
+                   d.worker_attempts, d.timeline_bin_s)
+             : std::string(
+                   "<p class=\"note\">One bar per attempt, coloured by status; the gaps "
+                   "are the worker's idle time.</p>\n");
+    canvas(b, "chart-timeline",
+           90 + 20 * static_cast<int>(std::min<std::size_t>(d.workers.size(), 200)));
+  }
+  b += "<h2>Throughput and in flight</h2>\n";
+  if (d.worker_attempts == 0) {
+    b += "<p class=\"note\">No attempt yet.</p>\n";
+  } else {
+    b += fmt::format("<p class=\"note\">In bins of {:.4g} s.</p>\n", d.bin_s);
+    canvas(b, "chart-throughput", 300);
+    canvas(b, "chart-inflight", 260);
+  }
+  b += "<h2>Worker utilisation</h2>\n";
+  if (f.pools.empty()) {
+    b += "<p class=\"note\">No worker has run an attempt.</p>\n";
+  } else {
+    b += fmt::format(
+        "<p class=\"note\">Worker time is workers × {:.4g} s, from the first "
+        "attempt's start to the last one's end.</p>\n",
+        f.span_s);
+    canvas(b, "chart-utilisation", 260);
+  }
+  b += "<h2>run() time and overhead per mini-batch</h2>\n";
+  if (d.run_hist.n == 0) {
+    b += "<p class=\"note\">No successful attempt yet.</p>\n";
+  } else {
+    b += fmt::format(
+        "<p class=\"note\">{} successful attempts. run(): min {:.4g} ms, mean {:.4g} ms, max "
+        "{:.4g} ms. Overhead (attempt time − run() time): min {:.4g} ms, mean {:.4g} ms, max "
+        "{:.4g} ms.</p>\n",
+        d.run_hist.n, d.run_hist.min * 1000, d.run_hist.mean * 1000, d.run_hist.max * 1000,
+        d.overhead_hist.min * 1000, d.overhead_hist.mean * 1000, d.overhead_hist.max * 1000);
+    b += "<div class=\"grid\"><div>";
+    canvas(b, "chart-run-hist", 260);
+    b += "</div><div>";
+    canvas(b, "chart-overhead-hist", 260);
+    b += "</div></div>\n";
+  }
+  b += failures_html(d);
+  b += "<h2>Resources</h2>\n";
+  if (d.node_series.empty() && d.process_series.empty()) {
+    b += "<p class=\"note\">No resource samples: run with --resource_monitor_interval N in "
+         "program_arguments.</p>\n";
+  } else {
+    if (!d.node_series.empty()) {
+      b += "<div class=\"grid\"><div>";
+      canvas(b, "chart-node-cpu", 260);
+      b += "</div><div>";
+      canvas(b, "chart-node-mem", 260);
+      b += "</div></div>\n";
+    }
+    if (!d.process_series.empty()) {
+      b += "<div class=\"grid\"><div>";
+      canvas(b, "chart-proc-cpu", 300);
+      b += "</div><div>";
+      canvas(b, "chart-proc-rss", 300);
+      b += "</div></div>\n";
+    }
+  }
+  b += fmt::format(
+      "<p class=\"note\">Generated by fanout from the store at {}. How to read it: "
+      "docs/tuning.md.</p>\n",
+      time_text(d.snapshot));
+  return html_page(fmt::format("fanout job {}: {}", d.job_id, d.name), b, data_json(d, f));
+}
+
+Expected<void> write_job_html(const std::string& db_path, std::uint64_t job_id,
+                              const std::string& out_file) {
+  auto d = store::read_report_data(db_path, job_id);
+  if (!d) return make_error(d.error().code, d.error().message);
+  return write_file_atomic(out_file, render_job_html(*d));
+}
+
+}  // namespace fanout::report

@@ -1,0 +1,40 @@
+// report.html: one self-contained page per job (Chart.js inlined, no network, no server) showing
+// the job's header, a timeline per worker, throughput, in-flight and queued mini-batches,
+// utilisation, run() and overhead histograms, failures and resource plots. The figures come from
+// store::read_report_data(); what each chart shows: docs/tuning.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "fanout/store/report_queries.hpp"
+#include "fanout/util/expected.hpp"
+
+namespace fanout::report {
+
+// Chart.js 3.9 (Debian's libjs-chart.js), embedded into the binary at build time.
+std::string_view chart_js();
+
+// `s` with & < > " ' escaped for HTML text and attribute values.
+std::string html_escape(std::string_view s);
+
+// A complete page: `body` (HTML), the figures as `window.fanoutReport = <data_json>`, Chart.js
+// and the drawing script. Every chart is a <canvas class="fanout-chart" data-points="N"> once
+// drawn; <html data-rendered="N" data-errors="E"> counts the charts drawn and the script
+// errors, so a headless browser can check the page (tests/integration/report_html_check.py).
+std::string html_page(std::string_view title, std::string_view body, std::string_view data_json);
+
+// The report.html of one job. Pure: no I/O.
+std::string render_job_html(const store::ReportData& d);
+
+// Reads job `job_id` from the store at `db_path` and writes its report.html to `out_file`
+// through a temporary file and a rename. Errors: as store::read_report_data(), and Io naming
+// the file.
+[[nodiscard]] Expected<void> write_job_html(const std::string& db_path, std::uint64_t job_id,
+                                            const std::string& out_file);
+
+// A JSON array of numbers, each with up to 7 significant digits.
+void append_json_numbers(std::string& out, const std::vector<double>& v);
+
+}  // namespace fanout::report

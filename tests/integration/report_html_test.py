@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""report.html and `fanout compare --html` in headless Chromium (issue 14).
+
+Runs real jobs with the real binaries, then opens each page in Debian's `chromium`: the page
+must log no error, every chart must have drawn data (`data-points` on each canvas, read back
+with --dump-dom), and a screenshot must not be blank (distinct colours of the PNG, decoded with
+zlib). Covered: a small job, a job with failures and resource samples, a running job (a
+snapshot), a cancelled job, a job with 0 attempts, and compare.
+
+Exit 77 (meson: skipped) when chromium is missing, naming why. Environment: FANOUT_BIN,
+FANOUT_SOURCE_ROOT (set by tests/meson.build).
+"""
+import os
+import re
+import shutil
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+SKIP = 77
+FANOUT = os.environ.get("FANOUT_BIN", "")
+
+ENTRY = '''
+import os
+import time
+
+SLEEP = {sleep}
+
+def init():
+    pass
+
+def run(mini_batch):
+    rows = []
+    for path in mini_batch:
+        name = os.path.basename(path)
+        if name.startswith("bad"):
+            raise ValueError("cannot score " + name)
+        time.sleep(SLEEP)
+        rows.append(name)
+    return rows
+'''
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def find_chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def make_job(root, name, files, bad=0, args="", mini_batch_size=2, retries=1, sleep=0.0):
+    """A python job over `files` inputs, `bad` of which raise in run()."""
+    data = os.path.join(root, name, "data")
+    src = os.path.join(root, name, "src")
+    os.makedirs(data)
+    os.makedirs(src)
+    for i in range(files):
+        with open(os.path.join(data, "doc%03d.txt" % i), "w") as f:
+            f.write("some words %d\n" % i)
+    for i in range(bad):
+        with open(os.path.join(data, "bad%03d.txt" % i), "w") as f:
+            f.write("x\n")
+    with open(os.path.join(src, "score.py"), "w") as f:
+        f.write(ENTRY.replace("{sleep}", repr(sleep)))
+    job = os.path.join(root, name, "job.yaml")
+    with open(job, "w") as f:
+        f.write(f"""type: parallel
+name: {name}
+inputs:
+  docs:
+    type: uri_folder
+    path: ./data
+input_data: ${{{{inputs.docs}}}}
+mini_batch_size: "{mini_batch_size}"
+max_concurrency_per_instance: 2
+retry_settings:
+  max_retries: {retries}
+  timeout: 60
+task:
+  type: run_function
+  code: ./src
+  entry_script: score.py
+""")
+        if args:
+            f.write("  program_arguments: %s\n" % args)
+    return job
+
+
+def fanout(*args, check=True, env=None):
+    p = subprocess.run([FANOUT, *args], capture_output=True, text=True, env=env, timeout=240)
+    if check and p.returncode != 0:
+        fail("fanout %s: exit %d\n%s\n%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
+    return p
+
+
+def last_job(db):
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+    try:
+        row = con.execute("SELECT max(id) FROM jobs").fetchone()
+        return row[0]
+    finally:
+        con.close()
+
+
+def png_colours(path):
+    """Distinct RGB(A) pixel values of an 8-bit, non-interlaced PNG."""
+    data = open(path, "rb").read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        fail(path + ": not a PNG")
+    pos, idat, width, height, ctype = 8, b"", 0, 0, 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, ctype = struct.unpack(">IIBB", body[:10])
+            if depth != 8 or ctype not in (2, 6):
+                return 256  # another format: trust its size instead
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    bpp = 3 if ctype == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    colours, prev, i = set(), bytearray(stride), 0
+    for _ in range(height):
+        ftype, line = raw[i], bytearray(raw[i + 1:i + 1 + stride])
+        i += 1 + stride
+        for x in range(stride):
+            a = line[x - bpp] if x >= bpp else 0
+            b = prev[x]
+            c = prev[x - bpp] if x >= bpp else 0
+            if ftype == 1:
+                line[x] = (line[x] + a) & 255
+            elif ftype == 2:
+                line[x] = (line[x] + b) & 255
+            elif ftype == 3:
+                line[x] = (line[x] + (a + b) // 2) & 255
+            elif ftype == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+                line[x] = (line[x] + pred) & 255
+        for x in range(0, stride, bpp * 7):  # a sample of the pixels is enough
+            colours.add(bytes(line[x:x + bpp]))
+        prev = line
+    return len(colours)
+
+
+def check_page(chromium, page, min_charts, label):
+    """Opens `page` headless; checks errors, chart data and the screenshot."""
+    base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--disable-dev-shm-usage", "--allow-file-access-from-files",
+            "--enable-logging=stderr", "--v=0", "--window-size=1300,2400",
+            "--virtual-time-budget=5000"]
+    url = "file://" + os.path.abspath(page)
+    p = subprocess.run(base + ["--dump-dom", url], capture_output=True, text=True, timeout=180)
+    dom = p.stdout
+    if "<html" not in dom:
+        fail("%s: chromium printed no DOM (exit %d)\n%s" % (label, p.returncode, p.stderr[-2000:]))
+    console_errors = [l for l in p.stderr.splitlines()
+                      if "CONSOLE" in l and ("Uncaught" in l or "Error" in l)]
+    if console_errors:
+        fail("%s: console errors:\n%s" % (label, "\n".join(console_errors)))
+    if re.search(r'<html[^>]*data-errors="', dom):
+        fail("%s: the page counted script errors" % label)
+    m = re.search(r'<html[^>]*data-rendered="(\d+)"', dom)
+    if not m:
+        fail("%s: the drawing script did not finish (no data-rendered)" % label)
+    canvases = re.findall(r"<canvas[^>]*>", dom)
+    if len(canvases) < min_charts:
+        fail("%s: %d charts, expected at least %d" % (label, len(canvases), min_charts))
+    for c in canvases:
+        pts = re.search(r'data-points="(\d+)"', c)
+        if not pts or int(pts.group(1)) == 0:
+            fail("%s: a chart has no data: %s" % (label, c))
+    if int(m.group(1)) != len(canvases):
+        fail("%s: %s of %d charts drawn" % (label, m.group(1), len(canvases)))
+    shot = page + ".png"
+    p = subprocess.run(base + ["--screenshot=" + shot, url], capture_output=True, text=True,
+                       timeout=180)
+    if not os.path.exists(shot) or os.path.getsize(shot) < 10000:
+        fail("%s: screenshot missing or tiny (exit %d)\n%s" % (label, p.returncode,
+                                                             p.stderr[-2000:]))
+    colours = png_colours(shot)
+    if colours < 8:
+        fail("%s: screenshot nearly blank (%d colours)" % (label, colours))
+    print("ok: %s: %d charts with data, %d colours in the screenshot" %
+          (label, len(canvases), colours))
+
+
+def main():
+    chromium = find_chromium()
+    if not chromium:
+        print("SKIP: chromium is not installed (tools/deps-debian-test.txt)")
+        return SKIP
+    if not FANOUT:
+        print("SKIP: FANOUT_BIN is not set (run through meson test)")
+        return SKIP
+    root = tempfile.mkdtemp(prefix="fanout-report-html-")
+    try:
+        db = os.path.join(root, "fanout.db")
+        common = ["--db", db, "--quiet", "--run-dir", os.path.join(root, "runs")]
+
+        # A small job: report.html is written at its end, next to the CSVs.
+        fanout("run", make_job(root, "small", 12), *common)
+        small = last_job(db)
+        log_dir = sqlite3.connect(db).execute(
+            "SELECT log_dir FROM jobs WHERE id = ?", (small,)).fetchone()[0]
+        page = os.path.join(log_dir, "report.html")
+        if not os.path.exists(page):
+            fail("no report.html in " + log_dir)
+        check_page(chromium, page, 6, "small job")
+
+        # Failures and resource samples.
+        job = make_job(root, "failing", 16, bad=3, args="--resource_monitor_interval 1",
+                       mini_batch_size=1, sleep=0.3)
+        fanout("run", job, *common, check=False)
+        failing = last_job(db)
+        page = os.path.join(root, "failing.html")
+        fanout("report", str(failing), "--html", "--out", page, "--db", db)
+        html = open(page).read()
+        for needle in ('id="chart-failures"', 'id="chart-node-cpu"', 'id="chart-proc-rss"',
+                       "ValueError", "exhausted their tries"):
+            if needle not in html:
+                fail("failing job: the page lacks " + needle)
+        check_page(chromium, page, 10, "job with failures and samples")
+
+        # A running job gives a snapshot; cancelled, it renders too.
+        job = make_job(root, "slow", 200, mini_batch_size=1, sleep=0.5)
+        cancel = None
+        proc = subprocess.Popen([FANOUT, "run", job, *common],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            running = None
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                try:
+                    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+                    row = con.execute(
+                        "SELECT j.id FROM jobs j WHERE j.name = 'slow' AND j.state = 'running' "
+                        "AND (SELECT count(*) FROM attempts a WHERE a.job_id = j.id) >= 2"
+                    ).fetchone()
+                    con.close()
+                except sqlite3.Error:
+                    row = None
+                if row:
+                    running = row[0]
+                    break
+                time.sleep(0.2)
+            if running is None:
+                fail("the slow job never showed two attempts")
+            page = os.path.join(root, "running.html")
+            fanout("report", str(running), "--html", "--out", page, "--db", db)
+            if "a snapshot at" not in open(page).read():
+                fail("running job: the page does not say it is a snapshot")
+            # Cancel before the (slow) browser checks, so the job is still running.
+            cancel = fanout("cancel", str(running), "--db", db, "--quiet", check=False)
+            proc.wait(timeout=120)
+            check_page(chromium, page, 4, "running job")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        page = os.path.join(root, "cancelled.html")
+        fanout("report", str(running), "--html", "--out", page, "--db", db)
+        state = sqlite3.connect(db).execute("SELECT state FROM jobs WHERE id = ?",
+                                            (running,)).fetchone()[0]
+        if state != "cancelled":
+            fail("the slow job ended %s, not cancelled: fanout cancel said %s %s" %
+                 (state, cancel.stdout, cancel.stderr))
+        check_page(chromium, page, 4, "cancelled job")
+
+        # A job with 0 attempts: the same store, a job row with nothing run.
+        con = sqlite3.connect(db)
+        con.execute("INSERT INTO jobs (name, state, reason, settings, created, started, ended, "
+                    "log_dir) VALUES ('empty', 'cancelled', 'cancelled before any attempt', "
+                    "'{\"prefetch\":0}', 1000, 1000, 1001, '')")
+        con.commit()
+        empty = con.execute("SELECT max(id) FROM jobs").fetchone()[0]
+        con.close()
+        page = os.path.join(root, "empty.html")
+        fanout("report", str(empty), "--html", "--out", page, "--db", db)
+        check_page(chromium, page, 0, "job with 0 attempts")
+
+        # compare: text and page.
+        page = os.path.join(root, "compare.html")
+        p = fanout("compare", str(small), str(failing), "--html", page, "--db", db)
+        if "mini_batch_size" not in p.stdout or "items/s" not in p.stdout:
+            fail("compare: the table lacks the differing setting or the rate:\n" + p.stdout)
+        check_page(chromium, page, 2, "compare")
+        print("all report pages render")
+        return 0
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

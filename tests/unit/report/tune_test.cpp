@@ -1,0 +1,188 @@
+// Tests for `fanout tune` (src/fanout/report/tune.hpp), read as its specification: each case
+// writes a constructed job history into a real store (the schema made by TaskStore, the rows by
+// SQL), reads it back with store::read_report_data() and checks the advice whose right answer is
+// known. Rules and thresholds: docs/tuning.md.
+#include "fanout/report/tune.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "fanout/report/job_figures.hpp"
+#include "fanout/store/report_queries.hpp"
+
+#include "report_history.hpp"
+#include "scratch_dir.hpp"
+
+namespace report = fanout::report;
+namespace store = fanout::store;
+using fanout::test::History;
+using fanout::test::uniform;
+using fanout::test::WorkerRun;
+using fanout::test::write_store;
+using report::Recommendation;
+using report::Verdict;
+
+namespace {
+
+const Recommendation& find(const std::vector<Recommendation>& recs, const std::string& setting) {
+  for (const auto& r : recs) {
+    if (r.setting == setting) return r;
+  }
+  FAIL("no recommendation for " << setting);
+  return recs.front();
+}
+
+std::vector<Recommendation> tune_history(const History& h, report::TuneOptions opt = {}) {
+  fanout::test::ScratchDir dir("tune");
+  const std::string path = write_store(dir, h);
+  auto d = store::read_report_data(path, 1);
+  REQUIRE(d);
+  if (opt.cores == 0) opt.cores = 4;
+  return report::tune(*d, opt);
+}
+
+const std::string kSettings =
+    R"({"mini_batch_size":"10","max_concurrency_per_instance":4,"prefetch":0,"poll_ms":10,)"
+    R"("instance_count":1,"max_retries":3})";
+
+}  // namespace
+
+TEST_CASE("report.tune.overhead_dominated_asks_for_larger_mini_batches") {
+  // run() 10 ms, overhead 5 ms: 50% of run(); 25x larger brings it to 2%.
+  const auto recs = tune_history(uniform(4, 50, kSettings, {.run_s = 0.010, .overhead_s = 0.005}));
+  const auto& r = find(recs, "mini_batch_size");
+  CHECK(r.verdict == Verdict::Change);
+  CHECK(r.current == "10");
+  CHECK(r.suggested == "250");
+  CHECK(r.figure.find("50.0%") != std::string::npos);
+  CHECK(r.effect.find("2.0%") != std::string::npos);
+  CHECK(find(recs, "prefetch").verdict == Verdict::Keep);
+  CHECK(find(recs, "workers").verdict == Verdict::Keep);
+}
+
+TEST_CASE("report.tune.tail_dominated_asks_for_smaller_mini_batches") {
+  // Three workers finish at 10 s, the fourth runs on alone to 20 s: 7.5 s of idle tail per
+  // worker, 37.5% of worker time; 7.5x smaller mini-batches bring it to 5%.
+  History h = uniform(3, 10, kSettings, {.run_s = 0.999, .overhead_s = 0.001, .gap_s = 0});
+  h.runs.push_back({.pool_id = 1,
+                    .process = "process3",
+                    .n = 20,
+                    .run_s = 0.999,
+                    .overhead_s = 0.001,
+                    .gap_s = 0});
+  h.settings = R"({"mini_batch_size":"100","max_concurrency_per_instance":4,"prefetch":0,)"
+               R"("poll_ms":10,"instance_count":1})";
+  const auto recs = tune_history(h);
+  const auto& r = find(recs, "mini_batch_size");
+  CHECK(r.verdict == Verdict::Change);
+  CHECK(r.suggested == "13");
+  CHECK(r.figure.find("37.5%") != std::string::npos);
+}
+
+TEST_CASE("report.tune.prefetch_too_low_covers_the_round_trip") {
+  // Each worker waits 10 ms for its next task of 10.2 ms: a pool of 4 needs
+  // ceil(4 × 10 / 10.2) + 1 = 5 tasks in hand.
+  const auto recs = tune_history(uniform(4, 50, kSettings, {.gap_s = 0.010}));
+  const auto& p = find(recs, "prefetch");
+  CHECK(p.verdict == Verdict::Change);
+  CHECK(p.current == "0");
+  CHECK(p.suggested == "5");
+  CHECK(p.figure.find("10 ms") != std::string::npos);
+  // The poll is not to blame while prefetch is short, and the overhead share is small.
+  CHECK(find(recs, "poll_ms").verdict == Verdict::Keep);
+  CHECK(find(recs, "mini_batch_size").verdict == Verdict::Keep);
+}
+
+TEST_CASE("report.tune.gap_left_with_enough_prefetch_points_at_the_poll") {
+  History h = uniform(4, 50, kSettings, {.gap_s = 0.008});
+  h.settings = R"({"mini_batch_size":"10","max_concurrency_per_instance":4,"prefetch":16,)"
+               R"("poll_ms":10,"instance_count":1})";
+  const auto recs = tune_history(h);
+  CHECK(find(recs, "prefetch").verdict == Verdict::Keep);
+  const auto& p = find(recs, "poll_ms");
+  CHECK(p.verdict == Verdict::Change);
+  CHECK(p.suggested == "2");
+}
+
+TEST_CASE("report.tune.too_many_workers_for_the_cores") {
+  // 16 CPU-bound workers on 4 cores: each gets a quarter of a core, the node is saturated.
+  History h = uniform(16, 10, kSettings, {.cpu_per_s = 0.25});
+  h.settings = R"({"mini_batch_size":"10","max_concurrency_per_instance":16,"prefetch":0,)"
+               R"("poll_ms":10,"instance_count":1})";
+  const auto recs = tune_history(h, {.cores = 4});
+  const auto& w = find(recs, "workers");
+  CHECK(w.verdict == Verdict::Change);
+  CHECK(w.current == "16");
+  CHECK(w.suggested == "4");
+  CHECK(w.figure.find("4 cores") != std::string::npos);
+}
+
+TEST_CASE("report.tune.waiting_workers_get_company") {
+  // run() uses 10% of a CPU: it waits; two workers leave 4 cores mostly idle.
+  History h = uniform(2, 20, kSettings, {.cpu_per_s = 0.1});
+  h.settings = R"({"mini_batch_size":"10","max_concurrency_per_instance":2,"prefetch":0,)"
+               R"("poll_ms":10,"instance_count":1})";
+  const auto recs = tune_history(h, {.cores = 4});
+  const auto& w = find(recs, "workers");
+  CHECK(w.verdict == Verdict::Change);
+  CHECK(w.suggested == "16");  // 4 / 0.1 = 40, capped at 4 per core
+}
+
+TEST_CASE("report.tune.not_enough_data_says_so") {
+  const auto recs = tune_history(uniform(2, 3, kSettings, {.overhead_s = 0.5}));
+  REQUIRE(recs.size() == 5);
+  for (const auto& r : recs) {
+    CAPTURE(r.setting);
+    CHECK(r.verdict == Verdict::NoData);
+    CHECK(r.suggested.empty());
+    CHECK(r.effect.find("not enough data: 6 successful attempts") != std::string::npos);
+  }
+}
+
+TEST_CASE("report.tune.nodes_follow_parallel_run_steps_rule") {
+  // 200 mini-batches of 10.2 ms (+0.1 ms gap) = 2.06 s of worker time; 4 processes per node
+  // and a 0.25 s target: ceil(2.06 / (0.25 × 4)) = 3 nodes.
+  const auto h = uniform(4, 50, kSettings, {});
+  SUBCASE("with a target") {
+    const auto recs = tune_history(h, {.target_duration_s = 0.25});
+    const auto& n = find(recs, "instance_count");
+    CHECK(n.verdict == Verdict::Change);
+    CHECK(n.current == "1");
+    CHECK(n.suggested == "3");
+  }
+  SUBCASE("without one") {
+    const auto recs = tune_history(h);
+    const auto& n = find(recs, "instance_count");
+    CHECK(n.verdict == Verdict::NoData);
+    CHECK(n.effect.find("--target-duration") != std::string::npos);
+  }
+}
+
+TEST_CASE("report.tune.write_gives_the_suggested_block") {
+  fanout::test::ScratchDir dir("tune");
+  const auto path = write_store(dir, uniform(4, 50, kSettings, {.gap_s = 0.010}));
+  auto d = store::read_report_data(path, 1);
+  REQUIRE(d);
+  const auto yaml = report::tune_yaml(*d, report::tune(*d, {.cores = 4}));
+  CHECK(yaml.find("mini_batch_size: \"10\"\n") != std::string::npos);
+  CHECK(yaml.find("fanout:\n") != std::string::npos);
+  CHECK(yaml.find("  prefetch: 5  # was 0\n") != std::string::npos);
+  CHECK(yaml.find("  poll_ms: 10\n") != std::string::npos);
+}
+
+TEST_CASE("report.job_figures.idle_gap_and_utilisation") {
+  fanout::test::ScratchDir dir("tune");
+  const auto path = write_store(
+      dir, uniform(2, 11, kSettings, {.run_s = 0.008, .overhead_s = 0.002, .gap_s = 0.010}));
+  auto d = store::read_report_data(path, 1);
+  REQUIRE(d);
+  const auto f = report::job_figures(*d);
+  CHECK(f.gaps == 20);
+  CHECK(f.mean_gap_s == doctest::Approx(0.010).epsilon(1e-6));
+  CHECK(f.mean_run_s == doctest::Approx(0.008));
+  CHECK(f.mean_overhead_s == doctest::Approx(0.002));
+  // 11 tasks of 10 ms with 10 gaps of 10 ms: run() is 88 ms of 210 ms.
+  CHECK(f.run_share == doctest::Approx(0.088 / 0.210).epsilon(1e-6));
+}

@@ -1,0 +1,103 @@
+// Tests for store::read_report_data (src/fanout/store/report_queries.hpp): the figures behind
+// report.html, compare and tune, read from constructed histories. The time-binned path taken for
+// jobs of many attempts must agree with the per-attempt path.
+#include "fanout/store/report_queries.hpp"
+
+#include <doctest/doctest.h>
+
+#include <numeric>
+#include <string>
+
+#include "fanout/util/error.hpp"
+
+#include "report_history.hpp"
+#include "scratch_dir.hpp"
+
+namespace store = fanout::store;
+using fanout::test::uniform;
+using fanout::test::write_store;
+
+namespace {
+
+const std::string kSettings = R"({"mini_batch_size":"10","prefetch":0,"max_retries":3})";
+
+std::uint64_t started(const store::ReportData& d) {
+  std::uint64_t n = 0;
+  for (const auto& b : d.bins) n += b.started;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("store.report_queries.reads_workers_series_and_histograms") {
+  fanout::test::ScratchDir dir("queries");
+  const auto path = write_store(dir, uniform(3, 20, kSettings, {.run_s = 0.01, .gap_s = 0.002}));
+  auto d = store::read_report_data(path, 1);
+  REQUIRE(d);
+  CHECK(d->state == "succeeded");
+  CHECK(d->total == 60);
+  CHECK(d->worker_attempts == 60);
+  REQUIRE(d->workers.size() == 3);
+  CHECK(d->workers[0].attempts == 20);
+  REQUIRE(d->pools.size() == 1);
+  CHECK(d->pools[0].workers == 3);
+  CHECK(d->setting("mini_batch_size") == "10");
+  CHECK_FALSE(d->timeline_binned);
+  CHECK(d->segments.size() == 60);
+  CHECK(started(*d) == 60);
+  std::uint64_t ended = 0;
+  for (const auto& b : d->bins) ended += b.succeeded;
+  CHECK(ended == 60);
+  CHECK(d->bins.back().queued == 0);  // everything finished by the end
+  CHECK(d->run_hist.n == 60);
+  CHECK(std::accumulate(d->run_hist.counts.begin(), d->run_hist.counts.end(), 0ULL) == 60);
+  CHECK(d->run_hist.mean == doctest::Approx(0.01));
+}
+
+TEST_CASE("store.report_queries.binned_path_agrees_with_per_attempt_path") {
+  fanout::test::ScratchDir dir("queries");
+  const auto path = write_store(dir, uniform(4, 30, kSettings, {.run_s = 0.01, .gap_s = 0.003}));
+  auto exact = store::read_report_data(path, 1);
+  auto binned =
+      store::read_report_data(path, 1, {.max_timeline_attempts = 10, .max_timeline_segments = 50});
+  REQUIRE(exact);
+  REQUIRE(binned);
+  CHECK(binned->timeline_binned);
+  CHECK(binned->segments.size() <= 50 + 4);  // merged down to the limit (one spill per worker)
+  CHECK_FALSE(binned->segments.empty());
+  REQUIRE(binned->workers.size() == exact->workers.size());
+  for (std::size_t i = 0; i < exact->workers.size(); ++i) {
+    CHECK(binned->workers[i].attempts == exact->workers[i].attempts);
+    CHECK(binned->workers[i].first_start == doctest::Approx(exact->workers[i].first_start));
+    CHECK(binned->workers[i].last_end == doctest::Approx(exact->workers[i].last_end));
+    CHECK(binned->workers[i].run_s == doctest::Approx(exact->workers[i].run_s));
+  }
+  CHECK(started(*binned) == 120);
+  CHECK(binned->run_hist.n == exact->run_hist.n);
+  CHECK(binned->run_hist.mean == doctest::Approx(exact->run_hist.mean));
+  CHECK(binned->overhead_hist.max == doctest::Approx(exact->overhead_hist.max));
+  CHECK(binned->run_hist.counts == exact->run_hist.counts);
+  CHECK(binned->run_cpu_s == doctest::Approx(exact->run_cpu_s));
+  std::uint64_t ended = 0;
+  for (const auto& b : binned->bins) ended += b.ended;
+  CHECK(ended == 120);
+  std::uint64_t in_bars = 0;
+  for (const auto& s : binned->segments) {
+    in_bars += s.attempts;
+    CHECK(s.t_end >= s.t_start);
+    CHECK(s.t_end - s.t_start <= binned->timeline_bin_s * (1 + 1e-9));
+  }
+  CHECK(in_bars == 120);
+}
+
+TEST_CASE("store.report_queries.missing_job_and_store") {
+  fanout::test::ScratchDir dir("queries");
+  auto none = store::read_report_data(dir.path() + "/nothing.db", 1);
+  REQUIRE_FALSE(none);
+  CHECK(none.error().code == fanout::ErrorCode::NotFound);
+  const auto path = write_store(dir, uniform(1, 2, kSettings, {}));
+  auto missing = store::read_report_data(path, 99);
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == fanout::ErrorCode::NotFound);
+  CHECK(missing.error().message.find("no job 99") != std::string::npos);
+}
