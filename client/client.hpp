@@ -1,5 +1,6 @@
 // The fanout client: runs a job (embedded or against a running interchange), and reads history
-// from the store. main.cpp only parses the CLI and calls these. See docs/cli.md.
+// from the store. main.cpp only parses the CLI and calls these. See README.md and docs/reports.md
+// for the commands.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The job reports (the logs/ folder of docs/store.md#reports), written off the interchange's
+// The job reports (the logs/ folder of docs/store.md section 8), written off the interchange's
 // poll loop: a report reads every attempt of its job, which takes seconds for a large job, and
 // the loop must keep dispatching other jobs' tasks meanwhile.
 // Thread rules: submit(), take_done() and fd() are called by the interchange loop only; the

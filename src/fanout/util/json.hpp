@@ -1,5 +1,5 @@
 // Minimal JSON text helpers for the few places that write JSON (settings, details, --json).
-// Writing only: fanout never parses JSON in C++.
+// Writing only; JSON is read (jobs.settings) with nlohmann-json in store/job_settings.cpp.
 #pragma once
 
 #include <string>
