@@ -32,6 +32,10 @@ int main(int argc, char** argv) {
   run->add_option("--poll-ms", ov.poll_ms, "poll period of the pools");
   run->add_option("--workers", ov.workers, "worker processes per pool");
   run->add_option("--pools", ov.pools, "local pools (overrides resources.instance_count)");
+  run->add_option("--priority", ov.priority,
+                  "the job's weight in the interchange's fair share between running jobs "
+                  "(fanout.priority; default 1)")
+      ->check(CLI::Range(1u, 1000000u));
   run->add_flag("--quiet,-q", ov.quiet, "no progress output");
   run->add_flag("--json", ov.json, "progress as JSON events on stdout, one object per line");
   run->add_option("--log-level", log_level, "the client's own log level")->capture_default_str();

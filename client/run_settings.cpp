@@ -14,6 +14,7 @@ void apply_overrides(config::JobConfig& cfg, const RunOverrides& ov) {
   if (ov.prefetch >= 0) cfg.fanout.prefetch = static_cast<std::uint32_t>(ov.prefetch);
   if (ov.poll_ms >= 0) cfg.fanout.poll_ms = static_cast<std::uint32_t>(ov.poll_ms);
   if (ov.pools > 0) cfg.instance_count = ov.pools;
+  if (ov.priority > 0) cfg.fanout.priority = ov.priority;
   if (!ov.db.empty()) cfg.fanout.db = ov.db;
   if (!ov.run_dir.empty()) cfg.fanout.run_dir = ov.run_dir;
 }
@@ -57,6 +58,7 @@ store::JobSettings recorded_settings(const config::JobConfig& cfg) {
   s.logging_level = cfg.logging_level;
   s.python = cfg.fanout.python;
   s.task_type = cfg.task_type;
+  s.priority = cfg.fanout.priority;
   if (auto mon = monitoring_options(cfg)) {
     s.resource_monitor_interval_s = mon->resource_monitor_interval_s;
     s.profiling_module = mon->profiling_module;
@@ -68,6 +70,7 @@ proto::JobSpec job_spec(const config::JobConfig& cfg, const std::string& log_dir
   proto::JobSpec spec;
   spec.name = cfg.name;
   spec.spec_path = cfg.spec_path;
+  spec.priority = cfg.fanout.priority;
   // The Azure ML task types, as the worker runtimes are named (docs/architecture.md).
   spec.runtime = cfg.task_type == "run_function" ? "python" : cfg.task_type;
   spec.code_dir = cfg.code_dir;

@@ -22,7 +22,8 @@ struct RunOverrides {
   std::int64_t prefetch = -1;
   std::int64_t poll_ms = -1;
   std::uint32_t workers = 0;
-  std::uint32_t pools = 0;  // overrides resources.instance_count
+  std::uint32_t pools = 0;     // overrides resources.instance_count
+  std::uint32_t priority = 0;  // overrides fanout.priority when > 0
   bool quiet = false;
   bool json = false;  // progress as JSON events on stdout (see client/progress.hpp)
 };

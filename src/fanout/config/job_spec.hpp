@@ -40,6 +40,7 @@ struct FanoutSettings {
   std::uint32_t workers = 0;        // overrides max_concurrency_per_instance when > 0
   std::string row_separator = " ";  // DataFrame rows: column separator
   bool row_header = false;          // DataFrame rows: write a header line
+  std::uint32_t priority = 1;       // weight in the interchange's fair share between jobs
 };
 
 struct JobConfig {

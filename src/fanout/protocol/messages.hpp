@@ -84,11 +84,14 @@ struct JobSpec {
   double progress_update_timeout_s = 0;      // no attempt finished for this long
   double resource_monitor_interval_s = 0;    // pools sample resources this often while running
                                              // the job's tasks; 0: off
+  // The job's weight in the interchange's fair share of the pools between running jobs
+  // (fanout.priority, --priority); 0 counts as 1. A frame from an older client has none: 1.
+  std::uint32_t priority = 1;
   MSGPACK_DEFINE_ARRAY(name, spec_path, runtime, code_dir, entry_script, python, args, env,
                        output_path, log_dir, max_tries, run_timeout_s, error_threshold,
                        mini_batch_error_threshold, allowed_failed_percent, settings_json,
                        input_name, task_overhead_timeout_s, first_task_creation_timeout_s,
-                       progress_update_timeout_s, resource_monitor_interval_s)
+                       progress_update_timeout_s, resource_monitor_interval_s, priority)
 };
 
 // One mini-batch as described by the client: never the data, only where to find it.

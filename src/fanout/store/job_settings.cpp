@@ -69,6 +69,7 @@ std::string settings_json(const JobSettings& s) {
   j["task_type"] = s.task_type;
   j["resource_monitor_interval"] = number(s.resource_monitor_interval_s);
   j["profiling_module"] = s.profiling_module;
+  j["priority"] = s.priority;
   // Paths and names are UTF-8 in practice; a stray byte is replaced rather than thrown on.
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
@@ -97,6 +98,7 @@ Expected<JobSettings> parse_settings_json(std::string_view json) {
   read_text(j, "task_type", s.task_type);
   read_real(j, "resource_monitor_interval", s.resource_monitor_interval_s);
   read_text(j, "profiling_module", s.profiling_module);
+  read_int(j, "priority", s.priority);
   return s;
 }
 

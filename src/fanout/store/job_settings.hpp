@@ -32,6 +32,7 @@ struct JobSettings {
   std::string task_type{};                 // run_function, command or native
   double resource_monitor_interval_s = 0;  // key resource_monitor_interval; 0: off
   std::string profiling_module{};          // "", cProfile or profile
+  std::uint32_t priority = 1;              // weight in the fair share between jobs
 };
 
 // The JSON object recorded with the job (JobSpec::settings_json): compact, keys in field order,

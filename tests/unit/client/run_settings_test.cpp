@@ -174,7 +174,7 @@ TEST_CASE("client.run_settings.the_recorded_settings_text_is_what_the_store_has_
         R"("max_retries":3,"timeout_s":60,"error_threshold":-1,"mini_batch_error_threshold":-1,)"
         R"("allowed_failed_percent":100,"logging_level":"WARNING","python":"python3",)"
         R"("task_type":"run_function","resource_monitor_interval":0.25,)"
-        R"("profiling_module":"cProfile"})");
+        R"("profiling_module":"cProfile","priority":1})");
   CHECK(recorded_settings(c).max_concurrency_per_instance == 3);
 }
 

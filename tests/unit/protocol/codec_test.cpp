@@ -105,6 +105,7 @@ proto::JobSpec sample_spec() {
   s.first_task_creation_timeout_s = 600;
   s.progress_update_timeout_s = 90.5;
   s.resource_monitor_interval_s = 2.5;
+  s.priority = 7;
   return s;
 }
 
@@ -130,6 +131,7 @@ void check_spec(const proto::JobSpec& a, const proto::JobSpec& b) {
   CHECK(a.first_task_creation_timeout_s == b.first_task_creation_timeout_s);
   CHECK(a.progress_update_timeout_s == b.progress_update_timeout_s);
   CHECK(a.resource_monitor_interval_s == b.resource_monitor_interval_s);
+  CHECK(a.priority == b.priority);
 }
 
 proto::Task sample_task(std::uint64_t i) {

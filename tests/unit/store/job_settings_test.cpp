@@ -41,6 +41,7 @@ JobSettings sample() {
   s.task_type = "run_function";
   s.resource_monitor_interval_s = 0.25;
   s.profiling_module = "cProfile";
+  s.priority = 4;
   return s;
 }
 
@@ -53,7 +54,7 @@ TEST_CASE("store.job_settings.writes_every_key_in_order_and_whole_numbers_withou
         R"("max_retries":1,"timeout_s":30,"error_threshold":7,"mini_batch_error_threshold":-1,)"
         R"("allowed_failed_percent":12.5,"logging_level":"DEBUG","python":"/usr/bin/python3",)"
         R"("task_type":"run_function","resource_monitor_interval":0.25,)"
-        R"("profiling_module":"cProfile"})");
+        R"("profiling_module":"cProfile","priority":4})");
 }
 
 TEST_CASE("store.job_settings.quotes_strings_as_json") {
@@ -83,6 +84,7 @@ TEST_CASE("store.job_settings.reads_back_what_it_writes") {
   CHECK(back->task_type == s.task_type);
   CHECK(back->resource_monitor_interval_s == s.resource_monitor_interval_s);
   CHECK(back->profiling_module == s.profiling_module);
+  CHECK(back->priority == 4);
 }
 
 TEST_CASE("store.job_settings.missing_keys_and_keys_of_another_type_keep_the_defaults") {
