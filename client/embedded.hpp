@@ -1,5 +1,6 @@
 // The embedded default of `fanout run`: a private interchange and local pools started as child
-// processes (on ipc:// in a private folder by default), and stopped at the end. Owned by run_job; not thread-safe.
+// processes (on ipc:// in a private folder by default), and stopped at the end. Owned by run_job;
+// not thread-safe.
 #pragma once
 
 #include <string>

@@ -159,7 +159,7 @@ class Session final {
  public:
   struct Options {
     SessionRules rules{};
-    Embedded* embedded = nullptr;                  // its children's death ends the session
+    Embedded* embedded = nullptr;  // its children's death ends the session
     // Curve keys for a tcp:// endpoint (docs/security.md); with `embedded`, its own are used.
     net::Security security{};
     ProgressPrinter* printer = nullptr;            // shown acceptance and progress; null: none

@@ -57,8 +57,8 @@ Interchange::Endpoints Interchange::open_sockets() {
   // Without a ZAP handler in the context, libzmq admits every Curve key: it starts first.
   zap_ = net::make_zap_handler(ctx_, {opts_.client_endpoint, opts_.pool_endpoint}, opts_.security,
                                log_);
-  eps.client = net::bind_secure(client_sock_, opts_.client_endpoint, opts_.security,
-                                net::Role::Client);
+  eps.client =
+      net::bind_secure(client_sock_, opts_.client_endpoint, opts_.security, net::Role::Client);
   eps.pool = net::bind_secure(pool_sock_, opts_.pool_endpoint, opts_.security, net::Role::Pool);
   return eps;
 }

@@ -128,9 +128,10 @@ class PoolTable final {
 
   std::unordered_map<std::string, Pool> pools_{};  // by routing id; nodes never move
   std::unordered_map<std::uint64_t, Pool*> by_id_{};
-  std::unordered_map<std::string, std::string> peer_keys_{};  // routing id -> bound key
   std::list<Pool*> by_seen_{};  // last-seen order, oldest first
   std::vector<Pool*> free_{};   // pools with room
+  // Routing id -> the key it is bound to; kept after the pool is removed.
+  std::unordered_map<std::string, std::string> peer_keys_{};
   std::uint64_t next_id_ = 1;
   std::uint32_t workers_ = 0;  // sum of reg.workers
 };
