@@ -21,6 +21,7 @@
 #include "client/session.hpp"
 #include "client/tabular.hpp"
 #include "fanout/config/row_settings.hpp"
+#include "fanout/net/security.hpp"
 #include "fanout/store/reader.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/clock.hpp"
@@ -204,6 +205,15 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
     return 3;
   }
+  // The run folder (logs) and the store are the owner's only (docs/security.md).
+  if (auto r = net::restrict_folder(run_dir, ov.share_with_group); !r) {
+    std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
+    return 3;
+  }
+  if (auto r = net::create_private_file(db, ov.share_with_group); !r) {
+    std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
+    return 3;
+  }
   const proto::JobSpec spec = job_spec(cfg, run_dir + "/logs");
 
   for (const auto& n : cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());
@@ -223,12 +233,20 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   ProgressPrinter printer(ov.quiet  ? ProgressMode::Quiet
                           : ov.json ? ProgressMode::Json
                                     : ProgressMode::Human);
-  Session session(endpoint,
-                  Session::Options{.rules = SessionRules{.submits = true},
-                                   .embedded = embedded ? &*embedded : nullptr,
-                                   .printer = &printer,
-                                   .interrupts = &g_interrupts},
-                  log);
+  std::optional<Session> connected;
+  try {
+    connected.emplace(endpoint,
+                      Session::Options{.rules = SessionRules{.submits = true},
+                                       .embedded = embedded ? &*embedded : nullptr,
+                                       .security = ov.security,
+                                       .printer = &printer,
+                                       .interrupts = &g_interrupts},
+                      log);
+  } catch (const Failure& f) {  // a key missing or open to others, --insecure off loopback
+    std::fprintf(stderr, "error: %s\n", f.what());
+    return 3;
+  }
+  Session& session = *connected;
   struct sigaction sa {};
   sa.sa_handler = on_interrupt;
   ::sigaction(SIGINT, &sa, nullptr);

@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "fanout/net/keys.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
 
@@ -82,6 +83,33 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
     so.argv.push_back("--window");
     so.argv.push_back(std::to_string(rs.window));
   }
+  // Where the interchange listens, and the flags the pools need to reach it.
+  std::vector<std::string> security_flags;
+  switch (rs.transport) {
+    case Transport::Ipc: {
+      // No other local user can enter the folder, so nothing needs keys.
+      auto dir = net::make_private_ipc_dir();
+      if (!dir) throw Failure(dir.error());
+      ipc_dir_ = *dir;
+      for (const std::string& a :
+           {std::string("--client-endpoint"), "ipc://" + ipc_dir_ + "/client",
+            std::string("--pool-endpoint"), "ipc://" + ipc_dir_ + "/pool"}) {
+        so.argv.push_back(a);
+      }
+      break;
+    }
+    case Transport::Tcp:
+      security_.insecure = true;
+      security_flags = {"--insecure"};
+      break;
+    case Transport::Curve:
+      security_.keys_dir = run_dir + "/keys";
+      fs::remove_all(security_.keys_dir, ec);
+      if (auto r = net::make_key_folder(security_.keys_dir); !r) throw Failure(r.error());
+      security_flags = {"--keys", security_.keys_dir};
+      break;
+  }
+  so.argv.insert(so.argv.end(), security_flags.begin(), security_flags.end());
   so.stdin_file = "null";
   so.stderr_file = ix_log_;
   {
@@ -128,6 +156,7 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
                std::to_string(rs.poll_ms),
                "--exit-on-lost"};
     common_flags(ps.argv, plog);
+    ps.argv.insert(ps.argv.end(), security_flags.begin(), security_flags.end());
     if (!rs.python.empty()) {
       ps.argv.push_back("--python");
       ps.argv.push_back(rs.python);
@@ -155,9 +184,16 @@ void Embedded::stop() {
     (void)p.wait_for(std::chrono::seconds(3));
     p.stop();
   }
+  // The interchange removed its socket files when it closed them; the folder goes too.
+  if (!ipc_dir_.empty() && !detached_) {
+    std::error_code ec;
+    fs::remove_all(ipc_dir_, ec);
+    ipc_dir_.clear();
+  }
 }
 
 void Embedded::detach() {
+  detached_ = true;
   (void)ix_.release();
   for (auto& p : pools_) (void)p.release();
   pools_.clear();

@@ -1,5 +1,6 @@
 // The embedded default of `fanout run`: a private interchange and local pools started as child
-// processes on loopback, and stopped at the end. Owned by run_job; not thread-safe.
+// processes (on ipc:// in a private folder by default), and stopped at the end. Owned by run_job;
+// not thread-safe.
 #pragma once
 
 #include <string>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "client/run_settings.hpp"
+#include "fanout/net/security.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/log.hpp"
 
@@ -25,14 +27,15 @@ std::string tail_of(const std::string& path, std::size_t lines);
 class Embedded final {
  public:
   // Starts the interchange on the store `db` (waiting for its endpoints) and `rs.pools` pools,
-  // logging into `run_dir`/logs/sys. Throws Failure naming the log to read when a child cannot
-  // start.
+  // logging into `run_dir`/logs/sys, listening as `rs.transport` says. Throws Failure naming the
+  // log to read when a child cannot start, or the folder or key that could not be made.
   Embedded(const RunSettings& rs, const std::string& db, const std::string& run_dir, Logger log);
   ~Embedded() { stop(); }
   Embedded(const Embedded&) = delete;
   Embedded& operator=(const Embedded&) = delete;
 
-  // Waits for the children to exit by themselves (they were told to), then stops them.
+  // Waits for the children to exit by themselves (they were told to), then stops them, and
+  // removes the ipc:// folder unless detached.
   void stop();
   // Leaves the children running on their own (the client exits, the job goes on): the
   // interchange exits once its jobs end, and tells its pools to stop.
@@ -41,6 +44,8 @@ class Embedded final {
   // the interchange and at least one pool run.
   std::string dead_child();
   [[nodiscard]] const std::string& client_endpoint() const { return client_ep_; }
+  // What a client connecting to client_endpoint() uses (net::connect_secure).
+  [[nodiscard]] const net::Security& security() const { return security_; }
   // The secret a Shutdown to this private interchange must carry.
   [[nodiscard]] const std::string& shutdown_token() const { return token_; }
   // Process ids of the interchange and of each pool (for `fanout perf`'s CPU accounting).
@@ -50,6 +55,9 @@ class Embedded final {
  private:
   Logger log_;
   std::string ready_, ix_log_, client_ep_, pool_ep_, token_;
+  net::Security security_{};
+  std::string ipc_dir_{};  // Transport::Ipc: removed by stop() unless detached
+  bool detached_ = false;
   ChildProcess ix_;
   std::vector<ChildProcess> pools_;
   std::vector<std::string> pool_logs_;

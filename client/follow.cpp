@@ -115,19 +115,27 @@ int follow_on(const std::string& endpoint, std::uint64_t job_id, const FollowOpt
               Embedded* emb, const Logger& log) {
   ProgressPrinter printer(opts.quiet ? ProgressMode::Quiet : ProgressMode::Human);
   std::optional<store::JobSummary> in_store;  // the job as the store holds it once ended
-  Session session(
-      endpoint,
-      Session::Options{.rules = SessionRules{.submits = false, .give_up_after = kNoAnswerLimit},
-                       .embedded = emb,
-                       .printer = &printer,
-                       .ended_in_store = [&]() -> std::optional<proto::JobEnded> {
-                         std::string err;
-                         auto j = job_in_store(opts.db, job_id, err);
-                         if (!j || !is_ended(j->state)) return std::nullopt;
-                         in_store = std::move(j);
-                         return ended_from_store(*in_store);
-                       }},
-      log);
+  std::optional<Session> connected;
+  try {
+    connected.emplace(
+        endpoint,
+        Session::Options{.rules = SessionRules{.submits = false, .give_up_after = kNoAnswerLimit},
+                         .embedded = emb,
+                         .security = opts.security,
+                         .printer = &printer,
+                         .ended_in_store = [&]() -> std::optional<proto::JobEnded> {
+                           std::string err;
+                           auto j = job_in_store(opts.db, job_id, err);
+                           if (!j || !is_ended(j->state)) return std::nullopt;
+                           in_store = std::move(j);
+                           return ended_from_store(*in_store);
+                         }},
+        log);
+  } catch (const Failure& f) {  // a key missing or open to others, --insecure off loopback
+    std::fprintf(stderr, "error: %s\n", f.what());
+    return 3;
+  }
+  Session& session = *connected;
   session.attach(job_id, opts.cancel ? "cancelled by fanout cancel" : "");
   std::string output_path, log_dir, store_error;
   if (auto j = job_in_store(opts.db, job_id, store_error)) {

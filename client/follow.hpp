@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "fanout/net/security.hpp"
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/log.hpp"
 
@@ -26,6 +27,7 @@ struct FollowOptions {
   std::string interchange{};  // client endpoint; empty: from the run folder's interchange.ready
   bool cancel = false;        // send CancelJob first
   bool quiet = false;
+  net::Security security{};  // for a tcp:// interchange (docs/security.md)
 };
 
 // `fanout wait JOB` / `fanout cancel JOB`: attaches to the job's interchange and follows the job

@@ -4,12 +4,14 @@
 
 #include "client/client.hpp"
 #include "client/follow.hpp"
+#include "client/keygen.hpp"
 #include "client/perf.hpp"
 #include "client/pipeline.hpp"
 #include "client/report_cmds.hpp"
 #include "client/status.hpp"
 #include "fanout/config/job_spec.hpp"
 #include "fanout/config/pipeline.hpp"
+#include "fanout/net/security.hpp"
 #include "fanout/util/log.hpp"
 
 int main(int argc, char** argv) {
@@ -39,6 +41,28 @@ int main(int argc, char** argv) {
   run->add_flag("--quiet,-q", ov.quiet, "no progress output");
   run->add_flag("--json", ov.json, "progress as JSON events on stdout, one object per line");
   run->add_option("--log-level", log_level, "the client's own log level")->capture_default_str();
+  // Curve keys for a tcp:// --interchange (docs/security.md).
+  auto add_key_options = [](CLI::App* cmd, fanout::net::Security& sec) {
+    cmd->add_option("--keys", sec.keys_dir,
+                    "key folder for a tcp:// interchange (default: $FANOUT_KEYS, else "
+                    "~/.config/fanout/keys)");
+    cmd->add_option("--key", sec.key_name, "this client's key pair in it (default: client)");
+    cmd->add_flag("--insecure", sec.insecure,
+                  "plaintext, unauthenticated tcp:// (loopback addresses only)");
+  };
+  add_key_options(run, ov.security);
+  run->add_flag("--share-with-group", ov.share_with_group,
+                "create the store and the run folder readable by the group too (default: the "
+                "owner only; the output file keeps your umask)");
+
+  fanout::client::KeygenOptions ko;
+  auto* keygen = app.add_subcommand(
+      "keygen", "make the key folder of CurveZMQ keys for tcp:// endpoints (docs/security.md)");
+  keygen->add_option("--dir", ko.dir,
+                     "the key folder (default: $FANOUT_KEYS, else ~/.config/fanout/keys)");
+  keygen->add_option("--add-client", ko.add_client,
+                     "add and authorise a client key NAME (repeatable)");
+  keygen->add_option("--add-pool", ko.add_pool, "add and authorise a pool key NAME (repeatable)");
 
   std::string db;
   std::size_t limit = 20;
@@ -64,6 +88,8 @@ int main(int argc, char** argv) {
   cancel->add_option("--interchange", fo.interchange,
                      "client endpoint (default: from the job's run folder)");
   cancel->add_flag("--quiet,-q", fo.quiet, "no progress output");
+  add_key_options(wait, fo.security);
+  add_key_options(cancel, fo.security);
   fanout::client::ResumeOptions ro;
   auto* resume = app.add_subcommand(
       "resume", "finish an unfinished job on a private interchange (after a crash)");
@@ -127,6 +153,8 @@ int main(int argc, char** argv) {
   perf->add_flag("--sweep", po.sweep, "vary each tuning knob in turn and print its effect");
   perf->add_flag("--no-ceiling", no_ceiling, "skip the ZeroMQ relay probe");
   perf->add_flag("--no-baseline", no_baseline, "skip the multiprocessing.Pool baseline");
+  perf->add_flag("--curve", po.curve,
+                 "also run over Curve-encrypted TCP and print its ratio to plaintext TCP");
   perf->add_option("--keep", po.keep_dir, "keep the store and logs in this folder");
 
   CLI11_PARSE(app, argc, argv);
@@ -137,6 +165,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto log = fanout::make_logger("client", *level);
+  if (*keygen) return fanout::client::keygen(ko);
+  fanout::net::warn_if_insecure(*run ? ov.security : fo.security, log);
   if (*run) {
     // A pipeline file runs its jobs in order; anything else is a parallel job.
     if (auto type = fanout::config::job_file_type(job_file); type && *type == "pipeline") {

@@ -163,8 +163,10 @@ std::string perf_settings_json(const PerfOptions& o, std::uint32_t prefetch) {
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-// One measured run: a fresh store, interchange and pools in `dir`.
-RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log) {
+// One measured run: a fresh store, interchange and pools in `dir`. Runs on plaintext TCP
+// loopback (--insecure), as perf's figures always were, unless `transport` says otherwise.
+RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log,
+                  Transport transport = Transport::Tcp) {
   RunStats rs;
   const std::string code = dir + "/code";
   const std::string run_dir = dir + "/run";
@@ -189,6 +191,7 @@ RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log) {
   settings.log_level = o.log_level;
   settings.python = o.runtime == "python" ? o.python : "";
   settings.window = o.window;
+  settings.transport = transport;
 
   proto::JobSpec spec;
   spec.name = "perf";
@@ -213,8 +216,16 @@ RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log) {
     rs.error = f.what();
     return rs;
   }
-  Session session(emb->client_endpoint(),
-                  Session::Options{.rules = SessionRules{.submits = true}, .embedded = &*emb}, log);
+  std::optional<Session> connected;
+  try {
+    connected.emplace(emb->client_endpoint(),
+                      Session::Options{.rules = SessionRules{.submits = true}, .embedded = &*emb},
+                      log);
+  } catch (const Failure& f) {
+    rs.error = f.what();
+    return rs;
+  }
+  Session& session = *connected;
   const SessionPolicy& state = session.policy();
   if (!session.submit(spec)) {
     rs.error = state.end() == SessionEnd::NotAccepted
@@ -444,6 +455,30 @@ void print_run(const PerfOptions& o, const RunStats& rs, const Ceiling& ceiling,
   }
 }
 
+// The Curve run beside the plaintext one: its rate and the ratio (target >= 0.85, see
+// docs/performance.md). Returns an exit code as run_perf does.
+int print_curve(const PerfOptions& o, const RunStats& plain, const RunStats& curve) {
+  if (!curve.error.empty() && curve.tasks == 0) {
+    std::fprintf(stderr, "error: curve run: %s\n", curve.error.c_str());
+    return 3;
+  }
+  const double ratio = plain.rate() > 0 ? curve.rate() / plain.rate() : 0.0;
+  if (o.json) {
+    std::printf("{\"curve_rate\":%.1f,\"plaintext_rate\":%.1f,\"curve_ratio\":%.4f,\"ok\":%s}\n",
+                curve.rate(), plain.rate(), ratio, curve.ok ? "true" : "false");
+  } else {
+    std::printf(
+        "  Curve-encrypted TCP, same run %10.0f mini-batches/s: %.3f x plaintext TCP (target "
+        ">= 0.85)\n",
+        curve.rate(), ratio);
+  }
+  if (!curve.ok) {
+    std::fprintf(stderr, "error: curve run: %s\n", curve.error.c_str());
+    return 1;
+  }
+  return 0;
+}
+
 int run_sweep(const PerfOptions& base, const std::string& root, Logger log) {
   struct Treatment {
     std::string factor, value;
@@ -544,6 +579,9 @@ int run_perf(const PerfOptions& opts, Logger log) {
         std::fprintf(stderr, "error: %s\n", rs.error.c_str());
         rc = 1;
       }
+    }
+    if (o.curve && rc == 0) {
+      rc = print_curve(o, rs, run_once(o, root + "/curve", log, Transport::Curve));
     }
   }
   if (opts.keep_dir.empty()) {

@@ -28,6 +28,7 @@ struct PerfOptions {
   bool sweep = false;
   bool ceiling = true;     // also run tools' ZeroMQ relay probe (fanout-zmq-relay) for the ratio
   bool baseline = true;    // python runtime: also run the multiprocessing.Pool baseline
+  bool curve = false;      // also run over Curve-encrypted TCP and print its ratio to plaintext
   std::string keep_dir{};  // keep the temp folder here (logs, store) instead of removing it
 };
 

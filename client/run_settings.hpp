@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fanout/config/job_spec.hpp"
+#include "fanout/net/security.hpp"
 #include "fanout/protocol/messages.hpp"
 #include "fanout/store/job_settings.hpp"
 
@@ -25,8 +26,16 @@ struct RunOverrides {
   std::uint32_t pools = 0;     // overrides resources.instance_count
   std::uint32_t priority = 0;  // overrides fanout.priority when > 0
   bool quiet = false;
-  bool json = false;  // progress as JSON events on stdout (see client/progress.hpp)
+  bool json = false;              // progress as JSON events on stdout (see client/progress.hpp)
+  net::Security security{};       // for a tcp:// --interchange (docs/security.md)
+  bool share_with_group = false;  // the store and run folder readable by the group too
 };
+
+// How the embedded interchange listens (docs/security.md). Ipc: ipc:// endpoints in a fresh 0700
+// folder, so no other local user can connect and nothing is encrypted (the default). Tcp and
+// Curve: TCP on loopback, plaintext (--insecure) or Curve with keys made for this run in
+// <run_dir>/keys; `fanout perf` runs on Tcp, and `fanout perf --curve` compares it with Curve.
+enum class Transport : std::uint8_t { Ipc, Tcp, Curve };
 
 // How the embedded interchange and its pools are started.
 struct RunSettings {
@@ -40,6 +49,7 @@ struct RunSettings {
   std::string python{};                    // the pools' --python; empty: their default
   double resource_monitor_interval_s = 0;  // the pools sample from their start; 0: off
   std::uint32_t window = 0;                // the interchange's --window; 0: its default
+  Transport transport = Transport::Ipc;    // how the interchange listens
 };
 
 // Writes the overrides into the job's settings (the `fanout:` block, instance_count).

@@ -175,7 +175,9 @@ Session::Session(std::string endpoint, Options opts, Logger log)
 
 void Session::connect() {
   sock_.emplace(ctx_, net::Socket::Kind::Dealer);
-  sock_->connect(endpoint_);
+  net::connect_secure(*sock_, endpoint_,
+                      opts_.embedded != nullptr ? opts_.embedded->security() : opts_.security,
+                      net::Role::Client);
   poller_.add(*sock_);
 }
 

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "fanout/net/security.hpp"
 #include "fanout/net/socket.hpp"
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/clock.hpp"
@@ -158,14 +159,18 @@ class Session final {
  public:
   struct Options {
     SessionRules rules{};
-    Embedded* embedded = nullptr;                  // its children's death ends the session
+    Embedded* embedded = nullptr;  // its children's death ends the session
+    // Curve keys for a tcp:// endpoint (docs/security.md); with `embedded`, its own are used.
+    net::Security security{};
     ProgressPrinter* printer = nullptr;            // shown acceptance and progress; null: none
     const std::atomic<int>* interrupts = nullptr;  // the Ctrl-C count; null: not interruptible
     // Asked before each probe and on a Reject that ends the session: the job's end when the
     // store holds it as ended (no interchange may be left to say so).
     std::function<std::optional<proto::JobEnded>()> ended_in_store{};
   };
-  // Connects to the interchange's client endpoint (nothing is sent yet).
+  // Connects to the interchange's client endpoint (nothing is sent yet). Throws Failure naming
+  // the key file when a Curve key is missing or readable by others, or --insecure is asked for
+  // an address that is not loopback.
   Session(std::string endpoint, Options opts, Logger log);
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

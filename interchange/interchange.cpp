@@ -54,8 +54,12 @@ Interchange::~Interchange() = default;
 
 Interchange::Endpoints Interchange::open_sockets() {
   Endpoints eps;
-  eps.client = client_sock_.bind(opts_.client_endpoint);
-  eps.pool = pool_sock_.bind(opts_.pool_endpoint);
+  // Without a ZAP handler in the context, libzmq admits every Curve key: it starts first.
+  zap_ = net::make_zap_handler(ctx_, {opts_.client_endpoint, opts_.pool_endpoint}, opts_.security,
+                               log_);
+  eps.client =
+      net::bind_secure(client_sock_, opts_.client_endpoint, opts_.security, net::Role::Client);
+  eps.pool = net::bind_secure(pool_sock_, opts_.pool_endpoint, opts_.security, net::Role::Pool);
   return eps;
 }
 
@@ -163,9 +167,9 @@ int Interchange::run() {
   for (const auto& [peer, pool] : pools_.all()) {
     (void)pool_sock_.send_to(peer, bye);
     // Told to go: they leave cleanly, which the store calls `gone` (not `lost`).
-    store_->upsert_pool(store::PoolRecord{pool.id, pool.reg.pool_name, pool.reg.node,
-                                          pool.reg.workers, pool.reg.prefetch, pool.reg.pid,
-                                          pool.reg.build, "gone", pool.registered, now_unix});
+    store_->upsert_pool(store::PoolRecord{
+        pool.id, pool.reg.pool_name, pool.reg.node, pool.reg.workers, pool.reg.prefetch,
+        pool.reg.pid, pool.reg.build, "gone", pool.registered, now_unix, pool.key});
   }
   pool_sock_.set_linger(Millis(500));
   client_sock_.set_linger(Millis(500));
@@ -423,10 +427,24 @@ void Interchange::on_pool(net::Message& msg) {
   if (h->type == proto::MsgType::Register) {
     auto m = proto::decode<proto::Register>(msg.frame);
     if (!m) return bad_frame("pool", msg.peer, m.error());
-    on_register(msg.peer, *m);
+    // A routing id stays with the key that first registered it: another key can neither take
+    // over the registration nor register anew under that name (ROUTER_HANDOVER would let it).
+    if (!key_holds(msg, /*bind=*/true)) {
+      (void)pool_sock_.send_to(
+          msg.peer,
+          proto::encode(proto::Reject{"Register: this pool name belongs to another key"}));
+      return;
+    }
+    on_register(msg.peer, *m, msg.user_id);
     return;
   }
   Pool* pool = pools_.find(msg.peer);
+  if (pool != nullptr && !key_holds(msg, /*bind=*/false)) {
+    // Another key took over the registered pool's connection (handover): what was sent there
+    // may have reached it, so the pool's tasks are requeued; the real pool registers again.
+    lose_pool(msg.peer, "its routing id was used by another key");
+    return;
+  }
   if (pool == nullptr) {
     // Unknown peer: after an interchange restart, or a pool declared lost. It must register
     // again; whatever it sends before that is not trusted.
@@ -470,7 +488,23 @@ void Interchange::on_pool(net::Message& msg) {
   }
 }
 
-void Interchange::on_register(const std::string& peer, const proto::Register& reg) {
+bool Interchange::key_holds(const net::Message& msg, bool bind) {
+  if (pools_.key_holds(msg.peer, msg.user_id)) {
+    if (bind) pools_.bind_key(msg.peer, msg.user_id);
+    return true;
+  }
+  ++stats_.key_mismatch;
+  if (warned_keys_.insert(msg.user_id).second) {
+    log_->warn(
+        "pool routing id '{}' is bound to key {}, but key {} used it; refused (further "
+        "attempts of this key are counted)",
+        msg.peer, *pools_.bound_key(msg.peer), msg.user_id);
+  }
+  return false;
+}
+
+void Interchange::on_register(const std::string& peer, const proto::Register& reg,
+                              const std::string& key) {
   const auto d = pools_.on_register(peer, reg);
   const auto registered = [this](const Pool& pool) {
     return proto::encode(
@@ -491,10 +525,10 @@ void Interchange::on_register(const std::string& peer, const proto::Register& re
     (void)pool_sock_.send_to(peer, proto::encode(proto::Reject{d.reason}));
     return;
   }
-  Pool& pool = pools_.add(peer, reg, Clock::now(), unix_now());
+  Pool& pool = pools_.add(peer, reg, Clock::now(), unix_now(), key);
   store_->upsert_pool(store::PoolRecord{pool.id, reg.pool_name, reg.node, reg.workers, reg.prefetch,
                                         reg.pid, reg.build, "connected", pool.registered,
-                                        pool.registered});
+                                        pool.registered, pool.key});
   log_->info("pool {} registered: {} on {}, {} workers, prefetch {}", pool.id, reg.pool_name,
              reg.node, reg.workers, reg.prefetch);
   send_pool(pool, registered(pool));
@@ -587,7 +621,7 @@ void Interchange::lose_pool(const std::string& peer, const std::string& why, boo
              pool.reg.node, what, why, removed->tasks.size());
   store_->upsert_pool(store::PoolRecord{
       pool.id, pool.reg.pool_name, pool.reg.node, pool.reg.workers, pool.reg.prefetch, pool.reg.pid,
-      pool.reg.build, left ? "gone" : "lost", pool.registered, unix_now()});
+      pool.reg.build, left ? "gone" : "lost", pool.registered, unix_now(), pool.key});
   std::vector<std::uint64_t> touched;
   auto lost = ledger_.lose(
       removed->tasks, AttemptStatus::PoolLost,
@@ -726,16 +760,19 @@ void Interchange::log_stats(bool force) {
   auto now = Clock::now();
   if (!force && now - last_stats_ < opts_.stats_interval) return;
   last_stats_ = now;
+  if (zap_) stats_.refused_peers = zap_->refused();
   if (stats_ == logged_stats_) return;
   logged_stats_ = stats_;
   log_->info(
       "stats: frames in {} out {}, tasks {}, results {}, late {}, bad frames {}, "
       "unregistered-pool frames {}, re-registrations {}, dropped submissions {}, "
-      "would-block {}, pools lost {}, left {}, resource samples {}, pools {}, jobs {}",
+      "would-block {}, pools lost {}, left {}, resource samples {}, refused peers {}, "
+      "pool key mismatches {}, pools {}, jobs {}",
       stats_.frames_in, stats_.frames_out, stats_.tasks_dispatched, stats_.results,
       stats_.late_results, stats_.bad_frames, stats_.unknown_pool_frames, stats_.reregistrations,
       stats_.dropped_submissions, stats_.would_block, stats_.pools_lost, stats_.pools_left,
-      stats_.resource_samples, pools_.size(), ledger_.jobs().size());
+      stats_.resource_samples, stats_.refused_peers, stats_.key_mismatch, pools_.size(),
+      ledger_.jobs().size());
 }
 
 }  // namespace fanout::ix

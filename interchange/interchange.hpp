@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
+#include "fanout/net/security.hpp"
 #include "fanout/net/socket.hpp"
 #include "fanout/protocol/messages.hpp"
 #include "fanout/store/task_store.hpp"
@@ -39,6 +41,7 @@ struct Options {
   std::uint32_t max_batch = 1024;  // tasks per TaskBatch frame
   bool exit_when_idle = false;     // embedded mode: exit once every job ended and clients left
   std::string shutdown_token{};    // a client Shutdown must carry it; empty: refused
+  net::Security security{};        // Curve on tcp:// endpoints; see docs/security.md
 };
 
 // Counters logged at INFO every stats_interval when they changed (STYLE.md section 7).
@@ -47,6 +50,8 @@ struct LoopStats {
   std::uint64_t bad_frames = 0, late_results = 0, would_block = 0, pools_lost = 0;
   std::uint64_t unknown_pool_frames = 0, reregistrations = 0, dropped_submissions = 0;
   std::uint64_t resource_samples = 0, pools_left = 0;
+  std::uint64_t refused_peers = 0;  // connections the ZAP handler refused
+  std::uint64_t key_mismatch = 0;   // pool frames whose key is not the one its routing id holds
   bool operator==(const LoopStats&) const = default;
 };
 
@@ -73,7 +78,8 @@ class Interchange final {
   struct Endpoints {
     std::string client{}, pool{};
   };
-  // Sets up and binds both sockets: the one place where they are configured. Throws Failure.
+  // Sets up and binds both sockets (Curve and the ZAP handler on tcp://, docs/security.md): the
+  // one place where they are configured. Throws Failure.
   Endpoints open_sockets();
   void recover();
   void write_ready_file();
@@ -95,7 +101,10 @@ class Interchange final {
 
   // Pool side.
   void on_pool(net::Message& msg);
-  void on_register(const std::string& peer, const proto::Register& reg);
+  // Whether the frame's key (Message::user_id) may use its routing id (PoolTable::key_holds);
+  // `bind` binds an unbound id to it (on Register). Counts a mismatch and logs it once per key.
+  bool key_holds(const net::Message& msg, bool bind);
+  void on_register(const std::string& peer, const proto::Register& reg, const std::string& key);
   void on_results(Pool& pool, proto::ResultBatch& batch);
   void on_resource_sample(const Pool& pool, proto::ResourceSample& sample);
   bool send_pool(Pool& pool, const std::string& frame);
@@ -121,7 +130,8 @@ class Interchange final {
 
   Options opts_;
   Logger log_;
-  net::Context ctx_;  // declared before the sockets: destroyed after them
+  net::Context ctx_;                      // declared before the sockets: destroyed after them
+  std::unique_ptr<net::ZapHandler> zap_;  // started before the sockets bind; stops before ctx_
   net::Socket client_sock_;
   net::Socket pool_sock_;
   Endpoints eps_;  // bound before the store opens
@@ -138,6 +148,7 @@ class Interchange final {
   LoopStats stats_{}, logged_stats_{};
   Clock::time_point last_stats_{};
   bool warned_bad_ = false;
+  std::unordered_set<std::string> warned_keys_{};  // mismatching pool keys already logged
   // Reused each loop turn, so dispatching and submitting allocate no more than they must.
   std::vector<Pick> picks_{};
   proto::TaskBatch batch_{};

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "fanout/net/security.hpp"
 #include "fanout/util/log.hpp"
 #include "interchange/interchange.hpp"
 
@@ -32,6 +33,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--log-level", log_level)->capture_default_str();
   app.add_option("--log-file", log_file, "append logs here instead of stderr");
+  app.add_option("--keys", opts.security.keys_dir,
+                 "key folder for Curve on tcp:// endpoints (default: $FANOUT_KEYS, else "
+                 "~/.config/fanout/keys; see docs/security.md)");
+  app.add_flag("--insecure", opts.security.insecure,
+               "plaintext, unauthenticated tcp:// (loopback addresses only)");
+  bool share_with_group = false;
+  app.add_flag("--share-with-group", share_with_group,
+               "create the store readable by the group too (default: its owner only)");
   app.add_flag("--exit-when-idle", opts.exit_when_idle,
                "embedded mode: exit once the last job ended");
   CLI11_PARSE(app, argc, argv);
@@ -52,6 +61,11 @@ int main(int argc, char** argv) {
   opts.heartbeat_threshold = std::chrono::milliseconds(hb_threshold_ms);
   opts.stats_interval = std::chrono::milliseconds(stats_ms);
   auto log = fanout::make_logger("interchange", *level, log_file, /*threaded=*/true);
+  fanout::net::warn_if_insecure(opts.security, log);
+  if (auto r = fanout::net::create_private_file(opts.db_path, share_with_group); !r) {
+    log->critical("{}", r.error().message);
+    return 1;
+  }
   try {
     fanout::ix::Interchange ix(opts, log);
     g_ix = &ix;

@@ -31,12 +31,13 @@ RegisterDecision PoolTable::on_register(const std::string& peer, const proto::Re
 }
 
 Pool& PoolTable::add(const std::string& peer, const proto::Register& reg, Clock::time_point now,
-                     double now_unix) {
+                     double now_unix, const std::string& key) {
   auto [it, inserted] = pools_.try_emplace(peer);
   Pool& pool = it->second;
   pool.id = next_id_++;
   pool.peer = peer;
   pool.reg = reg;
+  pool.key = key;
   pool.capacity = reg.workers + reg.prefetch;
   pool.last_seen = now;
   pool.registered = now_unix;
@@ -62,6 +63,20 @@ std::optional<RemovedPool> PoolTable::remove(const std::string& peer) {
   out.pool = std::move(pool);
   pools_.erase(it);
   return out;
+}
+
+bool PoolTable::key_holds(const std::string& peer, const std::string& key) const {
+  const std::string* bound = bound_key(peer);
+  return bound == nullptr || *bound == key;
+}
+
+void PoolTable::bind_key(const std::string& peer, const std::string& key) {
+  (void)peer_keys_.try_emplace(peer, key);
+}
+
+const std::string* PoolTable::bound_key(const std::string& peer) const {
+  auto it = peer_keys_.find(peer);
+  return it == peer_keys_.end() ? nullptr : &it->second;
 }
 
 Pool* PoolTable::find(const std::string& peer) {

@@ -23,6 +23,7 @@ struct Pool {
   std::uint64_t id = 0;
   std::string peer{};  // routing id on the pool socket
   proto::Register reg{};
+  std::string key{};  // fingerprint of its Curve key (docs/security.md); "" on plaintext endpoints
   std::uint32_t capacity = 0;                      // tasks it will hold (workers + prefetch)
   std::unordered_set<std::uint64_t> tasks{};       // task ids it holds
   std::unordered_set<std::uint64_t> jobs_known{};  // jobs whose JobInfo it was sent
@@ -74,9 +75,10 @@ class PoolTable final {
   // first. A Register with no workers is rejected.
   [[nodiscard]] RegisterDecision on_register(const std::string& peer,
                                              const proto::Register& reg) const;
-  // Adds a pool for `peer` (which must not be registered) with capacity workers + prefetch.
+  // Adds a pool for `peer` (which must not be registered) with capacity workers + prefetch,
+  // registered with Curve key `key` (its fingerprint; "" on plaintext endpoints).
   Pool& add(const std::string& peer, const proto::Register& reg, Clock::time_point now,
-            double now_unix);
+            double now_unix, const std::string& key = {});
   // Removes `peer`'s pool; nullopt when it is not registered.
   std::optional<RemovedPool> remove(const std::string& peer);
 
@@ -93,6 +95,17 @@ class PoolTable final {
   // Forgets that `job_id`'s JobInfo was sent; returns the peers that had it, who must be told
   // to drop the job.
   std::vector<std::string> forget_job(std::uint64_t job_id);
+
+  // A pool's routing id is bound to its key (docs/security.md): the first key that registers a
+  // routing id holds it for the interchange's life, after the pool is lost too, so that another
+  // authorised key can neither take over a registered pool's connection (ROUTER_HANDOVER) nor
+  // register anew under its name. On plaintext endpoints every key is "", and always holds.
+  // Whether frames from `peer` carrying `key` may be trusted: `peer` is unbound or bound to `key`.
+  [[nodiscard]] bool key_holds(const std::string& peer, const std::string& key) const;
+  // Binds `peer` to `key` unless it is bound already.
+  void bind_key(const std::string& peer, const std::string& key);
+  // The key `peer` is bound to; nullptr when unbound.
+  [[nodiscard]] const std::string* bound_key(const std::string& peer) const;
 
   // Peers silent for longer than `threshold`, oldest first. Walks the last-seen order and stops
   // at the first live pool.
@@ -117,6 +130,8 @@ class PoolTable final {
   std::unordered_map<std::uint64_t, Pool*> by_id_{};
   std::list<Pool*> by_seen_{};  // last-seen order, oldest first
   std::vector<Pool*> free_{};   // pools with room
+  // Routing id -> the key it is bound to; kept after the pool is removed.
+  std::unordered_map<std::string, std::string> peer_keys_{};
   std::uint64_t next_id_ = 1;
   std::uint32_t workers_ = 0;  // sum of reg.workers
 };

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "fanout/net/security.hpp"
 #include "fanout/util/fs.hpp"
 #include "fanout/util/log.hpp"
 #include "pool/pool.hpp"
@@ -57,6 +58,13 @@ int main(int argc, char** argv) {
   app.add_option("--worker-bin", opts.worker_bin, "fanout-worker (command and native runtimes)");
   app.add_option("--log-level", log_level)->capture_default_str();
   app.add_option("--log-file", log_file, "append logs here instead of stderr");
+  app.add_option("--keys", opts.security.keys_dir,
+                 "key folder for Curve on a tcp:// interchange (default: $FANOUT_KEYS, else "
+                 "~/.config/fanout/keys; see docs/security.md)");
+  app.add_option("--key", opts.security.key_name,
+                 "this pool's key pair in the key folder (default: pool)");
+  app.add_flag("--insecure", opts.security.insecure,
+               "plaintext, unauthenticated tcp:// (loopback addresses only)");
   app.add_flag("--exit-on-lost", opts.exit_on_lost, "exit when the interchange goes silent");
   app.add_option("--resource-monitor-interval", opts.resource_monitor_interval_s,
                  "sample node and worker resources every this many seconds (0: only for jobs "
@@ -77,6 +85,7 @@ int main(int argc, char** argv) {
   if (opts.shim_dir.empty()) opts.shim_dir = find_shim_dir();
   if (opts.worker_bin.empty()) opts.worker_bin = find_worker_bin();
   auto log = fanout::make_logger("pool", *level, log_file);
+  fanout::net::warn_if_insecure(opts.security, log);
   try {
     fanout::pool::Pool pool(opts, log);
     g_pool = &pool;

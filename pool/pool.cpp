@@ -52,7 +52,7 @@ Pool::Pool(Options opts, Logger log)
   if (opts_.node.empty()) opts_.node = host_name();
   if (opts_.workers == 0) opts_.workers = std::max(1u, std::thread::hardware_concurrency());
   slots_.resize(opts_.workers);
-  sock_.connect(opts_.interchange);
+  net::connect_secure(sock_, opts_.interchange, opts_.security, net::Role::Pool);
 }
 
 Pool::~Pool() {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fanout/net/security.hpp"
 #include "fanout/net/socket.hpp"
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/clock.hpp"
@@ -25,6 +26,7 @@ namespace fanout::pool {
 
 struct Options {
   std::string interchange{};  // the interchange's pool endpoint
+  net::Security security{};   // Curve on a tcp:// interchange; see docs/security.md
   std::string name{};         // default: <host>-<pid>
   std::string node{};         // default: host name
   std::uint32_t workers = 0;  // default: the machine's cores

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "fanout/net/security.hpp"
 #include "fanout/net/socket.hpp"
 #include "fanout/protocol/codec.hpp"
 #include "fanout/protocol/messages.hpp"
@@ -71,6 +72,10 @@ struct Options {
   std::string client_endpoint{};
   long interchange_pid = 0;
   std::string db{};
+  // With --interchange: its keys (Curve on tcp://, docs/security.md) or --insecure. The
+  // interchange the tool starts itself listens on plaintext TCP loopback (--insecure), as the
+  // figures of docs/scaling.md were taken.
+  fanout::net::Security security{};
   std::string interchange_bin{};
   std::string dir{};
   bool keep = false;
@@ -204,6 +209,7 @@ class Load final {
   Figures f_{};
   std::string dir_{}, db_{}, pool_ep_{}, client_ep_{};
   long ix_pid_ = 0;
+  net::Security security_{};  // how the pools and the client connect
   fanout::ChildProcess ix_{};
   unsigned period_ms_ = 0;
 
@@ -240,8 +246,10 @@ void Load::start_interchange() {
     client_ep_ = o_.client_endpoint;
     ix_pid_ = o_.interchange_pid;
     db_ = o_.db;
+    security_ = o_.security;
     return;
   }
+  security_.insecure = true;
   db_ = dir_ + "/store.db";
   const std::string ready = dir_ + "/ix.ready";
   const std::string log = dir_ + "/interchange.log";
@@ -260,7 +268,8 @@ void Load::start_interchange() {
              "--heartbeat-threshold-ms",
              std::to_string(o_.heartbeat_threshold_ms),
              "--window",
-             std::to_string(o_.window)};
+             std::to_string(o_.window),
+             "--insecure"};
   so.stdin_file = "null";
   so.stderr_file = log;
   auto c = fanout::ChildProcess::spawn(so);
@@ -320,13 +329,13 @@ void Load::open_own_pools(std::uint64_t first, std::uint64_t count, bool with_cl
     std::snprintf(name, sizeof name, "load-%06llu", static_cast<unsigned long long>(first + i));
     sims_[i].name = name;
     socks_.emplace_back(*contexts_.back(), net::Socket::Kind::Dealer, sims_[i].name);
-    socks_.back().connect(pool_ep_);
+    net::connect_secure(socks_.back(), pool_ep_, security_, net::Role::Pool);
     (void)poller_->add(socks_.back());
   }
   if (with_client) {
     contexts_.push_back(std::make_unique<net::Context>());
     client_ = std::make_unique<net::Socket>(*contexts_.back(), net::Socket::Kind::Dealer);
-    client_->connect(client_ep_);
+    net::connect_secure(*client_, client_ep_, security_, net::Role::Client);
     client_item_ = poller_->add(*client_);
   }
   period_ms_ = o_.heartbeat_period_ms;  // until Registered says otherwise
@@ -787,6 +796,11 @@ int main(int argc, char** argv) {
   app.add_option("--interchange-pid", o.interchange_pid,
                  "its pid, for CPU and memory (with --interchange)");
   app.add_option("--db", o.db, "its store: the job's rows, the lost pool's (with --interchange)");
+  app.add_option("--keys", o.security.keys_dir,
+                 "key folder for a tcp:// --interchange (default: $FANOUT_KEYS, else "
+                 "~/.config/fanout/keys); its pool and client keys are used");
+  app.add_flag("--insecure", o.security.insecure,
+               "plaintext tcp:// to --interchange (loopback addresses only)");
   app.add_option("--interchange-bin", o.interchange_bin, "the fanout-interchange to start");
   app.add_option("--dir", o.dir, "keep each run's store and logs in DIR/n<N>");
   app.add_flag("--keep", o.keep, "keep the temporary folders");

@@ -1,7 +1,8 @@
 // Pools on separate hosts: the interchange, the client and the pools run in their own network
 // namespaces joined by a bridge (tests/netns/bed.sh), and talk over real TCP between addresses
 // of one private /24. A host is cut off mid-job by taking its switch port down: its processes
-// keep running and come back when the port does. Issue 12.
+// keep running and come back when the port does. Issue 12. Every link is Curve-encrypted with the
+// test key folder (test_keys_dir(), passed as --keys), as plaintext off loopback is refused.
 // Needs root and `ip netns`; the whole executable is reported SKIP (exit 77) otherwise.
 #include <unistd.h>
 
@@ -103,7 +104,9 @@ struct MultiHost {
                                      "--client-endpoint",
                                      "tcp://" + Bed::addr(0) + ":*",
                                      "--pool-endpoint",
-                                     "tcp://" + Bed::addr(0) + ":*"};
+                                     "tcp://" + Bed::addr(0) + ":*",
+                                     "--keys",
+                                     test_keys_dir()};
     argv.insert(argv.end(), kBeats.begin(), kBeats.end());
     ix = spawn(bed.on(0, argv), dir / "ix.stderr");
     REQUIRE_MESSAGE(wait_until([&] { return !read_text(ready).empty(); }, std::chrono::seconds(30)),
@@ -115,9 +118,19 @@ struct MultiHost {
     pool_ep = kv["pool"];
     for (unsigned i = 1; i < hosts; ++i) {
       const std::string name = "host" + std::to_string(i);
-      std::vector<std::string> p = {
-          pool_bin(),   "--interchange",       pool_ep,       "--name", name, "--workers", "2",
-          "--log-file", dir / (name + ".log"), "--log-level", "debug"};
+      std::vector<std::string> p = {pool_bin(),
+                                    "--interchange",
+                                    pool_ep,
+                                    "--name",
+                                    name,
+                                    "--workers",
+                                    "2",
+                                    "--log-file",
+                                    dir / (name + ".log"),
+                                    "--log-level",
+                                    "debug",
+                                    "--keys",
+                                    test_keys_dir()};
       p.insert(p.end(), kBeats.begin(), kBeats.end());
       pools.push_back(spawn(bed.on(i, p), dir / (name + ".stderr")));
     }
@@ -129,9 +142,10 @@ struct MultiHost {
 
   // The client, on h0, runs ./job.yaml against the interchange.
   fanout::ChildProcess start_client() const {
-    return spawn(bed.on(0, {fanout_bin(), "run", dir / "job.yaml", "--interchange", client_ep,
-                            "--db", db, "--python", python_bin(), "--quiet"}),
-                 dir / "client.log");
+    return spawn(
+        bed.on(0, {fanout_bin(), "run", dir / "job.yaml", "--interchange", client_ep, "--db", db,
+                   "--python", python_bin(), "--quiet", "--keys", test_keys_dir()}),
+        dir / "client.log");
   }
 
   std::string logs() const {

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "fanout/net/keys.hpp"
 #include "fanout/store/db.hpp"
 
 namespace fanout::test {
@@ -143,8 +144,28 @@ std::map<std::string, std::string> read_ready_file(const std::string& path) {
   return kv;
 }
 
+const std::string& test_keys_dir() {
+  static const std::string dir = [] {
+    if (const char* e = std::getenv("FANOUT_KEYS"); e != nullptr && *e != '\0') {
+      return std::string(e);
+    }
+    static TempDir keys("keys");  // removed at exit
+    const std::string d = keys / "keys";
+    auto made = fanout::net::make_key_folder(d);
+    if (!made) throw std::runtime_error(made.error().message);
+    auto peer = fanout::net::add_key(d, "peer", "pool");
+    if (!peer) throw std::runtime_error(peer.error().message);
+    fs::copy_file(fanout::net::public_key_path(d, "peer"),
+                  fanout::net::authorized_clients_dir(d) + "/peer.key");
+    ::setenv("FANOUT_KEYS", d.c_str(), 1);
+    return d;
+  }();
+  return dir;
+}
+
 void Cluster::start_interchange(const std::string& dir, const std::string& db,
                                 const std::vector<std::string>& extra) {
+  (void)test_keys_dir();  // exported to the children
   const std::string ready = dir + "/ix.ready";
   std::error_code ec;
   fs::remove(ready, ec);

@@ -63,6 +63,12 @@ std::vector<std::string> sql_column(const std::string& db, const std::string& qu
 // First row, first column, as an integer (-1 when there is no row).
 long long sql_int(const std::string& db, const std::string& query);
 
+// The key folder of the clusters this test process starts (tcp:// endpoints are Curve-encrypted,
+// docs/security.md): $FANOUT_KEYS when set, else a folder made once (interchange, client and
+// pool keys, plus a key `peer` authorised on both ports for RawDealer) and exported as
+// $FANOUT_KEYS, so that every interchange, pool and client the test starts finds it.
+const std::string& test_keys_dir();
+
 // Reads "key=value" lines written by --ready-file.
 std::map<std::string, std::string> read_ready_file(const std::string& path);
 

@@ -1,7 +1,11 @@
 // RawDealer. See raw_peer.hpp.
 #include "raw_peer.hpp"
 
+#include <stdexcept>
 #include <zmq.hpp>
+
+#include "fanout/net/keys.hpp"
+#include "harness.hpp"
 
 namespace fanout::test {
 
@@ -10,8 +14,22 @@ struct RawDealer::Impl {
   zmq::socket_t sock{ctx, zmq::socket_type::dealer};
 };
 
-RawDealer::RawDealer(const std::string& endpoint) : impl_(std::make_unique<Impl>()) {
+RawDealer::RawDealer(const std::string& endpoint, const std::string& key_name,
+                     const std::string& keys_dir, const std::string& routing_id)
+    : impl_(std::make_unique<Impl>()) {
   impl_->sock.set(zmq::sockopt::linger, 0);
+  if (!routing_id.empty()) impl_->sock.set(zmq::sockopt::routing_id, routing_id);
+  if (endpoint.rfind("tcp://", 0) == 0 && !key_name.empty()) {
+    namespace net = fanout::net;
+    const std::string dir = keys_dir.empty() ? test_keys_dir() : keys_dir;
+    auto server = net::read_public_key(net::public_key_path(dir, "interchange"));
+    auto own = net::read_secret_key(net::secret_key_path(dir, key_name));
+    if (!server) throw std::runtime_error(server.error().message);
+    if (!own) throw std::runtime_error(own.error().message);
+    impl_->sock.set(zmq::sockopt::curve_serverkey, *server);
+    impl_->sock.set(zmq::sockopt::curve_publickey, own->public_key);
+    impl_->sock.set(zmq::sockopt::curve_secretkey, own->secret_key);
+  }
   impl_->sock.connect(endpoint);
 }
 

@@ -10,7 +10,11 @@ namespace fanout::test {
 
 class RawDealer final {
  public:
-  explicit RawDealer(const std::string& endpoint);
+  // On a tcp:// endpoint the peer is a Curve client with key `key_name` of `keys_dir` (default:
+  // test_keys_dir(), whose `peer` key both ports admit); an empty `key_name` makes it a
+  // plaintext peer. A non-empty `routing_id` is the DEALER's routing id (as a pool's --name).
+  explicit RawDealer(const std::string& endpoint, const std::string& key_name = "peer",
+                     const std::string& keys_dir = {}, const std::string& routing_id = {});
   ~RawDealer();
   RawDealer(const RawDealer&) = delete;
   RawDealer& operator=(const RawDealer&) = delete;

@@ -22,6 +22,7 @@ void* Context::raw() const noexcept { return &impl_->ctx; }
 
 struct Socket::Impl {
   zmq::socket_t sock;
+  bool read_user_id = false;
 };
 
 Socket::Socket(Context& ctx, Kind kind, const std::string& identity) : kind_(kind) {
@@ -108,6 +109,7 @@ bool Socket::recv(Message& out) {
   out.peer.clear();
   out.frame.clear();
   out.well_formed = true;
+  if (!impl_->read_user_id) out.user_id.clear();
   zmq::message_t part;
   auto r = impl_->sock.recv(part, zmq::recv_flags::dontwait);
   if (!r) return false;
@@ -121,12 +123,23 @@ bool Socket::recv(Message& out) {
     (void)impl_->sock.recv(part, zmq::recv_flags::none);  // later parts arrive atomically
   }
   out.frame.assign(static_cast<const char*>(part.data()), part.size());
+  if (impl_->read_user_id) {
+    // The metadata of the connection the message came on, set by the ZAP handler.
+    const char* uid = zmq_msg_gets(part.handle(), "User-Id");
+    if (uid != nullptr) {
+      out.user_id.assign(uid);
+    } else {
+      out.user_id.clear();
+    }
+  }
   while (part.more()) {
     (void)impl_->sock.recv(part, zmq::recv_flags::none);
     out.well_formed = false;
   }
   return true;
 }
+
+void Socket::set_read_user_id(bool on) noexcept { impl_->read_user_id = on; }
 
 void* Socket::raw() const noexcept { return impl_->sock.handle(); }
 

@@ -33,6 +33,9 @@ struct Message {
   std::string peer{};
   std::string frame{};
   bool well_formed = true;  // false when the peer sent an unexpected number of parts
+  // The fingerprint of the peer's Curve key (ZAP User-Id), filled only by a socket made by
+  // bind_secure for Role::Pool on a Curve endpoint; empty otherwise.
+  std::string user_id{};
 };
 
 enum class SendResult : std::uint8_t {
@@ -68,6 +71,9 @@ class Socket final {
 
   // Receives one message without blocking; false when none is waiting.
   bool recv(Message& out);
+
+  // recv() fills Message::user_id from then on (one metadata lookup per message).
+  void set_read_user_id(bool on) noexcept;
 
   [[nodiscard]] void* raw() const noexcept;
   [[nodiscard]] Kind kind() const noexcept { return kind_; }

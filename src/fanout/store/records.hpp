@@ -34,6 +34,7 @@ struct PoolRecord {
   std::string state{};  // "connected" | "lost" | "gone"
   double registered = 0;
   double last_seen = 0;
+  std::string key_fingerprint{};  // its Curve key (docs/security.md); empty: none (NULL)
 };
 
 // One resource-monitor sample of a pool, recorded once for each job in `job_ids` (the jobs it

@@ -253,6 +253,11 @@ CREATE VIEW job_settings AS
 SELECT j.id AS job_id, s.key AS key, s.value AS value, s.type AS type
 FROM jobs j, json_each(CASE WHEN json_valid(j.settings) THEN j.settings ELSE '{}' END) s;
 )sql",
+    // 2 -> 3: the fingerprint of the Curve key each pool registered with (docs/security.md);
+    // NULL for pools on ipc:// or --insecure endpoints, and for those recorded before.
+    R"sql(
+ALTER TABLE pools ADD COLUMN key_fingerprint TEXT;
+)sql",
 };
 
 static_assert(std::size(kMigrations) == static_cast<std::size_t>(kSchemaVersion),

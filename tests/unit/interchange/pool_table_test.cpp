@@ -1,5 +1,6 @@
 // The pool table's policy (interchange/pool_table.hpp): registration and re-registration,
-// capacity and the pools with room, liveness in last-seen order, and what a lost pool held.
+// capacity and the pools with room, liveness in last-seen order, what a lost pool held, and the
+// key each routing id is bound to (docs/security.md).
 #include "interchange/pool_table.hpp"
 
 #include <doctest/doctest.h>
@@ -181,4 +182,35 @@ TEST_CASE("interchange.pool_table.forgetting_a_job_names_the_pools_that_knew_it"
   CHECK(peers == std::vector<std::string>{"a", "b"});
   CHECK(t.forget_job(4).empty());
   CHECK(b.jobs_known.count(5) == 1);
+}
+
+TEST_CASE("interchange.pool_table.a_routing_id_stays_with_the_key_that_first_registered_it") {
+  PoolTable t;
+  // Unbound: any key may register; the first one binds the routing id.
+  CHECK(t.bound_key("p1") == nullptr);
+  CHECK(t.key_holds("p1", "key-a"));
+  t.bind_key("p1", "key-a");
+  REQUIRE(t.bound_key("p1") != nullptr);
+  CHECK(*t.bound_key("p1") == "key-a");
+  Pool& p = t.add("p1", reg(2), t0, 1000.0, "key-a");
+  CHECK(p.key == "key-a");
+  CHECK(t.key_holds("p1", "key-a"));
+  // Another authorised key can neither use the registered id nor rebind it.
+  CHECK_FALSE(t.key_holds("p1", "key-b"));
+  t.bind_key("p1", "key-b");
+  CHECK(*t.bound_key("p1") == "key-a");
+  // The binding outlives the pool: the name cannot be registered anew by another key either.
+  REQUIRE(t.remove("p1").has_value());
+  CHECK_FALSE(t.key_holds("p1", "key-b"));
+  CHECK(t.key_holds("p1", "key-a"));
+  // Other routing ids are not affected.
+  CHECK(t.key_holds("p2", "key-b"));
+}
+
+TEST_CASE("interchange.pool_table.plaintext_peers_carry_no_key_and_always_hold") {
+  PoolTable t;
+  t.bind_key("p1", "");
+  t.add("p1", reg(1), t0, 1000.0);
+  CHECK(t.find("p1")->key.empty());
+  CHECK(t.key_holds("p1", ""));
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fanout/store/schema.hpp"
 #include "fanout/util/error.hpp"
 
 #include "report_fixtures.hpp"
@@ -24,7 +25,7 @@ TEST_CASE("store.report_source.views_agree_with_the_tables") {
   ScratchDir dir;
   const std::string db = dir.file("fanout.db");
   make_report_store(db);
-  CHECK(column(db, "PRAGMA user_version")[0] == "2");
+  CHECK(column(db, "PRAGMA user_version")[0] == std::to_string(store::kSchemaVersion));
   // processed_minibatches: one row per attempt, detail joined in.
   CHECK(column(db, "SELECT count(*) FROM processed_minibatches WHERE job_id = 1")[0] == "4");
   CHECK(column(db, "SELECT process FROM processed_minibatches WHERE attempt_id = 2")[0] ==

@@ -1,5 +1,6 @@
 // Tests for the schema and its migrations (src/fanout/store/schema.hpp): a new store gets every
-// table, view and index; reopening applies nothing; a newer store is refused. docs/store.md.
+// table, view and index; reopening applies nothing; a newer store is refused; version 3 adds
+// pools.key_fingerprint. docs/store.md.
 #include "fanout/store/schema.hpp"
 
 #include <doctest/doctest.h>
@@ -97,4 +98,28 @@ TEST_CASE("store.schema.refuses_newer_schema") {
       CHECK(f.error().message.find(newer) != std::string::npos);
     }
   }
+}
+
+TEST_CASE("store.schema.version_3_records_each_pools_key_fingerprint") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  {
+    TaskStore store(path, quiet_logger());
+    PoolRecord curve{1, "p1", "n", 1, 0, 1, "b", "connected", 1, 1};
+    curve.key_fingerprint = "abc123";
+    store.upsert_pool(curve);
+    store.upsert_pool(PoolRecord{2, "p2", "n", 1, 0, 1, "b", "connected", 1, 1});  // plaintext
+  }
+  CHECK(sql_text(path, "SELECT key_fingerprint FROM pools WHERE id = 1") == "abc123");
+  CHECK(sql_int(path, "SELECT count(*) FROM pools WHERE id = 2 AND key_fingerprint IS NULL") == 1);
+
+  // A version-2 store gains the column, NULL for the pools it holds, and keeps them.
+  {
+    Db db(path, Db::Mode::ReadWriteCreate);
+    db.exec("ALTER TABLE pools DROP COLUMN key_fingerprint");
+    db.exec("PRAGMA user_version = 2");
+  }
+  { TaskStore store(path, quiet_logger()); }
+  CHECK(sql_int(path, "PRAGMA user_version") == kSchemaVersion);
+  CHECK(sql_int(path, "SELECT count(*) FROM pools WHERE key_fingerprint IS NULL") == 2);
 }

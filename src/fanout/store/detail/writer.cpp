@@ -55,8 +55,8 @@ ON CONFLICT (job_id, id) DO UPDATE SET state = excluded.state, tries = excluded.
       finish_job_(db, "UPDATE jobs SET state = ?2, reason = ?3, ended = ?4 WHERE id = ?1"),
       upsert_pool_(db, R"sql(
 INSERT OR REPLACE INTO pools (id, name, node, workers, prefetch, pid, build, state, registered,
-                            last_seen)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql"),
+                            last_seen, key_fingerprint)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11))sql"),
       job_output_(db, "SELECT output_path FROM jobs WHERE id = ?1"),
       insert_node_sample_(db, R"sql(
 INSERT INTO node_resource_samples (job_id, pool_id, pool, node, time, interval_s, cpu_percent,
@@ -359,7 +359,8 @@ void Writer::do_op(PoolRecord& p) {
       .bind_text_or_null(7, p.build)
       .bind_text_or_null(8, p.state)
       .bind(9, p.registered)
-      .bind(10, p.last_seen);
+      .bind(10, p.last_seen)
+      .bind_text_or_null(11, p.key_fingerprint);
   upsert_pool_.run();
 }
 
