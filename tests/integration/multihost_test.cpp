@@ -90,7 +90,8 @@ struct MultiHost {
   std::string client_ep, pool_ep;
   std::vector<fanout::ChildProcess> pools;
 
-  MultiHost(const TempDir& d, unsigned hosts) : dir(d), bed(d, hosts), db(d / "fanout.db") {
+  MultiHost(const TempDir& d, unsigned hosts, const std::vector<std::string>& beats = kBeats)
+      : dir(d), bed(d, hosts), db(d / "fanout.db") {
     const std::string ready = dir / "ix.ready";
     std::vector<std::string> argv = {interchange_bin(),
                                      "--db",
@@ -107,7 +108,7 @@ struct MultiHost {
                                      "tcp://" + Bed::addr(0) + ":*",
                                      "--keys",
                                      test_keys_dir()};
-    argv.insert(argv.end(), kBeats.begin(), kBeats.end());
+    argv.insert(argv.end(), beats.begin(), beats.end());
     ix = spawn(bed.on(0, argv), dir / "ix.stderr");
     REQUIRE_MESSAGE(wait_until([&] { return !read_text(ready).empty(); }, std::chrono::seconds(30)),
                     tail(dir / "ix.stderr"));
@@ -131,7 +132,7 @@ struct MultiHost {
                                     "debug",
                                     "--keys",
                                     test_keys_dir()};
-      p.insert(p.end(), kBeats.begin(), kBeats.end());
+      p.insert(p.end(), beats.begin(), beats.end());
       pools.push_back(spawn(bed.on(i, p), dir / (name + ".stderr")));
     }
     REQUIRE_MESSAGE(
@@ -226,11 +227,15 @@ TEST_CASE("multihost.interchange_host_cut_off_shorter_than_the_threshold_loses_n
   require_bed_or_skip();
   TempDir dir("multihost-short");
   write_counting_job(dir, 60, "0.3");
-  MultiHost mh(dir, 4);
+  // A 1 s cut delays TCP's retransmissions (their timer doubles: 0.2, 0.4, 0.8, 1.6 s ...) and
+  // the neighbour entries need a moment after the port comes back, so the first frame through
+  // can arrive several seconds after the cut; the threshold is well above that, or the cut
+  // would not be "shorter than the threshold" as the network sees it.
+  MultiHost mh(dir, 4, {"--heartbeat-period-ms", "300", "--heartbeat-threshold-ms", "10000"});
   auto client = mh.start_client();
   REQUIRE_MESSAGE(wait_until([&] { return succeeded(mh.db) >= 6; }, std::chrono::seconds(90)),
                   mh.logs());
-  mh.bed.cut(0);  // 1 s, well inside the 3 s threshold on both sides
+  mh.bed.cut(0);  // 1 s, well inside the 10 s threshold on both sides
   std::this_thread::sleep_for(std::chrono::seconds(1));
   mh.bed.heal(0);
 
