@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The Debian package as an administrator uses it (issue 17 item 15): tools/build_deb.sh packs the
+# build, `apt-get install ./fanout_*.deb` installs it, and the installed /usr/bin/fanout runs the
+# shipped example job from /usr/share/doc/fanout/examples; the man pages and bash completion are
+# where man and bash look. The package is removed at the end, also on failure.
+# Usage: debian_package_test.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$1 build=$2
+if [ "$(id -u)" -ne 0 ]; then echo "SKIP: installing a .deb needs root" >&2; exit 77; fi
+if dpkg-query -W -f='${Status}' fanout 2>/dev/null | grep -q "install ok installed"; then
+  echo "SKIP: a fanout package is already installed here; this test would replace it" >&2; exit 77
+fi
+work=$(mktemp -d)
+installed=0
+cleanup() {
+  [ "$installed" = 1 ] && dpkg --purge fanout >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+deb=$(bash "$src/tools/build_deb.sh" "$build" "$work")
+echo "built $deb"
+dpkg-deb -I "$deb" | grep -q 'Depends:.*libzmq5' || fail "the package does not depend on libzmq5"
+installed=1
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >/dev/null ||
+  fail "apt-get install $deb failed"
+dpkg-query -W -f='${Status}' fanout | grep -q "install ok installed" || fail "fanout is not installed"
+
+# The installed programs, not the build tree's: a clean PATH and no FANOUT_* pointers.
+env_clean=(env -i HOME="$work/home" PATH=/usr/bin:/bin LANG=C.UTF-8)
+mkdir -p "$work/home"
+[ "$("${env_clean[@]}" fanout --version)" = "$(meson introspect "$build" --projectinfo |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')" ] || fail "fanout --version"
+
+cp -r /usr/share/doc/fanout/examples/file-scoring "$work/job"
+rm -rf "$work/job/out"
+(cd "$work/job" && "${env_clean[@]}" fanout run job.yaml --db "$work/store.db" --python /usr/bin/python3) \
+  > "$work/run.log" 2>&1 || { cat "$work/run.log" >&2; fail "fanout run from the package failed"; }
+grep -q "succeeded" "$work/run.log" || { cat "$work/run.log" >&2; fail "the job did not succeed"; }
+files=$(find "$work/job/data" -type f | wc -l)
+rows=$(wc -l < "$work/job/out/word_counts.txt")
+[ "$rows" -eq "$files" ] || fail "$rows rows for $files input files"
+echo "installed fanout ran file-scoring: $rows rows for $files files"
+
+for m in fanout fanout-interchange fanout-pool; do
+  zcat "/usr/share/man/man1/$m.1.gz" | grep -q '^\.SH OPTIONS' || fail "man page $m.1 has no OPTIONS"
+done
+zcat /usr/share/man/man1/fanout.1.gz | grep -q '^\.SS "fanout run"' || fail "fanout.1 lacks fanout run"
+got=$("${env_clean[@]}" bash -c 'source /usr/share/bash-completion/completions/fanout
+  COMP_WORDS=(fanout re); COMP_CWORD=1; _fanout; echo "${COMPREPLY[*]}"
+  COMP_WORDS=(fanout run --prefe); COMP_CWORD=2; _fanout; echo "${COMPREPLY[*]}"')
+[ "$got" = $'resume report\n--prefetch' ] || fail "bash completion gave: $got"
+echo "PASS: package built, installed, ran a job; man pages and completion in place"
