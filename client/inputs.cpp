@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "client/tabular.hpp"
@@ -84,6 +85,18 @@ Expected<std::uint64_t> stream_minibatches(const config::JobConfig& cfg,
   };
   if (input->type == "uri_file") {
     push(input->path);
+  } else if (input->type == "fanout_list") {
+    // One item per line, blank lines skipped; a trailing \r (a file from Windows) is not part of
+    // the item.
+    std::ifstream list(input->path);
+    if (!list) {
+      return make_error(ErrorCode::InvalidArgument,
+                        cfg.spec_path + ": inputs." + input->name + ": cannot read " + input->path);
+    }
+    for (std::string line; go_on && std::getline(list, line);) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!line.empty()) push(std::move(line));
+    }
   } else if (input->type == "uri_folder") {
     walk_sorted(fs::path(input->path), push);
   } else {

@@ -1,7 +1,11 @@
 // fanout: the client CLI. Parses arguments and calls into client_core.
 #include <CLI/CLI.hpp>
+#include <array>
 #include <cstdio>
+#include <filesystem>
+#include <limits>
 
+#include "client/adhoc.hpp"
 #include "client/client.hpp"
 #include "client/follow.hpp"
 #include "client/keygen.hpp"
@@ -22,7 +26,35 @@ int main(int argc, char** argv) {
   fanout::client::RunOverrides ov;
   std::string job_file, log_level = "warning";
   auto* run = app.add_subcommand("run", "run a job file (Azure ML parallel-job YAML)");
-  run->add_option("job", job_file, "the job file")->required();
+  run->add_option("job", job_file, "the job file (or -c CMD --input ... without one)");
+  // Ad-hoc runs without a job file, as with GNU parallel (client/adhoc.hpp, README).
+  fanout::client::AdhocOptions ao;
+  run->add_option("-c,--command", ao.command,
+                  "run CMD once per item of --input instead of a job file; "
+                  "{} {.} {/} {//} {/.} {#} as in GNU parallel");
+  run->add_option("--input", ao.input,
+                  "with -c: a folder (its files are the items), a list file (its lines), or - "
+                  "(lines on stdin)");
+  run->add_option("--output", ao.output,
+                  "with -c: the file the rows (the command's stdout lines) go to (default: "
+                  "printed to stdout when the job ends)");
+  run->add_option("--name", ao.name, "with -c: the job's name (default: adhoc-PROGRAM)");
+  run->add_option("--mini-batch-size", ao.mini_batch_size, "with -c: items per mini-batch")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  run->add_option("--retries", ao.max_retries, "with -c: tries after the first for a mini-batch")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  run->add_option("--timeout", ao.timeout_s, "with -c: seconds a mini-batch may run (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  run->add_option("--error-threshold", ao.error_threshold,
+                  "with -c: failed items allowed before the job fails (-1: run everything)")
+      ->check(CLI::Range(std::int64_t{-1}, std::numeric_limits<std::int64_t>::max()))
+      ->capture_default_str();
+  run->add_option("--env", ao.env, "with -c: NAME=VALUE for the command (repeatable)");
+  constexpr std::array<const char*, 8> kAdhocOnly = {"--input",           "--output",  "--name",
+                                                     "--mini-batch-size", "--retries", "--timeout",
+                                                     "--error-threshold", "--env"};
   run->add_option("--interchange", ov.interchange,
                   "client endpoint of a running interchange (default: start a private one)");
   run->add_option("--db", ov.db,
@@ -32,7 +64,7 @@ int main(int argc, char** argv) {
   run->add_option("--run-dir", ov.run_dir, "folder for the job's logs (default: beside the db)");
   run->add_option("--prefetch", ov.prefetch, "mini-batches each pool holds beyond free workers");
   run->add_option("--poll-ms", ov.poll_ms, "poll period of the pools");
-  run->add_option("--workers", ov.workers, "worker processes per pool");
+  run->add_option("--workers,-j", ov.workers, "worker processes per pool");
   run->add_option("--pools", ov.pools, "local pools (overrides resources.instance_count)");
   run->add_option("--priority", ov.priority,
                   "the job's weight in the interchange's fair share between running jobs "
@@ -167,6 +199,33 @@ int main(int argc, char** argv) {
   auto log = fanout::make_logger("client", *level);
   if (*keygen) return fanout::client::keygen(ko);
   fanout::net::warn_if_insecure(*run ? ov.security : fo.security, log);
+  std::string print_rows;  // an ad-hoc run's rows, printed when it ends
+  if (*run && !ao.command.empty()) {
+    if (!job_file.empty()) {
+      std::fprintf(stderr, "error: run: give a job file or -c CMD, not both\n");
+      return 2;
+    }
+    const std::string store = ov.db.empty() ? fanout::client::default_db_path() : ov.db;
+    auto job = fanout::client::write_adhoc_job(
+        ao, (std::filesystem::absolute(store).parent_path() / "adhoc").string());
+    if (!job) {
+      std::fprintf(stderr, "error: %s\n", job.error().message.c_str());
+      return 2;
+    }
+    job_file = job->job_file;
+    print_rows = job->print_rows;
+  } else if (*run) {
+    for (const char* o : kAdhocOnly) {
+      if (run->count(o) > 0) {
+        std::fprintf(stderr, "error: run: %s needs -c CMD (an ad-hoc run)\n", o);
+        return 2;
+      }
+    }
+  }
+  if (*run && job_file.empty()) {
+    std::fprintf(stderr, "error: run: expected a job file, or -c CMD --input DIR|FILE|-\n");
+    return 2;
+  }
   if (*run) {
     // A pipeline file runs its jobs in order; anything else is a parallel job.
     if (auto type = fanout::config::job_file_type(job_file); type && *type == "pipeline") {
@@ -187,7 +246,9 @@ int main(int argc, char** argv) {
       return 2;
     }
     try {
-      return fanout::client::run_job(*cfg, ov, log);
+      const int rc = fanout::client::run_job(*cfg, ov, log);
+      if (!print_rows.empty()) fanout::client::print_rows_file(print_rows);
+      return rc;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "error: %s\n", e.what());
       return 3;

@@ -30,8 +30,10 @@ std::vector<InputSpec> read_inputs(const YamlReader& r, const Entry& e, const st
     spec.type = "uri_folder";  // Azure ML's default input type
     if (const Entry* t = f.get("type")) spec.type = std::string(trim(r.text(*t)));
     if (const Entry* m = f.get("mode")) spec.mode = r.text(*m);
-    static constexpr std::array<std::string_view, 6> kPathTypes = {
-        "uri_folder", "uri_file", "mltable", "custom_model", "mlflow_model", "triton_model"};
+    // fanout_list (a fanout extension): a text file whose lines are the items.
+    static constexpr std::array<std::string_view, 7> kPathTypes = {
+        "uri_folder",   "uri_file",     "mltable",    "custom_model",
+        "mlflow_model", "triton_model", "fanout_list"};
     static constexpr std::array<std::string_view, 4> kLiteralTypes = {"string", "integer", "number",
                                                                       "boolean"};
     if (std::find(kLiteralTypes.begin(), kLiteralTypes.end(), spec.type) != kLiteralTypes.end()) {
@@ -53,7 +55,7 @@ std::vector<InputSpec> read_inputs(const YamlReader& r, const Entry& e, const st
       const Entry* t = f.get("type");
       r.fail(t->where(),
              "expected uri_folder, uri_file, mltable, custom_model, mlflow_model, triton_model, "
-             "string, integer, number or boolean (got " +
+             "fanout_list, string, integer, number or boolean (got " +
                  quote(spec.type) + ")");
     }
     inputs.push_back(std::move(spec));

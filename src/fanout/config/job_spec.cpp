@@ -107,9 +107,10 @@ void Parser::parse_input_data(const Fields& root) {
   (void)refs().resolve(e->where(), *ref, trim(s));  // fails naming the inputs when unknown
   for (const auto& in : cfg_.inputs) {
     if (in.name != ref->name) continue;
-    if (in.type != "uri_folder" && in.type != "uri_file" && in.type != "mltable") {
-      fail(e->where(), "expected a uri_folder, uri_file or mltable input (got " + quote(trim(s)) +
-                           ", of type " + in.type + ")");
+    if (in.type != "uri_folder" && in.type != "uri_file" && in.type != "mltable" &&
+        in.type != "fanout_list") {
+      fail(e->where(), "expected a uri_folder, uri_file, mltable or fanout_list input (got " +
+                           quote(trim(s)) + ", of type " + in.type + ")");
     }
   }
   cfg_.input_data = ref->name;
@@ -285,7 +286,7 @@ void Parser::expect_file(const Where& w, const std::string& path) const {
 void Parser::check_files() const {
   for (const auto& in : cfg_.inputs) {
     if (in.name != cfg_.input_data) continue;
-    if (in.type == "uri_file") {
+    if (in.type == "uri_file" || in.type == "fanout_list") {
       expect_file(input_data_where_, in.path);
     } else if (in.type == "mltable") {
       // Azure ML's mltable input is a folder holding an MLTable file (or that file itself).

@@ -13,7 +13,8 @@ namespace fanout::config {
 
 struct InputSpec {
   std::string name{};   // key under `inputs:`
-  std::string type{};   // "uri_folder" | "uri_file" | "mltable" | "literal", or a model type
+  std::string type{};   // "uri_folder" | "uri_file" | "mltable" | "literal" | "fanout_list"
+                        // (a text file whose lines are the items), or a model type
                         // (custom_model, mlflow_model, triton_model: a path, never input_data)
   std::string path{};   // absolute, resolved against the YAML file's folder
   std::string mode{};   // as written (ro_mount, download, ...); informational
