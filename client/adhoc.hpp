@@ -24,13 +24,6 @@ struct AdhocOptions {
   std::vector<std::string> env{};     // --env NAME=VALUE
 };
 
-// The job file's `task.command`: a POSIX shell loop that runs `command` once per item of the
-// mini-batch, with `{}` the item, `{.}` without its extension, `{/}` its base name, `{//}` its
-// folder, `{/.}` the base name without extension, `{#}` its 1-based sequence number in the
-// input. Each is substituted quoted (do not quote it again). A command with none of them gets
-// ` {}` appended, as in GNU parallel. A failing item fails its mini-batch.
-std::string adhoc_shell_line(const std::string& command, std::uint64_t mini_batch_size);
-
 // What an ad-hoc run wrote: the job file to run, and the rows file to print at the end (empty
 // when --output named a file).
 struct AdhocJob {
