@@ -15,6 +15,7 @@
 #include "client/embedded.hpp"
 #include "client/follow.hpp"
 #include "client/inputs.hpp"
+#include "client/job_outputs.hpp"
 #include "client/monitoring.hpp"
 #include "client/progress.hpp"
 #include "client/run_settings.hpp"
@@ -95,6 +96,8 @@ namespace {
 // Tabular input: the table must be readable, its partition keys columns, and the interpreter
 // must have pandas, all before anything starts.
 Expected<void> check_tabular(const config::JobConfig& cfg) {
+  // A table of files needs no pandas, but its paths must name files (listed again at submit).
+  if (auto files = input_file_table(cfg); !files) return Unexpected{files.error()};
   auto table = input_table(cfg);
   if (!table) return Unexpected{table.error()};
   if (!*table) return {};
@@ -195,8 +198,20 @@ Expected<std::uint64_t> submit_input(const config::JobConfig& cfg, Session& sess
 }  // namespace
 
 int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
-  const std::string db = cfg.fanout.db.empty() ? default_db_path() : cfg.fanout.db;
+  // Absolute first: a bare `--db NAME` has no folder, and its runs/ belongs beside it.
+  std::error_code cwd_ec;
+  const std::string db = resolve_path(fs::current_path(cwd_ec).string(),
+                                      cfg.fanout.db.empty() ? default_db_path() : cfg.fanout.db);
   const RunSettings rs = run_settings(cfg, ov);
+  // Outputs as Azure ML provides them: folders made, a fresh append_row file (issue 16).
+  if (auto r = claim_row_file(cfg, db, ov.overwrite); !r) {
+    std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
+    return 2;
+  }
+  if (auto r = make_output_folders(cfg); !r) {
+    std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
+    return 3;
+  }
   std::string run_root = cfg.fanout.run_dir.empty() ? fs::path(db).parent_path().string() + "/runs"
                                                     : cfg.fanout.run_dir;
   const std::string run_dir =
@@ -293,7 +308,12 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
 
   const int rc = state.exit_code();
   if (state.ended()) {
-    (void)report_ended(*state.ended(), spec.output_path, spec.log_dir);
+    if (auto r = write_output_mltables(cfg); !r) {
+      std::fprintf(stderr, "warning: %s\n", r.error().message.c_str());
+    }
+    (void)report_ended(*state.ended(),
+                       spec.output_path.empty() ? output_folder(cfg) : spec.output_path,
+                       spec.log_dir);
   } else if (state.end() == SessionEnd::LeftRunning && job_id != 0) {
     std::fprintf(stderr,
                  "\nfanout: job %llu left running; follow it with: fanout wait %llu --db %s\n",

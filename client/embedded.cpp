@@ -157,6 +157,9 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
                "--exit-on-lost"};
     common_flags(ps.argv, plog);
     ps.argv.insert(ps.argv.end(), security_flags.begin(), security_flags.end());
+    // Pools on this node number their workers apart: logs/user/*/<node>/processNNN never mix.
+    ps.argv.push_back("--first-process");
+    ps.argv.push_back(std::to_string(i * rs.workers + 1));
     if (!rs.python.empty()) {
       ps.argv.push_back("--python");
       ps.argv.push_back(rs.python);

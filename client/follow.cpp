@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "client/embedded.hpp"
+#include "client/end_summary.hpp"
 #include "client/progress.hpp"
 #include "client/run_settings.hpp"
 #include "client/session.hpp"
@@ -170,17 +171,7 @@ void write_job_pointer(const std::string& run_dir, const std::string& endpoint,
 
 int report_ended(const proto::JobEnded& ended, const std::string& output_path,
                  const std::string& log_dir) {
-  const auto& p = ended.progress;
-  std::fprintf(stderr,
-               "fanout: job %llu %s: %s\n  mini-batches: %llu succeeded, %llu failed of %llu; "
-               "items: %llu succeeded, %llu failed; failed attempts: %llu\n",
-               static_cast<unsigned long long>(ended.job_id), ended.state.c_str(),
-               ended.reason.c_str(), static_cast<unsigned long long>(p.succeeded),
-               static_cast<unsigned long long>(p.failed),
-               static_cast<unsigned long long>(p.submitted),
-               static_cast<unsigned long long>(p.items_succeeded),
-               static_cast<unsigned long long>(p.items_failed),
-               static_cast<unsigned long long>(p.attempts_failed));
+  std::fputs(end_summary(ended).c_str(), stderr);
   if (!output_path.empty()) std::fprintf(stderr, "  output: %s\n", output_path.c_str());
   if (!log_dir.empty()) std::fprintf(stderr, "  logs: %s\n", log_dir.c_str());
   return proto::parse_job_state(ended.state) == proto::JobState::Succeeded ? 0 : 1;

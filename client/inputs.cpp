@@ -35,7 +35,8 @@ bool walk_sorted(const fs::path& dir, F& emit) {
       std::error_code ec2;
       if (e.is_directory(ec2)) {
         if (!walk_sorted(e.path(), emit)) return false;
-      } else if (e.is_regular_file(ec2)) {
+      } else if (e.is_regular_file(ec2) && name != "MLTable") {
+        // An MLTable file describes its folder; it is never one of the folder's items.
         if (!emit(e.path().string())) return false;
       }
     }
@@ -83,7 +84,19 @@ Expected<std::uint64_t> stream_minibatches(const config::JobConfig& cfg,
     }
     return go_on;
   };
-  if (input->type == "uri_file") {
+  if (input->type == "mltable") {
+    // An MLTable with only paths: its files are the items (input_table() took the others).
+    auto ft = input_file_table(cfg);
+    if (!ft) return Unexpected{ft.error()};
+    if (!*ft) {
+      return make_error(ErrorCode::InvalidArgument,
+                        cfg.spec_path + ": inputs." + input->name + ": not a table of files");
+    }
+    batcher = part::FileBatcher((*ft)->per_batch);
+    for (auto& f : (*ft)->files) {
+      if (!push(std::move(f))) break;
+    }
+  } else if (input->type == "uri_file") {
     push(input->path);
   } else if (input->type == "fanout_list") {
     // One item per line, blank lines skipped; a trailing \r (a file from Windows) is not part of

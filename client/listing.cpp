@@ -25,6 +25,8 @@ void list_folder(const fs::path& dir, std::vector<std::string>& out) {
   out.insert(out.end(), found.begin(), found.end());
 }
 
+Expected<std::vector<std::string>> list_table_files_all(const config::TableSpec& t);
+
 }  // namespace
 
 config::TableSpec plain_table(const std::string& path, bool is_folder) {
@@ -52,6 +54,22 @@ config::TableSpec plain_table(const std::string& path, bool is_folder) {
 }
 
 Expected<std::vector<std::string>> list_table_files(const config::TableSpec& t) {
+  std::vector<std::string> out;
+  // The MLTable file is never one of its own table's files (a `folder: ./` or `pattern: ./*`
+  // would otherwise list it).
+  const fs::path self = fs::path(t.source).lexically_normal();
+  const auto is_self = [&](const std::string& f) { return fs::path(f).lexically_normal() == self; };
+  auto found_files = list_table_files_all(t);
+  if (!found_files) return found_files;
+  for (auto& f : *found_files) {
+    if (!is_self(f)) out.push_back(std::move(f));
+  }
+  return out;
+}
+
+namespace {
+
+Expected<std::vector<std::string>> list_table_files_all(const config::TableSpec& t) {
   std::vector<std::string> out;
   for (const auto& p : t.paths) {
     const std::string where = t.source +
@@ -101,5 +119,7 @@ Expected<std::vector<std::string>> list_table_files(const config::TableSpec& t) 
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace fanout::client

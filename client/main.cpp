@@ -13,6 +13,7 @@
 #include "client/pipeline.hpp"
 #include "client/report_cmds.hpp"
 #include "client/status.hpp"
+#include "fanout/config/batch_deployment.hpp"
 #include "fanout/config/job_spec.hpp"
 #include "fanout/config/pipeline.hpp"
 #include "fanout/net/security.hpp"
@@ -83,6 +84,13 @@ int main(int argc, char** argv) {
                   "plaintext, unauthenticated tcp:// (loopback addresses only)");
   };
   add_key_options(run, ov.security);
+  fanout::config::DeploymentRun deployment;
+  run->add_option("--input", deployment.input,
+                  "batch deployment files: the folder or file to score (docs/job-spec.md)");
+  run->add_option("--output", deployment.output,
+                  "batch deployment files: the output folder (default: beside the file)");
+  run->add_flag("--overwrite", ov.overwrite,
+                "replace the append_row file an earlier job wrote (default: refuse)");
   run->add_flag("--share-with-group", ov.share_with_group,
                 "create the store and the run folder readable by the group too (default: the "
                 "owner only; the output file keeps your umask)");
@@ -236,7 +244,17 @@ int main(int argc, char** argv) {
         return 3;
       }
     }
-    auto cfg = fanout::config::load_job(job_file);
+    // An Azure ML batch deployment runs as a parallel job over --input.
+    const bool is_deployment = fanout::config::is_batch_deployment(job_file);
+    if (!is_deployment && (!deployment.input.empty() || !deployment.output.empty())) {
+      std::fprintf(stderr,
+                   "error: --input and --output are for batch deployment files; %s is "
+                   "a job file (its inputs and outputs say what it reads and writes)\n",
+                   job_file.c_str());
+      return 2;
+    }
+    auto cfg = is_deployment ? fanout::config::load_batch_deployment(job_file, deployment)
+                             : fanout::config::load_job(job_file);
     if (!cfg) {
       std::fprintf(stderr, "error: %s\n", cfg.error().message.c_str());
       return 2;

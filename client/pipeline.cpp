@@ -37,13 +37,15 @@ Expected<void> make_outputs(const config::PipelineStep& s) {
   return {};
 }
 
-int run_command(const config::PipelineStep& s, bool quiet) {
+// `python` is the interpreter of --python: a command starting with `python` runs with it.
+int run_command(const config::PipelineStep& s, bool quiet, const std::string& python) {
+  const std::string command = config::with_interpreter(s.command, python);
   std::vector<std::pair<std::string, std::string>> env(s.environment_variables.begin(),
                                                        s.environment_variables.end());
   if (!quiet)
-    std::fprintf(stderr, "fanout: job '%s' (command): %s\n", s.name.c_str(), s.command.c_str());
+    std::fprintf(stderr, "fanout: job '%s' (command): %s\n", s.name.c_str(), command.c_str());
   auto child = ChildProcess::spawn(SpawnOptions{
-      .argv = {"/bin/sh", "-c", s.command},
+      .argv = {"/bin/sh", "-c", command},
       .env_set = env,
       .cwd = s.cwd,
       .stdin_file = "null",
@@ -65,7 +67,9 @@ int run_command(const config::PipelineStep& s, bool quiet) {
 }  // namespace
 
 int run_pipeline(const std::string& path, const RunOverrides& ov, Logger log) {
-  const std::string db = !ov.db.empty() ? ov.db : default_db_path();
+  // Absolute first: a bare `--db NAME` has no folder, and its runs/ belongs beside it.
+  const std::string db =
+      resolve_path(fs::current_path().string(), !ov.db.empty() ? ov.db : default_db_path());
   const std::string root =
       !ov.run_dir.empty() ? ov.run_dir : fs::path(db).parent_path().string() + "/runs";
   const std::string run_dir =
@@ -103,6 +107,14 @@ int run_pipeline(const std::string& path, const RunOverrides& ov, Logger log) {
     std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
     return 3;
   }
+  // Command steps starting with `python` use the parallel jobs' interpreter: --python, else the
+  // first parallel job's fanout.python when it names one.
+  std::string python = ov.python;
+  for (const auto& s : p->steps) {
+    if (python.empty() && s.type == "parallel" && s.job.fanout.python != "python3") {
+      python = s.job.fanout.python;
+    }
+  }
   RunOverrides step_ov = ov;
   if (step_ov.run_dir.empty()) step_ov.run_dir = run_dir;
   for (std::size_t i = 0; i < p->steps.size(); ++i) {
@@ -113,7 +125,7 @@ int run_pipeline(const std::string& path, const RunOverrides& ov, Logger log) {
     }
     int rc = 0;
     if (s.type == "command") {
-      rc = run_command(s, ov.quiet);
+      rc = run_command(s, ov.quiet, python);
     } else {
       if (!s.after.empty()) {
         // Its input exists only now that the jobs before it ran.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "client/job_outputs.hpp"
 #include "client/monitoring.hpp"
 
 namespace fanout::client {
@@ -84,6 +85,11 @@ proto::JobSpec job_spec(const config::JobConfig& cfg, const std::string& log_dir
   spec.env.push_back(std::string("FANOUT_ROW_HEADER=") + (cfg.fanout.row_header ? "1" : "0"));
   spec.env.push_back("FANOUT_LOGGING_LEVEL=" + cfg.logging_level);
   spec.output_path = cfg.append_row_to;
+  // Without append_row_to, output_dir is the declared folder output (Azure ML's), not the run
+  // folder's outputs/ (issue 16); the pool passes it on as FANOUT_OUTPUT_DIR.
+  if (const std::string out = output_folder(cfg); cfg.append_row_to.empty() && !out.empty()) {
+    spec.env.push_back("FANOUT_OUTPUT_DIR=" + out);
+  }
   spec.log_dir = log_dir;
   spec.max_tries = cfg.max_retries + 1;
   spec.run_timeout_s = cfg.timeout_s;

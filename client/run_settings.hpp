@@ -29,6 +29,7 @@ struct RunOverrides {
   bool json = false;              // progress as JSON events on stdout (see client/progress.hpp)
   net::Security security{};       // for a tcp:// --interchange (docs/security.md)
   bool share_with_group = false;  // the store and run folder readable by the group too
+  bool overwrite = false;         // replace an earlier job's append_row file (client/job_outputs)
 };
 
 // How the embedded interchange listens (docs/security.md). Ipc: ipc:// endpoints in a fresh 0700

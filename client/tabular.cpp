@@ -244,6 +244,33 @@ bool blank(std::string_view row) {
 
 }  // namespace
 
+Expected<std::uint64_t> file_table_batch(const config::JobConfig& cfg) {
+  // Azure ML: mini_batch_size of a file table counts files ("1" is one file), default 10.
+  if (!cfg.mini_batch_size_written) return std::uint64_t{10};
+  auto size = config::parse_batch_size(cfg.mini_batch_size);
+  if (size && size->files > 0) return size->files;
+  return make_error(ErrorCode::InvalidArgument,
+                    cfg.spec_path + ": mini_batch_size: expected a file count: inputs." +
+                        cfg.input_data +
+                        " is a table of files (its MLTable has paths and no read_delimited) "
+                        "(got \"" +
+                        cfg.mini_batch_size + "\")");
+}
+
+Expected<std::optional<FileTable>> input_file_table(const config::JobConfig& cfg) {
+  const config::InputSpec* in = data_input(cfg);
+  if (in == nullptr || in->type != "mltable") return std::optional<FileTable>{};
+  auto t = config::load_mltable(in->path);
+  if (!t) return Unexpected{t.error()};
+  if (t->format != config::TableFormat::Files) return std::optional<FileTable>{};
+  // The MLTable's own mistakes (a path naming nothing) first, then the job's mini_batch_size.
+  auto files = list_table_files(*t);
+  if (!files) return Unexpected{files.error()};
+  auto per_batch = file_table_batch(cfg);
+  if (!per_batch) return Unexpected{per_batch.error()};
+  return std::optional<FileTable>{FileTable{std::move(*files), *per_batch}};
+}
+
 const config::InputSpec* data_input(const config::JobConfig& cfg) {
   for (const auto& in : cfg.inputs) {
     if (in.name == cfg.input_data) return &in;
@@ -257,6 +284,11 @@ Expected<std::optional<config::TableSpec>> input_table(const config::JobConfig& 
   if (in->type == "mltable") {
     auto t = config::load_mltable(in->path);
     if (!t) return Unexpected{t.error()};
+    // Only paths: a table of files (input_file_table), not rows.
+    if (t->format == config::TableFormat::Files) {
+      if (auto n = file_table_batch(cfg); !n) return Unexpected{n.error()};
+      return std::optional<config::TableSpec>{};
+    }
     return std::optional<config::TableSpec>{std::move(*t)};
   }
   const bool by_size = cfg.mini_batch_bytes > 0 && cfg.partition_keys.empty();

@@ -19,10 +19,25 @@ namespace fanout::client {
 // The input named by input_data, or nullptr.
 const config::InputSpec* data_input(const config::JobConfig& cfg);
 
-// The table the job's input is read as: an mltable input always; a uri_file/uri_folder input
-// when mini_batch_size is a size or partition_keys are set without a partition_format. nullopt
-// for a file-list input. Errors name the MLTable file and line.
+// The table the job's input is read as: an mltable input with a read_delimited transformation; a
+// uri_file/uri_folder input when mini_batch_size is a size or partition_keys are set without a
+// partition_format. nullopt for a file-list input. Errors name the MLTable file and line.
 [[nodiscard]] Expected<std::optional<config::TableSpec>> input_table(const config::JobConfig& cfg);
+
+// An mltable input whose MLTable file has only `paths:` (no read_* transformation): Azure ML's
+// table of files. Its files are the items, mini_batch_size counts them.
+struct FileTable {
+  std::vector<std::string> files{};  // in list_table_files order, never the MLTable file itself
+  std::uint64_t per_batch = 10;      // files per mini-batch
+};
+
+// The input as a table of files, or nullopt when it is not one. Errors: the MLTable file's, a
+// listed path missing, or a size ("10kb") as mini_batch_size, which a file table cannot use.
+[[nodiscard]] Expected<std::optional<FileTable>> input_file_table(const config::JobConfig& cfg);
+
+// Files per mini-batch of a table of files: mini_batch_size as a count ("1": one file), 10 when
+// it is not written; a size is an error naming mini_batch_size.
+[[nodiscard]] Expected<std::uint64_t> file_table_batch(const config::JobConfig& cfg);
 
 // What a table looks like, found by reading only the first row of each file.
 struct TableLayout {

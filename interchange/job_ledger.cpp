@@ -297,6 +297,9 @@ JobLedger::Ended JobLedger::end(std::uint64_t job_id, const Verdict& v, double n
     a.result.start = now_unix;
     out.stopped.push_back(std::move(a));
   }
+  // A CANCELLED attempt is a failed one, as the store (status != RUN_DONE) and job_result.txt
+  // count it: one definition for the console and the report (issue 16).
+  job.attempts_failed += out.stopped.size();
   job.in_flight = 0;
   job.ready.clear();
   out.job = std::move(job);

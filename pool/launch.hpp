@@ -24,6 +24,11 @@ struct LaunchContext {
 // a task overhead timeout. fanout-worker (command, native) never sends markers.
 bool run_markers(const proto::JobSpec& spec);
 
+// A worker's PYTHONPATH: the job's entries (environment_variables), then the shim's folder
+// (azureml_user, fanout_runtime), then the pool's own PYTHONPATH (`inherited`, may be null).
+std::string merged_pythonpath(const std::string& job, const std::string& shim_dir,
+                              const char* inherited);
+
 // The launch of one worker for `spec`, by spec.runtime ("python", "command", "native"; anything
 // else is run as python, whose shim then reports the error). Creates the job's
 // logs/user/{stdout,stderr}/<node> folders.

@@ -46,6 +46,9 @@ int main(int argc, char** argv) {
   app.add_option("--name", opts.name, "pool name (default: host-pid)");
   app.add_option("--node", opts.node, "node name (default: host name)");
   app.add_option("--workers", opts.workers, "worker processes (default: cores)");
+  app.add_option("--first-process", opts.first_process,
+                 "number of the first worker, processNNN (pools sharing a node number apart)")
+      ->capture_default_str();
   app.add_option("--prefetch", opts.prefetch, "tasks held beyond free workers")
       ->capture_default_str();
   app.add_option("--poll-ms", poll_ms)->capture_default_str();

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <thread>
 
 #include "fanout/protocol/codec.hpp"
@@ -321,7 +322,7 @@ void Pool::on_message(const std::string& frame) {
 
 bool Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
   const auto& spec = jobs_.at(job_id);
-  const std::string process = fmt::format("process{:03}", slot + 1);
+  const std::string process = fmt::format("process{:03}", slot + opts_.first_process);
   const WorkerLaunch l = make_launch(
       spec,
       LaunchContext{job_id, opts_.node, process, opts_.shim_dir, opts_.python, opts_.worker_bin});
@@ -686,15 +687,34 @@ void Pool::run_monitor(Clock::time_point now) {
   }
   const auto period =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval));
+  // Besides every period, a sample when a job first has work here and when a job runs out of
+  // work here, so that a job shorter than the period has samples too (issue 16). A pool that
+  // runs dry between tasks would sample at every task: a job running out is sampled only when
+  // the last sample is at least half a period old.
+  std::vector<std::uint64_t> busy;
+  for (const auto& w : slots_) {
+    if (w && w->tasks().state() == WorkerTasks::State::Busy) busy.push_back(w->job_id());
+  }
+  for (const auto& t : queue_) busy.push_back(t.job_id);
+  std::sort(busy.begin(), busy.end());
+  busy.erase(std::unique(busy.begin(), busy.end()), busy.end());
+  const bool job_ran_out =
+      !std::includes(busy.begin(), busy.end(), monitor_busy_.begin(), monitor_busy_.end()) &&
+      now >= last_sample_ + period / 2;
+  bool job_started = false;
+  for (const auto id : busy) job_started = monitor_seen_.insert(id).second || job_started;
   if (!monitor_) {
     monitor_.emplace();
-    next_sample_ = now + period;
     SPDLOG_LOGGER_DEBUG(log_, "resource monitor on, every {} s", interval);
-    return;
   }
-  if (now < next_sample_) return;
+  std::vector<std::uint64_t> ran_out;
+  std::set_difference(monitor_busy_.begin(), monitor_busy_.end(), busy.begin(), busy.end(),
+                      std::back_inserter(ran_out));
+  monitor_busy_ = busy;
+  if (!job_started && !job_ran_out && now < next_sample_) return;
   // The next deadline follows from this one, so the series keeps its period under load.
   next_sample_ = std::max(next_sample_ + period, now + period / 2);
+  last_sample_ = now;
   std::vector<WorkerRef> workers;
   std::vector<std::uint64_t> job_ids;
   for (const auto& w : slots_) {
@@ -703,6 +723,7 @@ void Pool::run_monitor(Clock::time_point now) {
     job_ids.push_back(w->job_id());
   }
   for (const auto& t : queue_) job_ids.push_back(t.job_id);
+  job_ids.insert(job_ids.end(), ran_out.begin(), ran_out.end());  // its last sample
   std::sort(job_ids.begin(), job_ids.end());
   job_ids.erase(std::unique(job_ids.begin(), job_ids.end()), job_ids.end());
   auto sample = monitor_->sample(workers, job_ids);

@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct Options {
   std::string name{};         // default: <host>-<pid>
   std::string node{};         // default: host name
   std::uint32_t workers = 0;  // default: the machine's cores
+  // Number of the first worker (process001): several pools on one node number theirs apart so
+  // their logs never share a file (the embedded client gives pool i i * workers + 1).
+  std::uint32_t first_process = 1;
   std::uint32_t prefetch = 0;
   std::chrono::milliseconds poll{10};  // longest a result waits to share a frame with others
   std::chrono::milliseconds heartbeat_period{2000};
@@ -138,6 +142,9 @@ class Pool final {
   Clock::time_point last_stats_{};
   std::optional<ResourceMonitor> monitor_{};
   Clock::time_point next_sample_{};
+  Clock::time_point last_sample_{};
+  std::vector<std::uint64_t> monitor_busy_{};  // jobs with running or queued tasks, last turn
+  std::set<std::uint64_t> monitor_seen_{};     // jobs sampled at their start here
 };
 
 }  // namespace fanout::pool

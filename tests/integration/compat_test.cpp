@@ -368,9 +368,9 @@ task:
   CHECK(sql_int(db, "select sum(items) from minibatches") == 500);
   CHECK(sql_column(db, "select state from jobs")[0] == "succeeded");
   CHECK(sql_int(db, "select sum(failed) from attempts where status = 'RUN_DONE'") == 500);
-  // Each partition saw exactly its rows: ids i with i % 3 == g.
-  const std::string out_dir =
-      fs::path(sql_column(db, "select log_dir from jobs")[0]).parent_path().string() + "/outputs";
+  // Each partition saw exactly its rows: ids i with i % 3 == g. EntryScript().output_dir is the
+  // declared folder output, as on Azure ML (issue 16; it was the run folder's outputs/).
+  const std::string out_dir = dir / "out/models";
   for (int g = 0; g < 3; ++g) {
     long long n = 0, sum = 0;
     for (int i = 0; i < 500; ++i) {
@@ -585,7 +585,8 @@ def run(mini_batch):
   CHECK(r.err.find("azureml://datastores/workspaceblobstore/paths/scores.txt is written to") !=
         std::string::npos);
   CHECK(r.err.find("default_compute: azureml:cpu-cluster ignored") != std::string::npos);
-  auto outs = find_files(dir / "store/runs", "/outputs/scores");
+  // It keeps the URI's file name (issue 16): <run folder>/outputs/scores/scores.txt.
+  auto outs = find_files(dir / "store/runs", "/outputs/scores/scores.txt");
   REQUIRE(outs.size() == 1);
   auto lines = read_lines(outs.front());
   REQUIRE(lines.size() == 1200);

@@ -291,8 +291,9 @@ TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_i
   c2.start_interchange(dir.path(), db, kFastBeats);
   c2.start_pool(dir.path(), "pool-c", 1);
   write_file(dir / "slow.yaml", counting_job_yaml("ix-restart", dir / "slow-runs.txt", "30"));
+  // It shares the first job's out.txt, which a new job may replace only with --overwrite.
   auto slow = spawn({fanout_bin(), "run", dir / "slow.yaml", "--interchange", c2.client_ep, "--db",
-                     db, "--python", python_bin(), "--quiet"},
+                     db, "--python", python_bin(), "--quiet", "--overwrite"},
                     dir / "slow.out", dir / "slow.err");
   REQUIRE(wait_until([&] { return !read_text(dir / "slow-runs.txt").empty(); },
                      std::chrono::seconds(60)));

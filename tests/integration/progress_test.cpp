@@ -168,9 +168,10 @@ TEST_CASE("integration.progress.plain_lines_and_json_events_when_not_a_terminal"
   CHECK(plain.err.find('\r') == std::string::npos);
   CHECK(plain.err.find("\nmini-batches 12/12 (100%)  failed 0  items 12") != std::string::npos);
 
-  auto js = run_capture(
-      {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python(), "--json"},
-      dir.path());
+  // The same job again: --overwrite replaces the first run's append_row file.
+  auto js = run_capture({fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python(),
+                         "--json", "--overwrite"},
+                        dir.path());
   INFO(js.err);
   REQUIRE(js.status.code == 0);
   std::vector<std::string> lines;

@@ -78,8 +78,10 @@ std::vector<OutputSpec> read_outputs(const YamlReader& r, const Entry& e,
     Fields f = r.fields(out, {"type", "path", "mode", "description"});
     if (const Entry* t = f.get("type")) {
       spec.type = std::string(trim(r.text(*t)));
-      if (spec.type != "uri_folder" && spec.type != "uri_file") {
-        r.fail(t->where(), "expected uri_folder or uri_file (got " + quote(spec.type) + ")");
+      // An mltable output is a folder; fanout writes its MLTable file when the job ends.
+      if (spec.type != "uri_folder" && spec.type != "uri_file" && spec.type != "mltable") {
+        r.fail(t->where(),
+               "expected uri_folder, uri_file or mltable (got " + quote(spec.type) + ")");
       }
     }
     if (const Entry* m = f.get("mode")) (void)r.text(*m);

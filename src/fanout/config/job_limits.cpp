@@ -76,6 +76,7 @@ void JobLimits::apply_batch_size(const Where& w, const std::string& s, const std
   auto size = parse_batch_size(s);
   if (!size) fail(w, size.error().message);
   cfg_.mini_batch_size = std::string(trim(s));
+  cfg_.mini_batch_size_written = true;
   cfg_.mini_batch_files = size->files;
   cfg_.mini_batch_bytes = size->bytes;
   // For tabular input ParallelRunStep reads a bare number as bytes ("1024" is 1 KiB).

@@ -147,7 +147,16 @@ void Parser::parse_environment_variables(const Fields& root) {
         fail({v.key, detail::line_of(v.key_node)},
              "expected a variable name without '=' (got " + quote(v.name) + ")");
       }
-      cfg_.environment_variables[v.name] = v.is_null() ? std::string() : r_.text(v);
+      std::string value = v.is_null() ? std::string() : r_.text(v);
+      // `./models` or `../data` means a path relative to the job file, as Azure ML users expect
+      // (the worker's folder is task.code): made absolute here, and said so in a notice.
+      if (value == "." || value == ".." || value.starts_with("./") || value.starts_with("../")) {
+        std::string resolved = resolve_path(cfg_.base_dir, value);
+        cfg_.notices.push_back("environment_variables." + v.name + ": " + value + " is " +
+                               resolved + " (relative to the job file)");
+        value = std::move(resolved);
+      }
+      cfg_.environment_variables[v.name] = std::move(value);
     }
   }
 }
@@ -241,7 +250,7 @@ void Parser::parse_append_row_to(const Entry* e) {
     if (row_file.empty()) return;  // summary_only
     // ParallelRunStep writes the file into the default output folder.
     std::string folder = cfg_.base_dir;
-    if (!cfg_.outputs.empty() && cfg_.outputs.front().type == "uri_folder" &&
+    if (!cfg_.outputs.empty() && cfg_.outputs.front().is_folder() &&
         !cfg_.outputs.front().path.empty()) {
       folder = cfg_.outputs.front().path;
     }
@@ -254,7 +263,7 @@ void Parser::parse_append_row_to(const Entry* e) {
   if (auto ref = detail::sole_io_ref(s); ref && ref->output) {
     std::string path = refs().resolve(w, *ref, trim(s));
     for (const auto& o : cfg_.outputs) {
-      if (o.name == ref->name && o.type == "uri_folder") {
+      if (o.name == ref->name && o.is_folder()) {
         cfg_.append_row_to =
             resolve_path(path, row_file.empty() ? std::string(kDefaultRowFile) : row_file);
         return;

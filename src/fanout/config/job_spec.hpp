@@ -24,8 +24,11 @@ struct InputSpec {
 
 struct OutputSpec {
   std::string name{};
-  std::string type{};  // "uri_file" | "uri_folder"
+  std::string type{};  // "uri_file" | "uri_folder" | "mltable" (a folder)
   std::string path{};  // absolute; empty when none was given
+
+  // A folder output (uri_folder, or mltable: a folder with an MLTable file).
+  bool is_folder() const { return type != "uri_file"; }
 };
 
 // fanout's own settings (the `fanout:` key), each also a CLI flag.
@@ -55,9 +58,10 @@ struct JobConfig {
   std::string input_data{};         // name of the input that `input_data` refers to
   std::vector<OutputSpec> outputs{};
 
-  std::string mini_batch_size = "10";   // as written
-  std::uint64_t mini_batch_files = 10;  // when a count of files
-  std::uint64_t mini_batch_bytes = 0;   // when a size ("10kb": 10240); then files is 0
+  std::string mini_batch_size = "10";    // as written
+  bool mini_batch_size_written = false;  // false: the default (no key, no flag)
+  std::uint64_t mini_batch_files = 10;   // when a count of files
+  std::uint64_t mini_batch_bytes = 0;    // when a size ("10kb": 10240); then files is 0
   std::vector<std::string> partition_keys{};
 
   std::uint32_t instance_count = 1;                // resources.instance_count: local pools

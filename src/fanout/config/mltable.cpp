@@ -351,6 +351,34 @@ std::string glob_prefix(std::string_view pattern) {
   return prefix;
 }
 
+std::string output_mltable_text(const std::string& folder, const std::string& row_file,
+                                const std::string& separator, bool header) {
+  // Single-quoted YAML keeps everything but the quote itself, which is doubled; a tab is written
+  // as \t, which read_delimited reads back as a tab.
+  auto yaml_quote = [](const std::string& v) {
+    std::string out = "'";
+    for (char c : v) out += c == '\'' ? std::string("''") : std::string(1, c);
+    return out + "'";
+  };
+  std::string text =
+      "$schema: https://azuremlschemas.azureedge.net/latest/MLTable.schema.json\n"
+      "# Written by fanout when the job ended: what the job wrote into this folder.\n"
+      "type: mltable\npaths:\n";
+  std::string rel;
+  if (!row_file.empty()) {
+    const fs::path r = fs::path(row_file).lexically_relative(fs::path(folder));
+    if (!r.empty() && *r.begin() != "..") rel = r.string();
+  }
+  if (rel.empty()) return text + "  - folder: ./\n";
+  text += "  - file: " + yaml_quote("./" + rel) + "\n";
+  text += "transformations:\n  - read_delimited:\n";
+  text +=
+      "      delimiter: " + yaml_quote(separator == "\t" ? std::string("\\t") : separator) + "\n";
+  text += std::string("      header: ") + (header ? "all_files_same_headers" : "no_header") + "\n";
+  text += "      encoding: utf8\n";
+  return text;
+}
+
 Expected<TableSpec> parse_mltable(const std::string& text, const std::string& file) {
   std::error_code ec;
   const std::string resolved = resolve_path(fs::current_path(ec).string(), file);

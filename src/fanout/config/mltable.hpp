@@ -20,8 +20,8 @@ struct TablePath {
 // What the table's rows are, as its MLTable file says.
 enum class TableFormat {
   Delimited,  // a read_delimited transformation: rows of delimited text (plain CSV/TSV too)
-  // No read_* transformation, only paths: Azure ML reads this as a table of files. fanout still
-  // reads it as delimited text with read_delimited's defaults (TODO(#16): one item per file).
+  // No read_* transformation, only paths: Azure ML reads this as a table of files, and so does
+  // fanout: each file is an item and mini_batch_size counts files (client/tabular.hpp).
   Files,
 };
 
@@ -51,6 +51,13 @@ struct TableSpec {
 // the file is missing.
 [[nodiscard]] Expected<TableSpec> load_mltable(const std::string& path);
 [[nodiscard]] Expected<TableSpec> parse_mltable(const std::string& text, const std::string& file);
+
+// The MLTable file fanout writes into an `mltable` output folder when a job ends (issue 16): when
+// `row_file` (the append_row file) lies in `folder`, a read_delimited table over it with
+// `separator` and, when `header`, a header row (else no_header); otherwise a table of the
+// folder's files. Paths in it are relative to `folder`, so the folder can be moved.
+std::string output_mltable_text(const std::string& folder, const std::string& row_file,
+                                const std::string& separator, bool header);
 
 // Glob matching on '/'-separated paths: `*` and `?` stay inside one path segment, `**` as a
 // whole segment matches zero or more segments, `[abc]` a character class.

@@ -49,6 +49,19 @@ bool is_literal_type(const std::string& t) {
          std::end(kLiteralTypes);
 }
 
+// The last segment of a remote URI ("scores.csv" for azureml://datastores/d/paths/x/scores.csv),
+// or "" when it ends with '/' or names no more than its scheme and host.
+std::string remote_file_name(std::string_view uri) {
+  std::string_view s = uri;
+  if (auto q = s.find_first_of("?#"); q != std::string_view::npos) s = s.substr(0, q);
+  if (auto scheme = s.find("://"); scheme != std::string_view::npos) s.remove_prefix(scheme + 3);
+  const auto slash = s.rfind('/');
+  if (slash == std::string_view::npos) return "";
+  std::string name(s.substr(slash + 1));
+  if (name == "." || name == "..") return "";
+  return name;
+}
+
 class PipelineParser final {
  public:
   PipelineParser(std::string file, std::string spec_path, std::string run_dir)
@@ -98,14 +111,19 @@ class PipelineParser final {
 
   // An output's path: as written, or a folder under the run directory when there is none or it
   // is an azureml:// URI (reported once).
+  // A uri_file output keeps the URI's file name (azureml://.../scores.csv is written to
+  // <fallback>/scores.csv), so that what reads it finds the name it expects.
   std::string output_path(const std::string& file, const YAML::Node& path_node,
                           const std::string& base, const std::string& where,
-                          const std::string& fallback) {
+                          const std::string& fallback, const std::string& type = "uri_folder") {
     if (!path_node.IsDefined() || path_node.IsNull()) return fallback;
     const std::string v = std::string(trim(scalar(path_node, where, "a local path")));
     if (v.rfind("azureml:", 0) == 0 || v.find("://") != std::string::npos) {
-      p_.notices.push_back(where + ": " + v + " is written to " + fallback);
-      return fallback;
+      std::string local = fallback;
+      const std::string name = remote_file_name(v);
+      if (type == "uri_file" && !name.empty()) local = fallback + "/" + name;
+      p_.notices.push_back(where + ": " + v + " is written to " + local);
+      return local;
     }
     if (v.empty()) fail(file, line_of(path_node), where, "expected a local path (got \"\")");
     return resolve_path(base, v);
@@ -183,7 +201,7 @@ void PipelineParser::parse_outputs(const YAML::Node& n) {
     if (v.IsMap() && v["type"])
       b.type = std::string(trim(scalar(v["type"], "outputs." + name + ".type", "a type")));
     b.value = output_path(file_, v.IsMap() ? v["path"] : YAML::Node(), base_, "outputs." + name,
-                          p_.run_dir + "/outputs/" + name);
+                          p_.run_dir + "/outputs/" + name, b.type);
     p_.outputs[name] = b;
   }
 }
@@ -491,7 +509,7 @@ PipelineStep PipelineParser::resolve(const Def& d) {
               continue;
             }
           }
-          b.value = output_path(file, p, base, where, fallback);
+          b.value = output_path(file, p, base, where, fallback, b.type);
         }
       } else if (b.value.empty()) {
         b.value = fallback;  // `name:` with nothing: a folder of its own
@@ -669,6 +687,20 @@ Expected<void> check_step_files(const PipelineStep& step) {
                           quote_whole(resolve_path(c.code_dir, c.entry_script)) + ")");
   }
   return {};
+}
+
+std::string with_interpreter(const std::string& command, const std::string& python) {
+  if (python.empty()) return command;
+  const std::size_t start = command.find_first_not_of(" \t\n");
+  if (start == std::string::npos) return command;
+  std::size_t end = command.find_first_of(" \t\n;&|", start);
+  if (end == std::string::npos) end = command.size();
+  const std::string_view word = std::string_view(command).substr(start, end - start);
+  if (word != "python" && word != "python3") return command;
+  std::string quoted = "'";
+  for (char c : python) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted += "'";
+  return command.substr(0, start) + quoted + command.substr(end);
 }
 
 }  // namespace fanout::config

@@ -60,4 +60,9 @@ struct Pipeline {
 // Error{NotFound} naming the step, the file and the key.
 [[nodiscard]] Expected<void> check_step_files(const PipelineStep& step);
 
+// A command step's command line run with `python` (the interpreter of --python / fanout.python):
+// when its first word is `python` or `python3`, that word is replaced by `python`, quoted for
+// /bin/sh; any other command, or an empty `python`, is returned unchanged.
+[[nodiscard]] std::string with_interpreter(const std::string& command, const std::string& python);
+
 }  // namespace fanout::config

@@ -1,9 +1,11 @@
 // Tests for listing a table's files (client/listing.hpp): the order of files, folders and pattern
 // matches, entries that name nothing, and plain CSV/TSV inputs described as tables.
 #include "client/listing.hpp"
+#include "client/tabular.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -114,4 +116,39 @@ TEST_CASE("client.listing.plain_table") {
     REQUIRE(files.has_value());
     CHECK(*files == std::vector<std::string>{d.path("in/sub/b.csv")});
   }
+}
+
+// Issue 16: the MLTable file is never one of its own table's files.
+TEST_CASE("client.listing.the_mltable_file_is_never_its_own_item") {
+  ScratchDir d;
+  d.write("a.png", "\x89PNG");
+  d.write("sub/b.png", "\x89PNG");
+  for (const char* entry : {"folder: ./", "pattern: ./*", "pattern: ./**/*"}) {
+    CAPTURE(entry);
+    d.write("MLTable", std::string("paths:\n  - ") + entry + "\n");
+    auto t = load_mltable(d.path());
+    REQUIRE(t.has_value());
+    CHECK(t->format == fanout::config::TableFormat::Files);
+    auto files = list_table_files(*t);
+    REQUIRE(files.has_value());
+    for (const auto& f : *files) CHECK(f != d.path("MLTable"));
+    CHECK(std::find(files->begin(), files->end(), d.path("a.png")) != files->end());
+  }
+}
+
+// Issue 16: a table of files counts files per mini-batch; a size cannot cut files.
+TEST_CASE("client.listing.a_table_of_files_is_cut_by_file_count") {
+  fanout::config::JobConfig c;
+  c.spec_path = "/jobs/job.yaml";
+  c.input_data = "images";
+  CHECK(fanout::client::file_table_batch(c).value() == 10);  // not written: Azure's default
+  c.mini_batch_size_written = true;
+  c.mini_batch_size = "1";
+  CHECK(fanout::client::file_table_batch(c).value() == 1);
+  c.mini_batch_size = "10kb";
+  auto bad = fanout::client::file_table_batch(c);
+  REQUIRE(!bad.has_value());
+  CHECK(bad.error().message ==
+        "/jobs/job.yaml: mini_batch_size: expected a file count: inputs.images is a table of "
+        "files (its MLTable has paths and no read_delimited) (got \"10kb\")");
 }

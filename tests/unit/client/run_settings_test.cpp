@@ -217,3 +217,21 @@ TEST_CASE("client.run_settings.resume_of_a_job_with_no_recorded_settings_uses_th
   CHECK(rs.pools == 1);
   CHECK(rs.log_level == "INFO");
 }
+
+// Issue 16: without append_row_to, the entry script's output_dir is the declared folder output.
+TEST_CASE("client.run_settings.output_dir_is_the_declared_folder_output") {
+  JobConfig c = base();
+  c.outputs = {{"scores", "uri_file", "/out/s.txt"}, {"res", "mltable", "/out/res"}};
+  // With append_row_to, the pool derives it from the output file: nothing extra is sent.
+  auto has_output_env = [](const fanout::proto::JobSpec& s) {
+    return std::any_of(s.env.begin(), s.env.end(),
+                       [](const std::string& e) { return e.starts_with("FANOUT_OUTPUT_DIR="); });
+  };
+  CHECK_FALSE(has_output_env(job_spec(c, "/runs/r/logs")));
+  c.append_row_to.clear();
+  const auto spec = job_spec(c, "/runs/r/logs");
+  CHECK(std::count(spec.env.begin(), spec.env.end(), "FANOUT_OUTPUT_DIR=/out/res") == 1);
+  // No folder output with a path: the pool's default (<run folder>/outputs).
+  c.outputs = {{"scores", "uri_file", "/out/s.txt"}, {"res", "uri_folder", ""}};
+  CHECK_FALSE(has_output_env(job_spec(c, "/runs/r/logs")));
+}

@@ -227,6 +227,7 @@ TEST_CASE("config.job_spec.accepts_table") {
          CHECK(c.append_row_to.empty());
          CHECK(c.notices.empty());
          CHECK(c.fanout.python == "python3");
+         CHECK_FALSE(c.mini_batch_size_written);
        }},
       {"display_name_names_the_job", kBase + "display_name: Nice name\n",
        [](const JobConfig& c, const ScratchDir&) { CHECK(c.name == "Nice name"); }},
@@ -343,6 +344,37 @@ TEST_CASE("config.job_spec.accepts_table") {
        [](const JobConfig& c, const ScratchDir& t) {
          CHECK(c.append_row_to == t.path("out/parallel_run_step.txt"));
        }},
+      // Issue 16: an mltable output is a folder (SDK v2 pipelines declare them).
+      {"append_row_to_mltable_output",
+       with_outputs("  res: {type: mltable, path: ./out}", "  append_row_to: ${{outputs.res}}\n"),
+       [](const JobConfig& c, const ScratchDir& t) {
+         REQUIRE(c.outputs.size() == 1);
+         CHECK(c.outputs[0].type == "mltable");
+         CHECK(c.outputs[0].is_folder());
+         CHECK(c.append_row_to == t.path("out/parallel_run_step.txt"));
+       }},
+      {"append_row_file_name_into_mltable_output",
+       with_outputs("  res:\n    type: mltable\n    path: ./out",
+                    "  program_arguments: --append_row_file_name=rows.txt\n"),
+       [](const JobConfig& c, const ScratchDir& t) {
+         CHECK(c.append_row_to == t.path("out/rows.txt"));
+       }},
+      // Issue 16: ./ and ../ values are relative to the job file, said in a notice; others kept.
+      {"environment_variables_relative_to_the_job_file",
+       kBase + "environment_variables:\n  AZUREML_MODEL_DIR: ./models\n  UP: ../x\n  WORD: models\n"
+               "  URL: http://a/./b\n",
+       [](const JobConfig& c, const ScratchDir& t) {
+         CHECK(c.environment_variables.at("AZUREML_MODEL_DIR") == t.path("models"));
+         CHECK(c.environment_variables.at("UP") ==
+               fs::path(t.path()).parent_path().string() + "/x");
+         CHECK(c.environment_variables.at("WORD") == "models");
+         CHECK(c.environment_variables.at("URL") == "http://a/./b");
+         REQUIRE(c.notices.size() == 2);
+         CHECK(c.notices[0] == "environment_variables.AZUREML_MODEL_DIR: ./models is " +
+                                   t.path("models") + " (relative to the job file)");
+       }},
+      {"mini_batch_size_written_or_not", kBase + "mini_batch_size: \"1\"\n",
+       [](const JobConfig& c, const ScratchDir&) { CHECK(c.mini_batch_size_written); }},
       {"append_row_to_plain_path", kBase + "  append_row_to: ./out/rows.txt\n",
        [](const JobConfig& c, const ScratchDir& t) {
          CHECK(c.append_row_to == t.path("out/rows.txt"));

@@ -160,3 +160,40 @@ TEST_CASE("config.mltable.partition_format") {
   CHECK(!match_partition_format("{a}.wav", ".wav").ok);
   CHECK(partition_format_keys("{a}/x/{b}.csv") == std::vector<std::string>{"a", "b"});
 }
+
+// Issue 16: the MLTable file written into an mltable output reads back as what was written.
+TEST_CASE("config.mltable.output_mltable_reads_back") {
+  SUBCASE("append_row file in the folder: delimited with the separator, no header") {
+    const std::string text =
+        output_mltable_text("/out/res", "/out/res/parallel_run_step.txt", " ", false);
+    auto t = parse_mltable(text, "/out/res/MLTable");
+    REQUIRE_MESSAGE(t.has_value(), (t ? "" : t.error().message));
+    CHECK(t->format == TableFormat::Delimited);
+    REQUIRE(t->paths.size() == 1);
+    CHECK(t->paths[0].kind == "file");
+    CHECK(t->paths[0].value == "/out/res/parallel_run_step.txt");
+    CHECK(t->delimiter == " ");
+    CHECK(t->header == "no_header");
+  }
+  SUBCASE("tab and comma separators, header, quote in a name") {
+    auto tab = parse_mltable(output_mltable_text("/o", "/o/it's.tsv", "\t", true), "/o/MLTable");
+    REQUIRE_MESSAGE(tab.has_value(), (tab ? "" : tab.error().message));
+    CHECK(tab->delimiter == "\t");
+    CHECK(tab->header == "all_files_same_headers");
+    CHECK(tab->paths[0].value == "/o/it's.tsv");
+    auto comma = parse_mltable(output_mltable_text("/o", "/o/sub/r.csv", ",", false), "/o/MLTable");
+    REQUIRE(comma.has_value());
+    CHECK(comma->delimiter == ",");
+    CHECK(comma->paths[0].value == "/o/sub/r.csv");
+  }
+  SUBCASE("no append_row file in the folder: a table of the folder's files") {
+    for (const std::string& row : {std::string(), std::string("/elsewhere/rows.txt")}) {
+      auto t = parse_mltable(output_mltable_text("/o", row, " ", false), "/o/MLTable");
+      REQUIRE(t.has_value());
+      CHECK(t->format == TableFormat::Files);
+      REQUIRE(t->paths.size() == 1);
+      CHECK(t->paths[0].kind == "folder");
+      CHECK(t->paths[0].value == "/o");
+    }
+  }
+}

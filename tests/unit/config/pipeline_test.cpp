@@ -97,8 +97,9 @@ TEST_CASE("config.pipeline.wiring_order_and_paths") {
   CHECK(score.job.inputs.size() == 2);
   CHECK(score.job.input_data == "data");
   CHECK(score.job.user_args == std::vector<std::string>{"--n", "5"});
-  CHECK(score.job.append_row_to == d.path("run") + "/outputs/final");
-  CHECK(pl->outputs.at("final").value == d.path("run") + "/outputs/final");
+  // A uri_file output keeps the azureml:// URI's file name (issue 16 item 6).
+  CHECK(score.job.append_row_to == d.path("run") + "/outputs/final/final.txt");
+  CHECK(pl->outputs.at("final").value == d.path("run") + "/outputs/final/final.txt");
   REQUIRE(!pl->notices.empty());
   CHECK(pl->notices[0].find("azureml://datastores/x/paths/final.txt is written to") !=
         std::string::npos);
@@ -168,4 +169,17 @@ TEST_CASE("config.pipeline.job_file_type") {
   CHECK(*job_file_type(d.path("b.yaml")) == "parallel");
   CHECK(job_file_type(d.path("c.yaml"))->empty());
   CHECK(!job_file_type(d.path("nope.yaml")).has_value());
+}
+
+// Issue 16: a command step starting with python runs with the pipeline's interpreter.
+TEST_CASE("config.pipeline.with_interpreter") {
+  CHECK(with_interpreter("python prep.py --n 3", "/venv/bin/python") ==
+        "'/venv/bin/python' prep.py --n 3");
+  CHECK(with_interpreter("  python3 -m mod", "/usr/bin/python3") == "  '/usr/bin/python3' -m mod");
+  CHECK(with_interpreter("python", "/o'k/python") == "'/o'\\''k/python'");
+  CHECK(with_interpreter("python;echo", "/p") == "'/p';echo");
+  // Other commands, and no interpreter named, stay as written.
+  CHECK(with_interpreter("pythonic prep.py", "/p") == "pythonic prep.py");
+  CHECK(with_interpreter("./run.sh python", "/p") == "./run.sh python");
+  CHECK(with_interpreter("python prep.py", "") == "python prep.py");
 }

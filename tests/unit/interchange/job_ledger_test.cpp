@@ -366,8 +366,11 @@ TEST_CASE("interchange.job_ledger.ending_a_job_cancels_its_attempts_under_their_
   auto other_task = take(l, other, 1, 3);
   auto t = take(l, job, 2, 5);
   const auto id = job.id;
+  const auto failed_before = job.attempts_failed;
   auto ended = l.end(id, Verdict{JobState::Cancelled, "by a client"}, 9.0);
   CHECK(ended.job.id == id);
+  // The stopped attempts count as failed ones, as in the store and job_result.txt (issue 16).
+  CHECK(ended.job.attempts_failed == failed_before + 2);
   CHECK(ended.job.state == JobState::Cancelled);
   CHECK(ended.job.in_flight == 0);
   CHECK(ended.job.ready.empty());

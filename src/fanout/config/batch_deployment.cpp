@@ -1,0 +1,209 @@
+// Batch deployment files as parallel jobs. The deployment's keys are moved into a parallel job's
+// YAML tree (the nodes themselves, so messages keep their lines) and parsed by the job parser.
+// See batch_deployment.hpp.
+#include "fanout/config/batch_deployment.hpp"
+
+#include <array>
+#include <filesystem>
+#include <system_error>
+
+#include "fanout/config/detail/job_node.hpp"
+#include "fanout/config/detail/located_yaml.hpp"
+#include "fanout/util/fs.hpp"
+
+namespace fanout::config {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::Entry;
+using detail::Fields;
+using detail::trim;
+
+constexpr const char* kDefaultOutputFile = "predictions.csv";  // Azure ML's output_file_name
+
+// The deployment's keys that fanout reads; under `settings:` (newer schema) or at the top.
+constexpr std::array<std::string_view, 8> kSettingKeys = {
+    "mini_batch_size", "max_concurrency_per_instance", "retry_settings", "error_threshold",
+    "logging_level",   "environment_variables",        "output_action",  "output_file_name"};
+
+struct Translated {
+  YAML::Node job{};
+  std::string name{};
+  std::string output_action = "append_row";
+  std::string output_file = kDefaultOutputFile;
+  std::string model_dir{};  // a local model's folder
+  std::vector<std::string> notices{};
+};
+
+Translated translate(const detail::YamlReader& r, const YAML::Node& doc, const std::string& base) {
+  Translated t;
+  Fields top = r.collect(r.root(doc, "a mapping of batch deployment keys"));
+  r.reject_unknown(top, {"$schema",
+                         "name",
+                         "endpoint_name",
+                         "description",
+                         "tags",
+                         "properties",
+                         "type",
+                         "model",
+                         "code_configuration",
+                         "environment",
+                         "compute",
+                         "resources",
+                         "settings",
+                         "mini_batch_size",
+                         "max_concurrency_per_instance",
+                         "retry_settings",
+                         "error_threshold",
+                         "logging_level",
+                         "environment_variables",
+                         "output_action",
+                         "output_file_name"});
+  YAML::Node job(YAML::NodeType::Map);
+  job["type"] = "parallel";
+  if (const Entry* e = top.get("name"); e && !e->is_null()) t.name = r.text(*e, "a name");
+  if (t.name.empty()) {
+    if (const Entry* e = top.get("endpoint_name"); e && !e->is_null()) t.name = r.text(*e);
+  }
+  if (const Entry* e = top.get("type"); e && !e->is_null()) {
+    const std::string type(trim(r.text(*e)));
+    if (type != "model") {
+      r.fail(e->where(), "expected model; fanout runs model deployments, not " + type +
+                             " (pipeline) deployments (got \"" + type + "\")");
+    }
+  }
+  for (const char* k : {"compute", "environment"}) {
+    const Entry* e = top.get(k);
+    if (e == nullptr || e->is_null()) continue;
+    t.notices.push_back(
+        std::string(k) + ": " +
+        (e->value.IsScalar() ? e->value.Scalar() : std::string("inline definition")) +
+        " ignored (fanout runs locally)");
+  }
+  if (const Entry* e = top.get("model"); e && !e->is_null()) {
+    // `azureml:name:1` is a registered model (not local); a mapping with a path is local.
+    if (e->value.IsScalar()) {
+      const std::string m(trim(e->value.Scalar()));
+      if (m.rfind("azureml:", 0) == 0) {
+        t.notices.push_back("model: " + m +
+                            " ignored (a registered model; set AZUREML_MODEL_DIR in "
+                            "environment_variables to a local copy)");
+      } else {
+        t.model_dir = r.local_path(*e, base);
+      }
+    } else {
+      Fields m = r.fields(*e, {"name", "version", "path", "type", "description", "tags",
+                               "properties", "$schema", "stage", "flavors"});
+      if (const Entry* p = m.get("path")) t.model_dir = r.local_path(*p, base);
+    }
+  }
+  const Entry* cc = top.get("code_configuration");
+  if (cc == nullptr) {
+    r.fail(top.missing("code_configuration"),
+           "expected a mapping with code and scoring_script (got nothing)");
+  }
+  Fields code = r.fields(*cc, {"code", "scoring_script"});
+  const Entry* script = code.get("scoring_script");
+  if (script == nullptr) {
+    r.fail(code.missing("scoring_script"), "expected a Python file under code (got nothing)");
+  }
+  YAML::Node task(YAML::NodeType::Map);
+  task["type"] = "run_function";
+  if (const Entry* c = code.get("code")) task["code"] = c->value;
+  task["entry_script"] = script->value;
+  job["task"] = task;
+  if (const Entry* e = top.get("resources"); e && !e->is_null()) job["resources"] = e->value;
+  // Top-level keys first, then `settings:`, whose value wins (and would give a notice).
+  auto take = [&](const Fields& f) {
+    for (const auto k : kSettingKeys) {
+      const Entry* e = f.get(k);
+      if (e == nullptr) continue;
+      if (k == "output_action") {
+        t.output_action = std::string(trim(r.text(*e)));
+        if (t.output_action != "append_row" && t.output_action != "summary_only") {
+          r.fail(e->where(),
+                 "expected append_row or summary_only (got \"" + t.output_action + "\")");
+        }
+      } else if (k == "output_file_name") {
+        t.output_file = std::string(trim(r.text(*e, "a file name")));
+        if (t.output_file.empty() || t.output_file.find('/') != std::string::npos) {
+          r.fail(e->where(), "expected a file name without '/' (got \"" + t.output_file + "\")");
+        }
+      } else {
+        job[std::string(k)] = e->value;
+      }
+    }
+  };
+  take(top);
+  if (const Entry* s = top.get("settings"); s && !s->is_null()) {
+    take(r.fields(
+        *s, {"mini_batch_size", "max_concurrency_per_instance", "retry_settings", "error_threshold",
+             "logging_level", "environment_variables", "output_action", "output_file_name"}));
+  }
+  t.job = job;
+  return t;
+}
+
+}  // namespace
+
+bool is_batch_deployment(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return false;
+  try {
+    YAML::Node root = YAML::Load(*text);
+    return root.IsMap() && (root["endpoint_name"] || root["code_configuration"]);
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+}
+
+Expected<JobConfig> load_batch_deployment(const std::string& path, const DeploymentRun& run) {
+  std::error_code ec;
+  const std::string cwd = run.cwd.empty() ? fs::current_path(ec).string() : run.cwd;
+  if (run.input.empty()) {
+    return make_error(ErrorCode::InvalidArgument,
+                      path +
+                          ": a batch deployment scores the data given with --input "
+                          "DIR_OR_FILE (got no --input)");
+  }
+  const std::string input = resolve_path(cwd, run.input);
+  if (!fs::exists(input, ec)) {
+    return make_error(ErrorCode::NotFound, "--input: expected an existing folder or file (got \"" +
+                                               input + "\", which does not exist)");
+  }
+  auto text = read_file(path);
+  if (!text) return Unexpected{text.error()};
+  const std::string spec_path = resolve_path(cwd, path);
+  const std::string base = fs::path(spec_path).parent_path().string();
+  auto tr = detail::read_yaml(path, [&] {
+    detail::YamlReader r(path);
+    return translate(r, detail::load_yaml(*text, path, /*one_document=*/true), base);
+  });
+  if (!tr) return Unexpected{tr.error()};
+  Translated& t = *tr;
+  if (t.name.empty()) t.name = fs::path(spec_path).stem().string();
+  const std::string output =
+      run.output.empty() ? base + "/outputs/" + t.name : resolve_path(cwd, run.output);
+  // The run's input and output, as a parallel job declares them.
+  YAML::Node job = t.job;
+  job["name"] = t.name;
+  YAML::Node in(YAML::NodeType::Map);
+  in["type"] = fs::is_directory(input, ec) ? "uri_folder" : "uri_file";
+  in["path"] = input;
+  job["inputs"]["data"] = in;
+  job["input_data"] = "${{inputs.data}}";
+  YAML::Node out(YAML::NodeType::Map);
+  out["type"] = "uri_folder";
+  out["path"] = output;
+  job["outputs"]["predictions"] = out;
+  auto cfg = detail::parse_job_node(job, path, spec_path, /*check_files=*/true);
+  if (!cfg) return cfg;
+  if (t.output_action == "append_row") cfg->append_row_to = output + "/" + t.output_file;
+  if (!t.model_dir.empty() && !cfg->environment_variables.count("AZUREML_MODEL_DIR")) {
+    cfg->environment_variables["AZUREML_MODEL_DIR"] = t.model_dir;
+  }
+  cfg->notices.insert(cfg->notices.begin(), t.notices.begin(), t.notices.end());
+  return cfg;
+}
+
+}  // namespace fanout::config
