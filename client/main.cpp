@@ -33,12 +33,15 @@ int main(int argc, char** argv) {
   run->add_option("-c,--command", ao.command,
                   "run CMD once per item of --input instead of a job file; "
                   "{} {.} {/} {//} {/.} {#} as in GNU parallel");
-  run->add_option("--input", ao.input,
+  // --input/--output: what an ad-hoc run or a batch deployment file reads and writes.
+  std::string input_arg, output_arg;
+  run->add_option("--input", input_arg,
                   "with -c: a folder (its files are the items), a list file (its lines), or - "
-                  "(lines on stdin)");
-  run->add_option("--output", ao.output,
+                  "(lines on stdin); with a batch deployment file: the folder or file to score");
+  run->add_option("--output", output_arg,
                   "with -c: the file the rows (the command's stdout lines) go to (default: "
-                  "printed to stdout when the job ends)");
+                  "printed to stdout when the job ends); with a batch deployment file: the "
+                  "output folder (default: beside the file)");
   run->add_option("--name", ao.name, "with -c: the job's name (default: adhoc-PROGRAM)");
   run->add_option("--mini-batch-size", ao.mini_batch_size, "with -c: items per mini-batch")
       ->check(CLI::PositiveNumber)
@@ -53,9 +56,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(std::int64_t{-1}, std::numeric_limits<std::int64_t>::max()))
       ->capture_default_str();
   run->add_option("--env", ao.env, "with -c: NAME=VALUE for the command (repeatable)");
-  constexpr std::array<const char*, 8> kAdhocOnly = {"--input",           "--output",  "--name",
-                                                     "--mini-batch-size", "--retries", "--timeout",
-                                                     "--error-threshold", "--env"};
+  constexpr std::array<const char*, 6> kAdhocOnly = {"--name",    "--mini-batch-size", "--retries",
+                                                     "--timeout", "--error-threshold", "--env"};
   run->add_option("--interchange", ov.interchange,
                   "client endpoint of a running interchange (default: start a private one)");
   run->add_option("--db", ov.db,
@@ -85,10 +87,6 @@ int main(int argc, char** argv) {
   };
   add_key_options(run, ov.security);
   fanout::config::DeploymentRun deployment;
-  run->add_option("--input", deployment.input,
-                  "batch deployment files: the folder or file to score (docs/job-spec.md)");
-  run->add_option("--output", deployment.output,
-                  "batch deployment files: the output folder (default: beside the file)");
   run->add_flag("--overwrite", ov.overwrite,
                 "replace the append_row file an earlier job wrote (default: refuse)");
   run->add_flag("--share-with-group", ov.share_with_group,
@@ -209,6 +207,8 @@ int main(int argc, char** argv) {
   fanout::net::warn_if_insecure(*run ? ov.security : fo.security, log);
   std::string print_rows;  // an ad-hoc run's rows, printed when it ends
   if (*run && !ao.command.empty()) {
+    ao.input = input_arg;
+    ao.output = output_arg;
     if (!job_file.empty()) {
       std::fprintf(stderr, "error: run: give a job file or -c CMD, not both\n");
       return 2;
@@ -223,6 +223,8 @@ int main(int argc, char** argv) {
     job_file = job->job_file;
     print_rows = job->print_rows;
   } else if (*run) {
+    deployment.input = input_arg;
+    deployment.output = output_arg;
     for (const char* o : kAdhocOnly) {
       if (run->count(o) > 0) {
         std::fprintf(stderr, "error: run: %s needs -c CMD (an ad-hoc run)\n", o);
