@@ -19,6 +19,7 @@
 #include "client/progress.hpp"
 #include "client/run_settings.hpp"
 #include "client/session.hpp"
+#include "client/slurm_launcher.hpp"
 #include "client/tabular.hpp"
 #include "fanout/config/row_settings.hpp"
 #include "fanout/net/security.hpp"
@@ -196,7 +197,11 @@ Expected<std::uint64_t> submit_input(const config::JobConfig& cfg, Session& sess
 
 int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   const std::string db = cfg.fanout.db.empty() ? default_db_path() : cfg.fanout.db;
-  const RunSettings rs = run_settings(cfg, ov);
+  RunSettings rs = run_settings(cfg, ov);
+  if (auto r = prepare_launcher(rs, cfg, ov); !r) {
+    std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
+    return 2;
+  }
   std::string run_root = cfg.fanout.run_dir.empty() ? fs::path(db).parent_path().string() + "/runs"
                                                     : cfg.fanout.run_dir;
   const std::string run_dir =
@@ -253,9 +258,11 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   ::sigaction(SIGTERM, &sa, nullptr);
 
   if (!ov.quiet) {
-    std::fprintf(stderr, "fanout: job '%s' on %s (%s), %u pool(s) x %u workers; logs in %s/logs\n",
+    std::fprintf(stderr, "fanout: job '%s' on %s (%s), %u %s x %s workers; logs in %s/logs\n",
                  cfg.name.c_str(), embedded ? "a private interchange" : endpoint.c_str(),
-                 db.c_str(), cfg.instance_count, rs.workers, run_dir.c_str());
+                 db.c_str(), rs.pools, rs.launch.kind == "slurm" ? "Slurm pool job(s)" : "pool(s)",
+                 rs.workers > 0 ? std::to_string(rs.workers).c_str() : "<node's cores>",
+                 run_dir.c_str());
   }
 
   // 1. Submit the job and wait for its id. 2. Stream the input while listing it, within the

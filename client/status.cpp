@@ -2,7 +2,9 @@
 #include "client/status.hpp"
 
 #include <cstdio>
+#include <filesystem>
 
+#include "client/slurm_launcher.hpp"
 #include "fanout/report/job_report.hpp"
 #include "fanout/report/status_text.hpp"
 #include "fanout/store/job_status.hpp"
@@ -20,6 +22,11 @@ int print_status(const std::string& db, std::uint64_t job_id, bool json) {
     std::fputs(report::format_status_json(*s).c_str(), stdout);
   } else {
     std::fputs(report::format_status_text(*s).c_str(), stdout);
+    // A Slurm launcher's pool jobs, as squeue sees them now (docs/cluster.md).
+    if (!s->log_dir.empty()) {
+      auto line = slurm_status_line(std::filesystem::path(s->log_dir).parent_path().string());
+      if (!line.empty()) std::printf("pools:    %s\n", line.c_str());
+    }
   }
   return 0;
 }
