@@ -12,6 +12,8 @@ fanout-pool`:
   scancel        --nodes 1 --max-nodes 2, the pool job scancelled mid-run: its work is
                  requeued, a replacement job finishes it, every row exactly once;
                  `fanout status` names the pool jobs and their states.
+  no_replacement the same without --max-nodes: `fanout run` stops with exit 3 naming the
+                 pool job's output and `fanout resume`.
   cancel         `fanout cancel JOB` releases the pool job.
   client_killed  --exit-with-client, the client SIGKILLed: the pool job is released.
 
@@ -269,6 +271,22 @@ def case_scancel(root, env):
     expect_no_jobs(env, "scancel")
 
 
+def case_no_replacement(root, env):
+    c = Case(root, "no_replacement", files=30, sleep_s=0.5)
+    p = start(c, env, "--nodes", "1")
+    first = wait_for("the pool job", lambda: (c.job_ids() or [None])[0])
+    wait_for("some rows", lambda: c.rows_done() >= 2 or p.poll() is not None)
+    subprocess.run(["scancel", first], env=env, check=True, timeout=60)
+    rc = p.wait(timeout=300)
+    log = client_log(c)
+    if rc != 3 or "every pool job ended" not in log or "fanout resume" not in log:
+        fail(f"no_replacement: expected exit 3 naming the ended pool job, got {rc}:\n{log}")
+    if len(c.job_ids()) != 1:
+        fail(f"no_replacement: a replacement was submitted without --max-nodes: {c.job_ids()}")
+    print("ok: no_replacement: the run stops (exit 3) naming the pool job's output and resume")
+    expect_no_jobs(env, "no_replacement")
+
+
 def case_cancel(root, env):
     c = Case(root, "cancel", files=40, sleep_s=1.0)
     p = start(c, env, "--nodes", "1")
@@ -288,7 +306,8 @@ def case_cancel(root, env):
 
 
 def case_client_killed(root, env):
-    c = Case(root, "client_killed", files=40, sleep_s=1.0)
+    # 200 s of work: the pool job could not end by itself within expect_no_jobs' minute.
+    c = Case(root, "client_killed", files=200, sleep_s=1.0)
     p = start(c, env, "--nodes", "1", "--exit-with-client")
     first = wait_for("the pool job", lambda: (c.job_ids() or [None])[0])
     wait_for("the pool job to run", lambda: job_state(env, first) == "RUNNING")
@@ -314,7 +333,8 @@ def main():
                             text=True, timeout=300)
         if up.returncode != 0:
             fail("slurm_bed.sh up: " + up.stdout + up.stderr)
-        cases = sys.argv[1:] or ["nodes_1", "nodes_2", "scancel", "cancel", "client_killed"]
+        cases = sys.argv[1:] or ["nodes_1", "nodes_2", "scancel", "no_replacement", "cancel",
+                                 "client_killed"]
         for name in cases:
             globals()["case_" + name](root, env)
     finally:

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "client/run_settings.hpp"
 #include "fanout/config/job_spec.hpp"
+#include "fanout/store/job_settings.hpp"
 #include "scratch_dir.hpp"
 
 namespace slurm = fanout::client::slurm;
@@ -224,4 +226,36 @@ TEST_CASE("client.slurm.job_file_errors") {
     if (!tc.also.empty()) CHECK(has(msg, tc.also));
   }
   CHECK(slurm::check_blocks({}, 1).empty());
+}
+
+TEST_CASE("client.slurm.run_settings") {
+  fanout::config::JobConfig c;
+  c.name = "score";
+  c.instance_count = 3;
+  c.fanout.launch.kind = "slurm";
+  c.fanout.launch.cores_per_node = 8;
+  fanout::client::RunOverrides ov;
+  ov.security.keys_dir = "/shared/keys";
+  // nodes from instance_count, workers from cores_per_node, Curve with the user's keys.
+  auto rs = fanout::client::run_settings(c, ov);
+  CHECK(rs.launch.kind == "slurm");
+  CHECK(rs.launch.nodes == 3);
+  CHECK(rs.pools == 3);
+  CHECK(rs.workers == 8);
+  CHECK(rs.transport == fanout::client::Transport::Curve);
+  CHECK(rs.keys_dir == "/shared/keys");
+  // The command line wins over the job file.
+  ov.nodes = 2;
+  ov.max_nodes = 4;
+  fanout::client::apply_overrides(c, ov);
+  rs = fanout::client::run_settings(c, ov);
+  CHECK(rs.pools == 2);
+  CHECK(rs.launch.max_nodes == 4);
+  // Recorded with the job; a local job's settings have no launcher keys.
+  const auto json = fanout::store::settings_json(fanout::client::recorded_settings(c));
+  CHECK(has(json, "\"launcher\":\"slurm\",\"nodes\":2,\"min_nodes\":0,\"max_nodes\":4"));
+  c.fanout.launch.kind = "local";
+  CHECK(!has(fanout::store::settings_json(fanout::client::recorded_settings(c)), "launcher"));
+  rs = fanout::client::run_settings(c, fanout::client::RunOverrides{});
+  CHECK(rs.transport == fanout::client::Transport::Ipc);
 }
