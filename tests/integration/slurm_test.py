@@ -15,6 +15,7 @@ fanout-pool`:
   no_replacement the same without --max-nodes: `fanout run` stops with exit 3 naming the
                  pool job's output and `fanout resume`.
   cancel         `fanout cancel JOB` releases the pool job.
+  interrupt      Ctrl-C (SIGINT) cancels the job and releases the pool job.
   client_killed  --exit-with-client, the client SIGKILLed: the pool job is released.
 
 After each case `squeue` must be empty. Exit 77 (meson: skipped) with the reason when not root
@@ -305,6 +306,21 @@ def case_cancel(root, env):
     expect_no_jobs(env, "cancel")
 
 
+def case_interrupt(root, env):
+    c = Case(root, "interrupt", files=200, sleep_s=1.0)
+    p = start(c, env, "--nodes", "1")
+    first = wait_for("the pool job", lambda: (c.job_ids() or [None])[0])
+    wait_for("the pool job to run", lambda: job_state(env, first) == "RUNNING")
+    p.send_signal(signal.SIGINT)  # the first Ctrl-C cancels the job
+    rc = p.wait(timeout=120)
+    state = c.query("SELECT state FROM jobs")[0][0]
+    if rc != 1 or state != "cancelled":
+        fail(f"interrupt: expected exit 1 and a cancelled job, got {rc}, {state}:\n"
+             f"{client_log(c)}")
+    print("ok: interrupt: Ctrl-C cancelled the job")
+    expect_no_jobs(env, "interrupt")
+
+
 def case_client_killed(root, env):
     # 200 s of work: the pool job could not end by itself within expect_no_jobs' minute.
     c = Case(root, "client_killed", files=200, sleep_s=1.0)
@@ -334,7 +350,7 @@ def main():
         if up.returncode != 0:
             fail("slurm_bed.sh up: " + up.stdout + up.stderr)
         cases = sys.argv[1:] or ["nodes_1", "nodes_2", "scancel", "no_replacement", "cancel",
-                                 "client_killed"]
+                                 "interrupt", "client_killed"]
         for name in cases:
             globals()["case_" + name](root, env)
     finally:
