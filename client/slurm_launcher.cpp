@@ -19,6 +19,7 @@
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/error.hpp"
 #include "fanout/util/fs.hpp"
+#include "fanout/util/json.hpp"
 
 namespace fanout::client {
 
@@ -243,6 +244,22 @@ std::string slurm_status_line(const std::string& run_dir) {
   auto states = query_states(run_dir + "/slurm");
   if (!states) return "slurm jobs " + join(ids) + " (squeue failed)";
   return slurm::describe_jobs(ids, *states);
+}
+
+std::string slurm_status_json(const std::string& run_dir) {
+  auto ids = recorded_ids(run_dir);
+  if (ids.empty()) return {};
+  auto states = query_states(run_dir + "/slurm");
+  std::string out = "[";
+  for (auto id : ids) {
+    std::string state;
+    if (states) {
+      if (auto it = states->find(id); it != states->end()) state = it->second;
+    }
+    out += fmt::format("{}{{\"id\":{},\"state\":{}}}", out.size() > 1 ? "," : "", id,
+                       json_quote(state));
+  }
+  return out + "]";
 }
 
 std::string release_slurm_jobs(const std::string& run_dir) {

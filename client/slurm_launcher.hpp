@@ -68,6 +68,10 @@ class SlurmLauncher final : public Launcher {
 // "" when the run used no Slurm launcher.
 [[nodiscard]] std::string slurm_status_line(const std::string& run_dir);
 
+// The same as a JSON array, [{"id":12,"state":"RUNNING"}, ...] (state "" when squeue no longer
+// lists the job or could not be asked); "" when the run used no Slurm launcher.
+[[nodiscard]] std::string slurm_status_json(const std::string& run_dir);
+
 // scancels the run folder's pool jobs that are still pending or running (`fanout cancel`).
 // Returns what it cancelled, as for slurm_status_line(); "" when nothing.
 std::string release_slurm_jobs(const std::string& run_dir);

@@ -19,7 +19,13 @@ int print_status(const std::string& db, std::uint64_t job_id, bool json) {
     return 2;
   }
   if (json) {
-    std::fputs(report::format_status_json(*s).c_str(), stdout);
+    std::string out = report::format_status_json(*s);
+    // A Slurm launcher's pool jobs as one more key (docs/cluster.md).
+    if (auto pos = out.rfind('}'); !s->log_dir.empty() && pos != std::string::npos) {
+      auto jobs = slurm_status_json(std::filesystem::path(s->log_dir).parent_path().string());
+      if (!jobs.empty()) out.insert(pos, ",\"slurm_jobs\":" + jobs);
+    }
+    std::fputs(out.c_str(), stdout);
   } else {
     std::fputs(report::format_status_text(*s).c_str(), stdout);
     // A Slurm launcher's pool jobs, as squeue sees them now (docs/cluster.md).

@@ -11,7 +11,7 @@ fanout-pool`:
   nodes_2        --nodes 2: two pool jobs, one on each slurmd node, every row exactly once.
   scancel        --nodes 1 --max-nodes 2, the pool job scancelled mid-run: its work is
                  requeued, a replacement job finishes it, every row exactly once;
-                 `fanout status` names the pool jobs and their states.
+                 `fanout status` (and --json) names the pool jobs and their states.
   no_replacement the same without --max-nodes: `fanout run` stops with exit 3 naming the
                  pool job's output and `fanout resume`.
   cancel         `fanout cancel JOB` releases the pool job.
@@ -21,6 +21,7 @@ fanout-pool`:
 After each case `squeue` must be empty. Exit 77 (meson: skipped) with the reason when not root
 or when slurm-wlm and munge cannot be installed. Environment: FANOUT_BIN, FANOUT_TOOLS_DIR.
 """
+import json
 import os
 import shutil
 import signal
@@ -36,6 +37,7 @@ TOOLS = os.environ.get("FANOUT_TOOLS_DIR", "")
 BED = os.path.join(TOOLS, "slurm_bed.sh")
 
 ENTRY = '''
+import json
 import os
 import time
 
@@ -251,6 +253,10 @@ def case_scancel(root, env):
                         capture_output=True, text=True, timeout=60)
     if f"slurm job {first} RUNNING" not in st.stdout:
         fail(f"scancel: fanout status does not show the pool job running:\n{st.stdout}")
+    sj = subprocess.run([FANOUT, "status", str(job_id), "--db", c.db, "--json"], env=env,
+                        capture_output=True, text=True, timeout=60)
+    if json.loads(sj.stdout).get("slurm_jobs") != [{"id": int(first), "state": "RUNNING"}]:
+        fail(f"scancel: fanout status --json does not list the pool job:\n{sj.stdout}")
     subprocess.run(["scancel", first], env=env, check=True, timeout=60)
     rc = p.wait(timeout=600)
     if rc != 0:
