@@ -20,6 +20,7 @@
 #include "client/progress.hpp"
 #include "client/run_settings.hpp"
 #include "client/session.hpp"
+#include "client/slurm_launcher.hpp"
 #include "client/tabular.hpp"
 #include "fanout/config/row_settings.hpp"
 #include "fanout/net/security.hpp"
@@ -202,7 +203,11 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   std::error_code cwd_ec;
   const std::string db = resolve_path(fs::current_path(cwd_ec).string(),
                                       cfg.fanout.db.empty() ? default_db_path() : cfg.fanout.db);
-  const RunSettings rs = run_settings(cfg, ov);
+  RunSettings rs = run_settings(cfg, ov);
+  if (auto r = prepare_launcher(rs, cfg, ov); !r) {
+    std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
+    return 2;
+  }
   // Outputs as Azure ML provides them: folders made, a fresh append_row file (issue 16).
   if (auto r = claim_row_file(cfg, db, ov.overwrite); !r) {
     std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
@@ -268,9 +273,11 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   ::sigaction(SIGTERM, &sa, nullptr);
 
   if (!ov.quiet) {
-    std::fprintf(stderr, "fanout: job '%s' on %s (%s), %u pool(s) x %u workers; logs in %s/logs\n",
+    std::fprintf(stderr, "fanout: job '%s' on %s (%s), %u %s x %s workers; logs in %s/logs\n",
                  cfg.name.c_str(), embedded ? "a private interchange" : endpoint.c_str(),
-                 db.c_str(), cfg.instance_count, rs.workers, run_dir.c_str());
+                 db.c_str(), rs.pools, rs.launch.kind == "slurm" ? "Slurm pool job(s)" : "pool(s)",
+                 rs.workers > 0 ? std::to_string(rs.workers).c_str() : "<node's cores>",
+                 run_dir.c_str());
   }
 
   // 1. Submit the job and wait for its id. 2. Stream the input while listing it, within the

@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "client/slurm_launcher.hpp"
 #include "fanout/net/keys.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
@@ -63,22 +64,20 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
   fs::remove(ready_, ec);
   ix_log_ = sys_dir + "/interchange.log";
   SpawnOptions so;
-  // Flags the interchange and the pools take alike: heartbeats, log level and log file.
-  auto common_flags = [&](std::vector<std::string>& argv, const std::string& log_file) {
-    for (const std::string& a :
-         {std::string("--heartbeat-period-ms"), std::to_string(rs.heartbeat_period_ms),
-          std::string("--heartbeat-threshold-ms"), std::to_string(rs.heartbeat_threshold_ms),
-          std::string("--log-level"), rs.log_level, std::string("--log-file"), log_file}) {
-      argv.push_back(a);
-    }
-  };
   so.argv = {find_binary("FANOUT_INTERCHANGE_BIN", "fanout-interchange", "interchange"),
              "--db",
              db,
              "--ready-file",
              ready_,
-             "--exit-when-idle"};
-  common_flags(so.argv, ix_log_);
+             "--exit-when-idle",
+             "--heartbeat-period-ms",
+             std::to_string(rs.heartbeat_period_ms),
+             "--heartbeat-threshold-ms",
+             std::to_string(rs.heartbeat_threshold_ms),
+             "--log-level",
+             rs.log_level,
+             "--log-file",
+             ix_log_};
   if (rs.window > 0) {
     so.argv.push_back("--window");
     so.argv.push_back(std::to_string(rs.window));
@@ -103,11 +102,25 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
       security_flags = {"--insecure"};
       break;
     case Transport::Curve:
-      security_.keys_dir = run_dir + "/keys";
-      fs::remove_all(security_.keys_dir, ec);
-      if (auto r = net::make_key_folder(security_.keys_dir); !r) throw Failure(r.error());
+      if (rs.keys_dir.empty()) {  // keys of this run only (fanout perf --curve)
+        security_.keys_dir = run_dir + "/keys";
+        fs::remove_all(security_.keys_dir, ec);
+        if (auto r = net::make_key_folder(security_.keys_dir); !r) throw Failure(r.error());
+      } else {
+        // The user's key folder, which pools on other nodes read too (a shared home folder);
+        // made as `fanout keygen` would when missing, so a first run needs no setup.
+        security_.keys_dir = rs.keys_dir;
+        if (!fs::exists(net::secret_key_path(rs.keys_dir, "interchange"))) {
+          if (auto r = net::make_key_folder(rs.keys_dir); !r) throw Failure(r.error());
+          log_->info("made the key folder {} (as fanout keygen does)", rs.keys_dir);
+        }
+      }
       security_flags = {"--keys", security_.keys_dir};
       break;
+  }
+  if (!rs.pool_address.empty()) {
+    so.argv.push_back("--pool-endpoint");
+    so.argv.push_back("tcp://" + rs.pool_address + ":*");
   }
   so.argv.insert(so.argv.end(), security_flags.begin(), security_flags.end());
   so.stdin_file = "null";
@@ -137,56 +150,80 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
   const auto text = read_file(ready_).value();
   client_ep_ = ready_value(text, "client");
   pool_ep_ = ready_value(text, "pool");
-  const std::string node = host_name();
-  const std::string node_dir = sys_dir + "/node/" + node;
-  (void)make_dirs(node_dir);
-  for (std::uint32_t i = 0; i < rs.pools; ++i) {
-    SpawnOptions ps;
-    const std::string plog = fmt::format("{}/pool{:02}.log", node_dir, i + 1);
-    ps.argv = {find_binary("FANOUT_POOL_BIN", "fanout-pool", "pool"),
+  // Pools bound to a wildcard address reach it by this host's name.
+  for (const char* any : {"tcp://0.0.0.0:", "tcp://*:"}) {
+    if (pool_ep_.rfind(any, 0) == 0) {
+      pool_ep_ = "tcp://" + host_name() + ":" + pool_ep_.substr(std::string(any).size());
+    }
+  }
+  PoolCommand pool;
+  pool.argv = {find_binary("FANOUT_POOL_BIN", "fanout-pool", "pool"),
                "--interchange",
                pool_ep_,
-               "--name",
-               fmt::format("{}-{}-pool{:02}", node, ::getpid(), i + 1),
-               "--workers",
-               std::to_string(rs.workers),
                "--prefetch",
                std::to_string(rs.prefetch),
                "--poll-ms",
                std::to_string(rs.poll_ms),
-               "--exit-on-lost"};
-    common_flags(ps.argv, plog);
-    ps.argv.insert(ps.argv.end(), security_flags.begin(), security_flags.end());
-    // Pools on this node number their workers apart: logs/user/*/<node>/processNNN never mix.
-    ps.argv.push_back("--first-process");
-    ps.argv.push_back(std::to_string(i * rs.workers + 1));
-    if (!rs.python.empty()) {
-      ps.argv.push_back("--python");
-      ps.argv.push_back(rs.python);
-    }
-    if (rs.resource_monitor_interval_s > 0) {
-      ps.argv.push_back("--resource-monitor-interval");
-      ps.argv.push_back(fmt::format("{}", rs.resource_monitor_interval_s));
-    }
-    ps.stdin_file = "null";
-    ps.stderr_file = plog;
-    ps.new_process_group = true;
-    auto p = ChildProcess::spawn(ps);
-    if (!p) throw Failure(p.error());
-    pools_.push_back(std::move(*p));
-    pool_logs_.push_back(plog);
+               "--exit-on-lost",
+               "--heartbeat-period-ms",
+               std::to_string(rs.heartbeat_period_ms),
+               "--heartbeat-threshold-ms",
+               std::to_string(rs.heartbeat_threshold_ms),
+               "--log-level",
+               rs.log_level};
+  if (rs.workers > 0) {  // 0 (a pool on a cluster node): the node's cores
+    pool.argv.push_back("--workers");
+    pool.argv.push_back(std::to_string(rs.workers));
   }
+  pool.argv.insert(pool.argv.end(), security_flags.begin(), security_flags.end());
+  if (!rs.python.empty()) {
+    pool.argv.push_back("--python");
+    pool.argv.push_back(rs.python);
+  }
+  if (rs.resource_monitor_interval_s > 0) {
+    pool.argv.push_back("--resource-monitor-interval");
+    pool.argv.push_back(fmt::format("{}", rs.resource_monitor_interval_s));
+  }
+  if (rs.launch.kind == "slurm") {
+    launcher_ = std::make_unique<SlurmLauncher>(SlurmLauncher::Options{.launch = rs.launch,
+                                                                       .nodes = rs.pools,
+                                                                       .job_name = rs.job_name,
+                                                                       .run_dir = run_dir,
+                                                                       .quiet = rs.quiet},
+                                                log_);
+  } else {
+    launcher_ = std::make_unique<LocalLauncher>(run_dir, log_);
+  }
+  pool.workers = rs.workers;
+  if (rs.exit_with_client) start_watchdog();
+  launcher_->start(pool, rs.pools);
+}
+
+void Embedded::start_watchdog() {
+  // A shell in its own process group that outlives the client: once the client's pid is gone
+  // (SIGKILL included), it releases the pools and stops the interchange. stop() ends it first.
+  const std::string release = launcher_->release_command();
+  SpawnOptions w;
+  w.argv = {"/bin/sh", "-c",
+            fmt::format("while kill -0 {} 2>/dev/null; do sleep 1; done; {}{}kill -TERM {} "
+                        "2>/dev/null",
+                        ::getpid(), release, release.empty() ? "" : "; ", ix_.pid())};
+  w.stdin_file = "null";
+  w.stdout_file = "/dev/null";
+  w.stderr_file = "/dev/null";
+  w.new_process_group = true;
+  auto p = ChildProcess::spawn(w);
+  if (!p) throw Failure(p.error());
+  watchdog_ = std::move(*p);
 }
 
 void Embedded::stop() {
-  for (auto& p : pools_) p.set_grace(std::chrono::milliseconds(3000));
+  watchdog_.set_grace(std::chrono::milliseconds(200));
+  if (!detached_) watchdog_.stop();
   ix_.set_grace(std::chrono::milliseconds(3000));
   (void)ix_.wait_for(std::chrono::seconds(5));  // it exits by itself once told / idle
   ix_.stop();
-  for (auto& p : pools_) {
-    (void)p.wait_for(std::chrono::seconds(3));
-    p.stop();
-  }
+  if (launcher_) launcher_->release();
   // The interchange removed its socket files when it closed them; the folder goes too.
   if (!ipc_dir_.empty() && !detached_) {
     std::error_code ec;
@@ -198,31 +235,19 @@ void Embedded::stop() {
 void Embedded::detach() {
   detached_ = true;
   (void)ix_.release();
-  for (auto& p : pools_) (void)p.release();
-  pools_.clear();
+  (void)watchdog_.release();  // --exit-with-client: it still releases the pools when we exit
+  if (launcher_) launcher_->detach();
 }
 
 std::vector<pid_t> Embedded::pool_pids() const {
-  std::vector<pid_t> pids;
-  for (const auto& p : pools_) pids.push_back(p.pid());
-  return pids;
+  return launcher_ ? launcher_->pids() : std::vector<pid_t>{};
 }
 
 std::string Embedded::dead_child() {
   if (auto st = ix_.poll()) {
     return "the interchange exited (" + st->describe() + "):" + tail_of(ix_log_, 10);
   }
-  // A pool that exits is lost to the interchange, which gives its work to the others; with
-  // none left nothing would ever run the job, and following it would wait forever.
-  if (pools_.empty()) return {};
-  std::string last;
-  for (std::size_t i = 0; i < pools_.size(); ++i) {
-    auto st = pools_[i].poll();
-    if (!st) return {};
-    last = fmt::format("{} ({})", pool_logs_[i], st->describe());
-  }
-  return fmt::format("every pool exited, the last one logging to {}:{}", last,
-                     tail_of(pool_logs_.back(), 10));
+  return launcher_ ? launcher_->poll() : std::string();
 }
 
 }  // namespace fanout::client

@@ -1,12 +1,15 @@
-// The embedded default of `fanout run`: a private interchange and local pools started as child
-// processes (on ipc:// in a private folder by default), and stopped at the end. Owned by run_job;
-// not thread-safe.
+// The embedded default of `fanout run`: a private interchange started as a child process (on
+// ipc:// in a private folder by default) and its pools, started through a Launcher (local child
+// processes, or Slurm jobs: client/launcher.hpp), all stopped at the end. Owned by run_job; not
+// thread-safe.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "client/launcher.hpp"
 #include "client/run_settings.hpp"
 #include "fanout/net/security.hpp"
 #include "fanout/util/child_process.hpp"
@@ -26,9 +29,11 @@ std::string tail_of(const std::string& path, std::size_t lines);
 
 class Embedded final {
  public:
-  // Starts the interchange on the store `db` (waiting for its endpoints) and `rs.pools` pools,
-  // logging into `run_dir`/logs/sys, listening as `rs.transport` says. Throws Failure naming the
-  // log to read when a child cannot start, or the folder or key that could not be made.
+  // Starts the interchange on the store `db` (waiting for its endpoints) and `rs.pools` pools
+  // through the launcher `rs.launch` names (client/launcher.hpp), logging into
+  // `run_dir`/logs/sys, listening as `rs.transport` says. Throws Failure naming the log to read
+  // when a child cannot start, or the folder or key that could not be made, or what the batch
+  // system said.
   Embedded(const RunSettings& rs, const std::string& db, const std::string& run_dir, Logger log);
   ~Embedded() { stop(); }
   Embedded(const Embedded&) = delete;
@@ -40,8 +45,8 @@ class Embedded final {
   // Leaves the children running on their own (the client exits, the job goes on): the
   // interchange exits once its jobs end, and tells its pools to stop.
   void detach();
-  // Describes the interchange's death, or that every pool exited, with the log tail; "" while
-  // the interchange and at least one pool run.
+  // Describes the interchange's death, or that every pool exited (and the launcher will start
+  // no other), with the log tail; "" while the interchange runs and pools run or may come.
   std::string dead_child();
   [[nodiscard]] const std::string& client_endpoint() const { return client_ep_; }
   // What a client connecting to client_endpoint() uses (net::connect_secure).
@@ -53,14 +58,16 @@ class Embedded final {
   [[nodiscard]] std::vector<pid_t> pool_pids() const;
 
  private:
+  void start_watchdog();
+
   Logger log_;
   std::string ready_, ix_log_, client_ep_, pool_ep_, token_;
   net::Security security_{};
   std::string ipc_dir_{};  // Transport::Ipc: removed by stop() unless detached
   bool detached_ = false;
   ChildProcess ix_;
-  std::vector<ChildProcess> pools_;
-  std::vector<std::string> pool_logs_;
+  std::unique_ptr<Launcher> launcher_;
+  ChildProcess watchdog_;  // --exit-with-client: releases the pools if the client dies
 };
 
 }  // namespace fanout::client

@@ -13,6 +13,7 @@
 #include "client/progress.hpp"
 #include "client/run_settings.hpp"
 #include "client/session.hpp"
+#include "client/slurm_launcher.hpp"
 #include "fanout/protocol/job_state.hpp"
 #include "fanout/store/job_settings.hpp"
 #include "fanout/store/reader.hpp"
@@ -203,7 +204,15 @@ int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log) {
       return 3;
     }
   }
-  return follow_on(endpoint, job_id, opts, nullptr, log);
+  const int rc = follow_on(endpoint, job_id, opts, nullptr, log);
+  // Pool jobs of a Slurm launcher (docs/cluster.md) go too, even when no client is left to.
+  if (opts.cancel && job) {
+    const std::string run_dir = fs::path(job->log_dir).parent_path().string();
+    if (auto ids = release_slurm_jobs(run_dir); !ids.empty() && !opts.quiet) {
+      std::fprintf(stderr, "fanout: cancelled slurm job(s) %s\n", ids.c_str());
+    }
+  }
+  return rc;
 }
 
 int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {

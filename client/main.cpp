@@ -73,6 +73,22 @@ int main(int argc, char** argv) {
                   "the job's weight in the interchange's fair share between running jobs "
                   "(fanout.priority; default 1)")
       ->check(CLI::Range(1u, 1000000u));
+  run->add_option("--launcher", ov.launcher,
+                  "where the pools run: local (default) or slurm (docs/cluster.md)")
+      ->check(CLI::IsMember({"local", "slurm"}));
+  run->add_option("--nodes", ov.nodes,
+                  "slurm: pool jobs (one node each) at the start (default: instance_count)")
+      ->check(CLI::Range(1u, 100000u));
+  run->add_option("--min-nodes", ov.min_nodes,
+                  "slurm: pool jobs kept pending or running; ended ones are replaced (default: "
+                  "--nodes)");
+  run->add_option("--max-nodes", ov.max_nodes,
+                  "slurm: pool jobs submitted in all, replacements included (default: --nodes)");
+  run->add_option("--interchange-address", ov.interchange_address,
+                  "slurm: the address the nodes reach this host at (default: the first "
+                  "non-loopback interface)");
+  run->add_flag("--exit-with-client", ov.exit_with_client,
+                "if this client dies, release the pools (scancel) and stop the interchange");
   run->add_flag("--quiet,-q", ov.quiet, "no progress output");
   run->add_flag("--json", ov.json, "progress as JSON events on stdout, one object per line");
   run->add_option("--log-level", log_level, "the client's own log level")->capture_default_str();

@@ -6,6 +6,7 @@
 
 #include "client/job_outputs.hpp"
 #include "client/monitoring.hpp"
+#include "fanout/net/keys.hpp"
 
 namespace fanout::client {
 
@@ -18,6 +19,12 @@ void apply_overrides(config::JobConfig& cfg, const RunOverrides& ov) {
   if (ov.priority > 0) cfg.fanout.priority = ov.priority;
   if (!ov.db.empty()) cfg.fanout.db = ov.db;
   if (!ov.run_dir.empty()) cfg.fanout.run_dir = ov.run_dir;
+  auto& l = cfg.fanout.launch;
+  if (!ov.launcher.empty()) l.kind = ov.launcher;
+  if (ov.nodes > 0) l.nodes = ov.nodes;
+  if (ov.min_nodes > 0) l.min_nodes = ov.min_nodes;
+  if (ov.max_nodes > 0) l.max_nodes = ov.max_nodes;
+  if (!ov.interchange_address.empty()) l.interchange_address = ov.interchange_address;
 }
 
 std::uint32_t workers_per_pool(const config::JobConfig& cfg) {
@@ -36,6 +43,21 @@ RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
   rs.heartbeat_threshold_ms = cfg.fanout.heartbeat_threshold_ms;
   rs.log_level = cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
   rs.python = ov.python;
+  rs.launch = cfg.fanout.launch;
+  rs.job_name = cfg.name;
+  rs.exit_with_client = ov.exit_with_client;
+  rs.quiet = ov.quiet || ov.json;
+  if (rs.launch.kind == "slurm") {
+    // A pool job per node (nodes: resources.instance_count unless given); the pools take the
+    // node's cores unless the job file says how many workers.
+    if (rs.launch.nodes == 0) rs.launch.nodes = rs.pools;
+    rs.pools = rs.launch.nodes;
+    if (cfg.fanout.workers == 0 && cfg.max_concurrency_per_instance == 0) {
+      rs.workers = rs.launch.cores_per_node;
+    }
+    rs.transport = Transport::Curve;
+    rs.keys_dir = ov.security.keys_dir.empty() ? net::default_keys_dir() : ov.security.keys_dir;
+  }
   if (auto mon = monitoring_options(cfg)) {
     rs.resource_monitor_interval_s = mon->resource_monitor_interval_s;
   }
@@ -60,6 +82,15 @@ store::JobSettings recorded_settings(const config::JobConfig& cfg) {
   s.python = cfg.fanout.python;
   s.task_type = cfg.task_type;
   s.priority = cfg.fanout.priority;
+  const auto& l = cfg.fanout.launch;
+  s.launcher = l.kind;
+  if (l.kind == "slurm") {
+    s.nodes = l.nodes > 0 ? l.nodes : cfg.instance_count;
+    s.min_nodes = l.min_nodes;
+    s.max_nodes = l.max_nodes;
+    s.partition = l.partition;
+    s.walltime = l.walltime;
+  }
   if (auto mon = monitoring_options(cfg)) {
     s.resource_monitor_interval_s = mon->resource_monitor_interval_s;
     s.profiling_module = mon->profiling_module;

@@ -30,6 +30,13 @@ struct RunOverrides {
   net::Security security{};       // for a tcp:// --interchange (docs/security.md)
   bool share_with_group = false;  // the store and run folder readable by the group too
   bool overwrite = false;         // replace an earlier job's append_row file (client/job_outputs)
+  // Where the pools run (docs/cluster.md); empty / 0: the job file's fanout: keys.
+  std::string launcher{};
+  std::uint32_t nodes = 0;
+  std::uint32_t min_nodes = 0;
+  std::uint32_t max_nodes = 0;
+  std::string interchange_address{};
+  bool exit_with_client = false;  // release the pools and stop the interchange if the client dies
 };
 
 // How the embedded interchange listens (docs/security.md). Ipc: ipc:// endpoints in a fresh 0700
@@ -51,6 +58,14 @@ struct RunSettings {
   double resource_monitor_interval_s = 0;  // the pools sample from their start; 0: off
   std::uint32_t window = 0;                // the interchange's --window; 0: its default
   Transport transport = Transport::Ipc;    // how the interchange listens
+  // Launchers other than local (docs/cluster.md): the interchange listens for pools on
+  // tcp://pool_address:* with Curve and the keys of `keys_dir` (the user's key folder).
+  config::LauncherSettings launch{};
+  std::string job_name{};
+  std::string pool_address{};  // empty: loopback
+  std::string keys_dir{};      // Transport::Curve: empty makes keys for the run in <run_dir>/keys
+  bool exit_with_client = false;
+  bool quiet = false;
 };
 
 // Writes the overrides into the job's settings (the `fanout:` block, instance_count).

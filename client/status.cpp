@@ -2,7 +2,9 @@
 #include "client/status.hpp"
 
 #include <cstdio>
+#include <filesystem>
 
+#include "client/slurm_launcher.hpp"
 #include "fanout/report/job_report.hpp"
 #include "fanout/report/status_text.hpp"
 #include "fanout/store/job_status.hpp"
@@ -17,9 +19,20 @@ int print_status(const std::string& db, std::uint64_t job_id, bool json) {
     return 2;
   }
   if (json) {
-    std::fputs(report::format_status_json(*s).c_str(), stdout);
+    std::string out = report::format_status_json(*s);
+    // A Slurm launcher's pool jobs as one more key (docs/cluster.md).
+    if (auto pos = out.rfind('}'); !s->log_dir.empty() && pos != std::string::npos) {
+      auto jobs = slurm_status_json(std::filesystem::path(s->log_dir).parent_path().string());
+      if (!jobs.empty()) out.insert(pos, ",\"slurm_jobs\":" + jobs);
+    }
+    std::fputs(out.c_str(), stdout);
   } else {
     std::fputs(report::format_status_text(*s).c_str(), stdout);
+    // A Slurm launcher's pool jobs, as squeue sees them now (docs/cluster.md).
+    if (!s->log_dir.empty()) {
+      auto line = slurm_status_line(std::filesystem::path(s->log_dir).parent_path().string());
+      if (!line.empty()) std::printf("pools:    %s\n", line.c_str());
+    }
   }
   return 0;
 }

@@ -3,8 +3,11 @@
 # slurm-wlm and munge, a slurm.conf naming this host as the one node, and munged, slurmctld and
 # slurmd started with every state, spool, socket and log file under DIR. Nothing in /etc is used.
 #
-#   slurm_bed.sh up DIR      install (if missing), configure, start, wait until the node is idle;
-#                            prints `export SLURM_CONF=DIR/slurm.conf`
+#   slurm_bed.sh up DIR [--nodes N]
+#                            install (if missing), configure, start, wait until the node is idle;
+#                            prints `export SLURM_CONF=DIR/slurm.conf`. With --nodes N (> 1):
+#                            N slurmd "nodes" n1..nN on this host (NodeHostname = this host, a
+#                            port each), so multi-node jobs can be tested on one machine
 #   slurm_bed.sh down DIR    cancel every job, stop the daemons (idempotent)
 #   slurm_bed.sh check       exit 0 when a bed can be made here, else 77 with the reason
 #
@@ -50,25 +53,37 @@ down() {
   if [ -f "$dir/slurm.conf" ] && [ -f "$dir/run/slurmctld.pid" ]; then
     SLURM_CONF="$dir/slurm.conf" timeout 10 scancel --full --quiet --user="$(id -un)" 2>/dev/null || true
   fi
-  stop_pidfile "$dir/run/slurmd.pid"
+  local f
+  for f in "$dir"/run/slurmd*.pid; do stop_pidfile "$f"; done
   stop_pidfile "$dir/run/slurmctld.pid"
   stop_pidfile "$dir/run/munged.pid"
 }
 
 up() {
-  local dir=$1
+  local dir=$1 nodes=${2:-1}
   check >/dev/null || exit $?
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   down "$dir"
   mkdir -p "$dir"/{run,state,spool,log,munge}
   chmod 0700 "$dir/munge"
-  local host cpus mem ctld_port d_port
+  local host cpus mem ctld_port d_port node_lines node_names i
   host=$(hostname -s)
   cpus=$(nproc)
   mem=$(awk '/MemTotal/ {print int($2 / 1024 * 0.8)}' /proc/meminfo)
   ctld_port=$(free_port)
   d_port=$(free_port)
+  if [ "$nodes" -gt 1 ]; then
+    # Several slurmd on one host: each node its own name and port, the host's name to reach it.
+    node_lines=""
+    for i in $(seq 1 "$nodes"); do
+      node_lines+="NodeName=n$i NodeHostname=$host Port=$(free_port) CPUs=$cpus RealMemory=$((mem / nodes)) State=UNKNOWN"$'\n'
+    done
+    node_names="n[1-$nodes]"
+  else
+    node_lines="NodeName=$host CPUs=$cpus RealMemory=$mem State=UNKNOWN"
+    node_names=$host
+  fi
   # munge: a key of this bed's own, a socket in the bed.
   dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
   chmod 0400 "$dir/munge/munge.key"
@@ -89,9 +104,9 @@ CredType=cred/munge
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool/slurmd-%n
 SlurmctldPidFile=$dir/run/slurmctld.pid
-SlurmdPidFile=$dir/run/slurmd.pid
+SlurmdPidFile=$dir/run/slurmd-%n.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd.log
+SlurmdLogFile=$dir/log/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -109,15 +124,20 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
 MinJobAge=300
-NodeName=$host CPUs=$cpus RealMemory=$mem State=UNKNOWN
-PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+$node_lines
+PartitionName=debug Nodes=$node_names Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
   export SLURM_CONF="$dir/slurm.conf"
   slurmctld -i -f "$SLURM_CONF"
-  slurmd -f "$SLURM_CONF"
+  if [ "$nodes" -gt 1 ]; then
+    for i in $(seq 1 "$nodes"); do slurmd -f "$SLURM_CONF" -N "n$i"; done
+  else
+    slurmd -f "$SLURM_CONF"
+  fi
   local ok=0
-  for _ in $(seq 1 150); do
-    if sinfo -h -N -o '%T' 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then ok=1; break; fi
+  for _ in $(seq 1 300); do
+    if [ "$(sinfo -h -N -o '%T' 2>/dev/null | grep -cE '^(idle|mixed|allocated)')" -ge "$nodes" ]
+    then ok=1; break; fi
     sleep 0.2
   done
   if [ "$ok" -ne 1 ]; then
@@ -130,7 +150,10 @@ CONF
 }
 
 case "${1:-}" in
-  up) [ $# -eq 2 ] || die "usage: slurm_bed.sh up DIR"; up "$2" ;;
+  up)
+    if [ $# -eq 2 ]; then up "$2"
+    elif [ $# -eq 4 ] && [ "$3" = --nodes ] && [ "$4" -ge 1 ] 2>/dev/null; then up "$2" "$4"
+    else die "usage: slurm_bed.sh up DIR [--nodes N]"; fi ;;
   down) [ $# -eq 2 ] || die "usage: slurm_bed.sh down DIR"; down "$2" ;;
   check) check ;;
   *) die "usage: slurm_bed.sh up|down|check ..." ;;

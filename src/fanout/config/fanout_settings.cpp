@@ -6,6 +6,8 @@
 #include <limits>
 #include <string_view>
 
+#include "fanout/config/detail/launcher_settings.hpp"
+
 namespace fanout::config::detail {
 
 FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
@@ -14,10 +16,34 @@ FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
   auto u32 = [&](const Entry& x, std::int64_t lo) {
     return static_cast<std::uint32_t>(r.integer(x, lo, kMaxU32));
   };
-  Fields f = r.fields(
-      e, {"prefetch", "poll_ms", "heartbeat_period_ms", "heartbeat_threshold_ms", "python", "db",
-          "run_dir", "log_level", "workers", "row_separator", "row_header", "priority"});
+  // The second line: the launcher's keys (detail/launcher_settings.hpp).
+  Fields f = r.fields(e, {"prefetch",
+                          "poll_ms",
+                          "heartbeat_period_ms",
+                          "heartbeat_threshold_ms",
+                          "python",
+                          "db",
+                          "run_dir",
+                          "log_level",
+                          "workers",
+                          "row_separator",
+                          "row_header",
+                          "priority",
+                          "launcher",
+                          "partition",
+                          "account",
+                          "qos",
+                          "walltime",
+                          "nodes",
+                          "min_nodes",
+                          "max_nodes",
+                          "cores_per_node",
+                          "exclusive",
+                          "scheduler_options",
+                          "worker_init",
+                          "interchange_address"});
   FanoutSettings s;
+  s.launch = read_launcher_settings(r, f);
   if (const Entry* x = f.get("prefetch")) s.prefetch = u32(*x, 0);
   if (const Entry* x = f.get("poll_ms")) s.poll_ms = u32(*x, 1);
   if (const Entry* x = f.get("priority")) s.priority = u32(*x, 1);

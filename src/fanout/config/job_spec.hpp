@@ -31,6 +31,26 @@ struct OutputSpec {
   bool is_folder() const { return type != "uri_file"; }
 };
 
+// Where the pools run (docs/cluster.md): `launcher: local` (the embedded pools, the default) or
+// `slurm` (one batch job per node, each running one pool with srun), with Parsl's SlurmProvider
+// options. Counts of 0 mean "not given".
+struct LauncherSettings {
+  std::string kind = "local";         // "local" | "slurm"
+  std::string partition{};            // #SBATCH --partition
+  std::string account{};              // #SBATCH --account
+  std::string qos{};                  // #SBATCH --qos
+  std::string walltime{};             // #SBATCH --time, as Slurm reads it ("01:00:00")
+  std::uint32_t nodes = 0;            // pool jobs at the start; 0: resources.instance_count
+  std::uint32_t min_nodes = 0;        // pool jobs kept pending or running; 0: nodes
+  std::uint32_t max_nodes = 0;        // pool jobs submitted over the job in all; 0: nodes
+  std::uint32_t cores_per_node = 0;   // #SBATCH --cpus-per-task; 0: not asked
+  bool exclusive = false;             // #SBATCH --exclusive
+  std::string scheduler_options{};    // extra #SBATCH lines, as written
+  std::string worker_init{};          // shell lines run before the pool starts
+  std::string interchange_address{};  // what the nodes connect to; empty: first non-loopback
+  int line = 0;                       // where `launcher` was written (0: not written)
+};
+
 // fanout's own settings (the `fanout:` key), each also a CLI flag.
 struct FanoutSettings {
   std::uint32_t prefetch = 0;  // extra mini-batches per pool beyond free workers
@@ -45,6 +65,7 @@ struct FanoutSettings {
   std::string row_separator = " ";  // DataFrame rows: column separator
   bool row_header = false;          // DataFrame rows: write a header line
   std::uint32_t priority = 1;       // weight in the interchange's fair share between jobs
+  LauncherSettings launch{};        // where the pools run
 };
 
 struct JobConfig {

@@ -70,6 +70,14 @@ std::string settings_json(const JobSettings& s) {
   j["resource_monitor_interval"] = number(s.resource_monitor_interval_s);
   j["profiling_module"] = s.profiling_module;
   j["priority"] = s.priority;
+  if (!s.launcher.empty() && s.launcher != "local") {
+    j["launcher"] = s.launcher;
+    j["nodes"] = s.nodes;
+    j["min_nodes"] = s.min_nodes;
+    j["max_nodes"] = s.max_nodes;
+    j["partition"] = s.partition;
+    j["walltime"] = s.walltime;
+  }
   // Paths and names are UTF-8 in practice; a stray byte is replaced rather than thrown on.
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
@@ -99,6 +107,12 @@ Expected<JobSettings> parse_settings_json(std::string_view json) {
   read_real(j, "resource_monitor_interval", s.resource_monitor_interval_s);
   read_text(j, "profiling_module", s.profiling_module);
   read_int(j, "priority", s.priority);
+  read_text(j, "launcher", s.launcher);
+  read_int(j, "nodes", s.nodes);
+  read_int(j, "min_nodes", s.min_nodes);
+  read_int(j, "max_nodes", s.max_nodes);
+  read_text(j, "partition", s.partition);
+  read_text(j, "walltime", s.walltime);
   return s;
 }
 

@@ -33,6 +33,13 @@ struct JobSettings {
   double resource_monitor_interval_s = 0;  // key resource_monitor_interval; 0: off
   std::string profiling_module{};          // "", cProfile or profile
   std::uint32_t priority = 1;              // weight in the fair share between jobs
+  // Where the pools ran (docs/cluster.md); written only for a launcher other than local.
+  std::string launcher{};       // "" (local) or "slurm"
+  std::uint32_t nodes = 0;      // pool jobs at the start
+  std::uint32_t min_nodes = 0;  // 0: nodes
+  std::uint32_t max_nodes = 0;  // 0: nodes
+  std::string partition{};
+  std::string walltime{};
 };
 
 // The JSON object recorded with the job (JobSpec::settings_json): compact, keys in field order,

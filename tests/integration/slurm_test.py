@@ -1,0 +1,370 @@
+#!/usr/bin/env python3
+"""`fanout run --launcher slurm` against a real Slurm (issue 13).
+
+Brings up tools/slurm_bed.sh (munged, slurmctld and slurmd in a scratch folder; two slurmd
+"nodes" n1 and n2 on this host) and always brings it down. Each case runs the real `fanout`,
+whose interchange listens on Curve TCP and whose pools are sbatch jobs running `srun
+fanout-pool`:
+
+  nodes_1        --nodes 1: every row exactly once, the batch script and the pool job's output
+                 kept in the run folder, the settings recorded, the key folder made.
+  nodes_2        --nodes 2: two pool jobs, one on each slurmd node, every row exactly once.
+  scancel        --nodes 1 --max-nodes 2, the pool job scancelled mid-run: its work is
+                 requeued, a replacement job finishes it, every row exactly once;
+                 `fanout status` (and --json) names the pool jobs and their states.
+  no_replacement the same without --max-nodes: `fanout run` stops with exit 3 naming the
+                 pool job's output and `fanout resume`.
+  cancel         `fanout cancel JOB` releases the pool job.
+  interrupt      Ctrl-C (SIGINT) cancels the job and releases the pool job.
+  client_killed  --exit-with-client, the client SIGKILLed: the pool job is released.
+
+After each case `squeue` must be empty. Exit 77 (meson: skipped) with the reason when not root
+or when slurm-wlm and munge cannot be installed. Environment: FANOUT_BIN, FANOUT_TOOLS_DIR.
+"""
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+FANOUT = os.environ.get("FANOUT_BIN", "")
+TOOLS = os.environ.get("FANOUT_TOOLS_DIR", "")
+BED = os.path.join(TOOLS, "slurm_bed.sh")
+
+ENTRY = '''
+import json
+import os
+import time
+
+def init():
+    pass
+
+def run(mini_batch):
+    time.sleep(float(os.environ.get("SLEEP_S", "0")))
+    return [os.path.basename(p) for p in mini_batch]
+'''
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def wait_for(what, cond, timeout=120.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.5)
+    fail("timed out waiting for " + what)
+
+
+def squeue(env, args=()):
+    r = subprocess.run(["squeue", "-h", "-o", "%i %T %N"] + list(args), env=env,
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        fail("squeue: " + r.stderr)
+    return r.stdout.strip()
+
+
+def expect_no_jobs(env, case):
+    # Released pool jobs may sit in COMPLETING for Slurm's KillWait; nothing may stay longer.
+    left = []
+
+    def empty():
+        left[:] = [squeue(env)]
+        return left[0] == ""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if empty():
+            print(f"ok: {case}: squeue is empty")
+            return
+        time.sleep(0.5)
+    fail(f"{case}: squeue still lists jobs: {left[0]}")
+
+
+class Case:
+    def __init__(self, root, name, files=24, sleep_s=0.0, extra=""):
+        self.root = root
+        self.dir = os.path.join(root, name)
+        self.name = name
+        data = os.path.join(self.dir, "data")
+        os.makedirs(data)
+        os.makedirs(os.path.join(self.dir, "src"))
+        self.expected = []
+        for i in range(files):
+            n = f"f{i:03}.txt"
+            self.expected.append(n)
+            with open(os.path.join(data, n), "w") as f:
+                f.write("x\n")
+        with open(os.path.join(self.dir, "src", "score.py"), "w") as f:
+            f.write(ENTRY)
+        self.out = os.path.join(self.dir, "out.txt")
+        self.job = os.path.join(self.dir, "job.yaml")
+        with open(self.job, "w") as f:
+            f.write(f"""type: parallel
+name: {name}
+inputs:
+  data:
+    type: uri_folder
+    path: ./data
+input_data: ${{{{inputs.data}}}}
+mini_batch_size: "2"
+max_concurrency_per_instance: 1
+environment_variables:
+  SLEEP_S: "{sleep_s}"
+task:
+  code: ./src
+  entry_script: score.py
+  append_row_to: {self.out}
+fanout:
+  launcher: slurm
+  walltime: "00:10:00"
+  heartbeat_period_ms: 500
+  heartbeat_threshold_ms: 5000
+{extra}""")
+        self.db = os.path.join(self.dir, "fanout.db")
+        self.runs = os.path.join(self.dir, "runs")
+
+    def argv(self, *extra):
+        return [FANOUT, "run", self.job, "--db", self.db, "--run-dir", self.runs,
+                "--keys", os.path.join(self.root, "keys"), "--interchange-address", "127.0.0.1"
+                ] + list(extra)
+
+    def run_dir(self):
+        dirs = os.listdir(self.runs) if os.path.isdir(self.runs) else []
+        return os.path.join(self.runs, dirs[0]) if len(dirs) == 1 else None
+
+    def job_ids(self):
+        rd = self.run_dir()
+        path = os.path.join(rd, "slurm", "job_ids") if rd else ""
+        if not rd or not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return [line.strip() for line in f if line.strip()]
+
+    def rows_done(self):
+        if not os.path.exists(self.out):
+            return 0
+        with open(self.out) as f:
+            return sum(1 for _ in f)
+
+    def check_rows(self):
+        with open(self.out) as f:
+            rows = sorted(line.strip() for line in f if line.strip())
+        if rows != sorted(self.expected):
+            missing = sorted(set(self.expected) - set(rows))
+            dup = sorted({r for r in rows if rows.count(r) > 1})
+            fail(f"{self.name}: rows not exactly once: {len(rows)} rows, missing {missing[:5]}, "
+                 f"twice {dup[:5]}")
+        print(f"ok: {self.name}: {len(rows)} rows, each exactly once")
+
+    def query(self, sql):
+        con = sqlite3.connect(self.db)
+        try:
+            return con.execute(sql).fetchall()
+        finally:
+            con.close()
+
+
+def run_to_end(case, env, *extra):
+    r = subprocess.run(case.argv(*extra), env=env, capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        fail(f"{case.name}: fanout run exited {r.returncode}:\n{r.stderr}")
+    return r
+
+
+def start(case, env, *extra):
+    log = open(os.path.join(case.dir, "client.log"), "w")
+    return subprocess.Popen(case.argv(*extra), env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def client_log(case):
+    with open(os.path.join(case.dir, "client.log")) as f:
+        return f.read()
+
+
+def job_state(env, job_id):
+    out = squeue(env, ["-t", "all", "-j", job_id])
+    return out.split()[1] if out else ""
+
+
+def case_nodes_1(root, env):
+    c = Case(root, "nodes_1")
+    r = run_to_end(c, env, "--nodes", "1")
+    c.check_rows()
+    rd = c.run_dir()
+    script = os.path.join(rd, "slurm", "pools.sbatch")
+    with open(script) as f:
+        text = f.read()
+    for piece in ("#SBATCH --time=00:10:00", "srun", "fanout-pool", "--keys"):
+        if piece not in text:
+            fail(f"nodes_1: the batch script lacks {piece!r}:\n{text}")
+    ids = c.job_ids()
+    if len(ids) != 1:
+        fail(f"nodes_1: expected one pool job, got {ids}")
+    if not os.path.exists(os.path.join(rd, "slurm", f"pools-{ids[0]}.out")):
+        fail(f"nodes_1: no pool job output in {rd}/slurm: {os.listdir(rd + '/slurm')}")
+    logs = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(rd, "logs", "sys", "node"))
+            for f in fs if f == f"pool-slurm{ids[0]}.log"]
+    if not logs:
+        fail(f"nodes_1: no pool-slurm{ids[0]}.log under {rd}/logs/sys/node")
+    if "pool jobs: slurm job" not in r.stderr:
+        fail(f"nodes_1: progress does not show the pool job:\n{r.stderr}")
+    if not os.path.exists(os.path.join(root, "keys", "interchange_secret.key")) and \
+            not any(f.startswith("interchange") for f in os.listdir(os.path.join(root, "keys"))):
+        fail("nodes_1: the key folder was not made")
+    settings = c.query("SELECT settings FROM jobs")[0][0]
+    if '"launcher":"slurm"' not in settings or '"nodes":1' not in settings:
+        fail(f"nodes_1: settings do not record the launcher: {settings}")
+    print("ok: nodes_1: script, pool job output and log kept; settings recorded")
+    expect_no_jobs(env, "nodes_1")
+
+
+def case_nodes_2(root, env):
+    # exclusive: a whole node each, so the two pool jobs cannot share n1.
+    c = Case(root, "nodes_2", files=40, sleep_s=0.2, extra="  exclusive: true\n")
+    run_to_end(c, env, "--nodes", "2")
+    c.check_rows()
+    if len(c.job_ids()) != 2:
+        fail(f"nodes_2: expected two pool jobs, got {c.job_ids()}")
+    nodes = sorted({n for (n,) in c.query("SELECT node FROM pools")})
+    if nodes != ["n1", "n2"]:
+        fail(f"nodes_2: expected pools on n1 and n2, got {nodes}")
+    print("ok: nodes_2: one pool on each of n1 and n2")
+    expect_no_jobs(env, "nodes_2")
+
+
+def case_scancel(root, env):
+    c = Case(root, "scancel", files=30, sleep_s=0.5)
+    p = start(c, env, "--nodes", "1", "--max-nodes", "2")
+    first = wait_for("the first pool job", lambda: (c.job_ids() or [None])[0])
+    wait_for("some rows", lambda: c.rows_done() >= 4 or p.poll() is not None)
+    if p.poll() is not None:
+        fail(f"scancel: the job ended before the pool job could be cancelled:\n{client_log(c)}")
+    job_id = c.query("SELECT id FROM jobs")[0][0]
+    st = subprocess.run([FANOUT, "status", str(job_id), "--db", c.db], env=env,
+                        capture_output=True, text=True, timeout=60)
+    if f"slurm job {first} RUNNING" not in st.stdout:
+        fail(f"scancel: fanout status does not show the pool job running:\n{st.stdout}")
+    sj = subprocess.run([FANOUT, "status", str(job_id), "--db", c.db, "--json"], env=env,
+                        capture_output=True, text=True, timeout=60)
+    if json.loads(sj.stdout).get("slurm_jobs") != [{"id": int(first), "state": "RUNNING"}]:
+        fail(f"scancel: fanout status --json does not list the pool job:\n{sj.stdout}")
+    subprocess.run(["scancel", first], env=env, check=True, timeout=60)
+    rc = p.wait(timeout=600)
+    if rc != 0:
+        fail(f"scancel: fanout run exited {rc}:\n{client_log(c)}")
+    c.check_rows()
+    ids = c.job_ids()
+    if len(ids) != 2:
+        fail(f"scancel: expected the cancelled pool job and one replacement, got {ids}")
+    # The mini-batch the pool was running when Slurm killed it: WORKER_LOST (the worker got the
+    # signal first) or POOL_LOST (the pool left or fell silent); either way it ran again.
+    lost = c.query("SELECT status, count(*) FROM attempts WHERE status != 'RUN_DONE' "
+                   "GROUP BY status")
+    if not lost:
+        fail("scancel: no attempt was cut short by the scancel")
+    print(f"ok: scancel: pool job {first} cancelled mid-run, cut-short attempts {lost} ran "
+          f"again, replacement {ids[1]} finished the job")
+    if "replacement" not in client_log(c):
+        fail("scancel: the client did not say it submitted a replacement")
+    expect_no_jobs(env, "scancel")
+
+
+def case_no_replacement(root, env):
+    c = Case(root, "no_replacement", files=30, sleep_s=0.5)
+    p = start(c, env, "--nodes", "1")
+    first = wait_for("the pool job", lambda: (c.job_ids() or [None])[0])
+    wait_for("some rows", lambda: c.rows_done() >= 2 or p.poll() is not None)
+    subprocess.run(["scancel", first], env=env, check=True, timeout=60)
+    rc = p.wait(timeout=300)
+    log = client_log(c)
+    if rc != 3 or "every pool job ended" not in log or "fanout resume" not in log:
+        fail(f"no_replacement: expected exit 3 naming the ended pool job, got {rc}:\n{log}")
+    if len(c.job_ids()) != 1:
+        fail(f"no_replacement: a replacement was submitted without --max-nodes: {c.job_ids()}")
+    print("ok: no_replacement: the run stops (exit 3) naming the pool job's output and resume")
+    expect_no_jobs(env, "no_replacement")
+
+
+def case_cancel(root, env):
+    c = Case(root, "cancel", files=40, sleep_s=1.0)
+    p = start(c, env, "--nodes", "1")
+    first = wait_for("the pool job", lambda: (c.job_ids() or [None])[0])
+    wait_for("the pool job to run", lambda: job_state(env, first) == "RUNNING")
+    wait_for("the job in the store", lambda: c.query("SELECT id FROM jobs"))
+    job_id = c.query("SELECT id FROM jobs")[0][0]
+    r = subprocess.run([FANOUT, "cancel", str(job_id), "--db", c.db, "--keys",
+                        os.path.join(root, "keys")], env=env, capture_output=True, text=True,
+                       timeout=120)
+    rc = p.wait(timeout=120)
+    state = c.query("SELECT state FROM jobs")[0][0]
+    if state != "cancelled":
+        fail(f"cancel: job state {state}, cancel said: {r.stderr}\nclient: {client_log(c)}")
+    print(f"ok: cancel: job cancelled (client exit {rc})")
+    expect_no_jobs(env, "cancel")
+
+
+def case_interrupt(root, env):
+    c = Case(root, "interrupt", files=200, sleep_s=1.0)
+    p = start(c, env, "--nodes", "1")
+    first = wait_for("the pool job", lambda: (c.job_ids() or [None])[0])
+    wait_for("the pool job to run", lambda: job_state(env, first) == "RUNNING")
+    p.send_signal(signal.SIGINT)  # the first Ctrl-C cancels the job
+    rc = p.wait(timeout=120)
+    state = c.query("SELECT state FROM jobs")[0][0]
+    if rc != 1 or state != "cancelled":
+        fail(f"interrupt: expected exit 1 and a cancelled job, got {rc}, {state}:\n"
+             f"{client_log(c)}")
+    print("ok: interrupt: Ctrl-C cancelled the job")
+    expect_no_jobs(env, "interrupt")
+
+
+def case_client_killed(root, env):
+    # 200 s of work: the pool job could not end by itself within expect_no_jobs' minute.
+    c = Case(root, "client_killed", files=200, sleep_s=1.0)
+    p = start(c, env, "--nodes", "1", "--exit-with-client")
+    first = wait_for("the pool job", lambda: (c.job_ids() or [None])[0])
+    wait_for("the pool job to run", lambda: job_state(env, first) == "RUNNING")
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=60)
+    expect_no_jobs(env, "client_killed")
+
+
+def main():
+    if not FANOUT or not os.path.exists(BED):
+        print("it_slurm: FANOUT_BIN and FANOUT_TOOLS_DIR must be set", file=sys.stderr)
+        return 2
+    chk = subprocess.run(["bash", BED, "check"], capture_output=True, text=True)
+    if chk.returncode == SKIP:
+        print("it_slurm: skipped: " + (chk.stdout + chk.stderr).strip(), file=sys.stderr)
+        return SKIP
+    root = tempfile.mkdtemp(prefix="fanout-slurm-")
+    bed = os.path.join(root, "bed")
+    env = dict(os.environ)
+    env["SLURM_CONF"] = os.path.join(bed, "slurm.conf")
+    try:
+        up = subprocess.run(["bash", BED, "up", bed, "--nodes", "2"], capture_output=True,
+                            text=True, timeout=300)
+        if up.returncode != 0:
+            fail("slurm_bed.sh up: " + up.stdout + up.stderr)
+        cases = sys.argv[1:] or ["nodes_1", "nodes_2", "scancel", "no_replacement", "cancel",
+                                 "interrupt", "client_killed"]
+        for name in cases:
+            globals()["case_" + name](root, env)
+    finally:
+        subprocess.run(["bash", BED, "down", bed], timeout=120)
+    shutil.rmtree(root, ignore_errors=True)
+    print("it_slurm: all cases passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
