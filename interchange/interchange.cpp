@@ -449,6 +449,16 @@ void Interchange::on_pool(net::Message& msg) {
     // Unknown peer: after an interchange restart, or a pool declared lost. It must register
     // again; whatever it sends before that is not trusted.
     ++stats_.unknown_pool_frames;
+    if (h->type == proto::MsgType::ResultBatch) {
+      // Results of a pool declared lost (or from before a restart): their work was given away.
+      if (auto m = proto::decode<proto::ResultBatch>(msg.frame)) {
+        stats_.stale_results += m->results.size();
+        log_->warn(
+            "refused {} stale results from unregistered pool '{}' (declared lost, or "
+            "registered before a restart): their tasks were requeued",
+            m->results.size(), msg.peer);
+      }
+    }
     (void)pool_sock_.send_to(msg.peer,
                              proto::encode(proto::Reject{"not registered: send Register"}));
     return;
@@ -507,9 +517,9 @@ void Interchange::on_register(const std::string& peer, const proto::Register& re
                               const std::string& key) {
   const auto d = pools_.on_register(peer, reg);
   const auto registered = [this](const Pool& pool) {
-    return proto::encode(
-        proto::Registered{pool.id, static_cast<std::uint32_t>(opts_.heartbeat_period.count()),
-                          static_cast<std::uint32_t>(opts_.heartbeat_threshold.count())});
+    return proto::encode(proto::Registered{
+        pool.id, static_cast<std::uint32_t>(opts_.heartbeat_period.count()),
+        static_cast<std::uint32_t>(opts_.heartbeat_threshold.count()), unix_now()});
   };
   if (d.outcome == RegisterDecision::Outcome::Repeat) {
     Pool& known = *pools_.find(peer);
@@ -617,11 +627,17 @@ void Interchange::lose_pool(const std::string& peer, const std::string& why, boo
   const Pool& pool = removed->pool;
   const char* what = left ? "left" : "lost";
   ++(left ? stats_.pools_left : stats_.pools_lost);
-  log_->warn("pool {} ({} on {}) {}: {}; requeueing {} tasks", pool.id, pool.reg.pool_name,
-             pool.reg.node, what, why, removed->tasks.size());
+  log_->log(left ? spdlog::level::info : spdlog::level::warn,
+            "pool {} ({} on {}) {}: {}; requeueing {} tasks{}", pool.id, pool.reg.pool_name,
+            pool.reg.node, what, why, removed->tasks.size(), left ? " (no try used)" : "");
   store_->upsert_pool(store::PoolRecord{
       pool.id, pool.reg.pool_name, pool.reg.node, pool.reg.workers, pool.reg.prefetch, pool.reg.pid,
       pool.reg.build, left ? "gone" : "lost", pool.registered, unix_now(), pool.key});
+  if (left) {
+    // It said goodbye: what it still held never ran, or it stopped it itself. No try is used.
+    ledger_.hand_back(removed->tasks);
+    return;
+  }
   std::vector<std::uint64_t> touched;
   auto lost = ledger_.lose(
       removed->tasks, AttemptStatus::PoolLost,
@@ -764,15 +780,15 @@ void Interchange::log_stats(bool force) {
   if (stats_ == logged_stats_) return;
   logged_stats_ = stats_;
   log_->info(
-      "stats: frames in {} out {}, tasks {}, results {}, late {}, bad frames {}, "
+      "stats: frames in {} out {}, tasks {}, results {}, late {}, stale {}, bad frames {}, "
       "unregistered-pool frames {}, re-registrations {}, dropped submissions {}, "
       "would-block {}, pools lost {}, left {}, resource samples {}, refused peers {}, "
       "pool key mismatches {}, pools {}, jobs {}",
       stats_.frames_in, stats_.frames_out, stats_.tasks_dispatched, stats_.results,
-      stats_.late_results, stats_.bad_frames, stats_.unknown_pool_frames, stats_.reregistrations,
-      stats_.dropped_submissions, stats_.would_block, stats_.pools_lost, stats_.pools_left,
-      stats_.resource_samples, stats_.refused_peers, stats_.key_mismatch, pools_.size(),
-      ledger_.jobs().size());
+      stats_.late_results, stats_.stale_results, stats_.bad_frames, stats_.unknown_pool_frames,
+      stats_.reregistrations, stats_.dropped_submissions, stats_.would_block, stats_.pools_lost,
+      stats_.pools_left, stats_.resource_samples, stats_.refused_peers, stats_.key_mismatch,
+      pools_.size(), ledger_.jobs().size());
 }
 
 }  // namespace fanout::ix

@@ -48,6 +48,7 @@ struct Options {
 struct LoopStats {
   std::uint64_t frames_in = 0, frames_out = 0, tasks_dispatched = 0, results = 0;
   std::uint64_t bad_frames = 0, late_results = 0, would_block = 0, pools_lost = 0;
+  std::uint64_t stale_results = 0;  // in ResultBatches from unregistered pools
   std::uint64_t unknown_pool_frames = 0, reregistrations = 0, dropped_submissions = 0;
   std::uint64_t resource_samples = 0, pools_left = 0;
   std::uint64_t refused_peers = 0;  // connections the ZAP handler refused

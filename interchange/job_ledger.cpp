@@ -207,6 +207,23 @@ std::vector<EndedAttempt> JobLedger::lose(const std::vector<std::uint64_t>& task
   return out;
 }
 
+std::size_t JobLedger::hand_back(const std::vector<std::uint64_t>& task_ids) {
+  std::size_t n = 0;
+  // Newest first, each to the front: the oldest ends up in front.
+  for (auto tid = task_ids.rbegin(); tid != task_ids.rend(); ++tid) {
+    auto fl = in_flight_.find(*tid);
+    if (fl == in_flight_.end()) continue;
+    if (Job* job = find(fl->second.task.job_id)) {
+      const std::uint32_t attempt = fl->second.task.attempt;
+      job->ready.push_front(Pending{to_minibatch(std::move(fl->second.task)), attempt});
+      --job->in_flight;
+      ++n;
+    }
+    in_flight_.erase(fl);
+  }
+  return n;
+}
+
 std::optional<Verdict> JobLedger::verdict(const Job& job) {
   if (proto::is_ended(job.state)) return std::nullopt;
   const auto& s = job.spec;

@@ -131,6 +131,10 @@ class JobLedger final {
   std::vector<EndedAttempt> lose(const std::vector<std::uint64_t>& task_ids,
                                  proto::AttemptStatus status, const std::string& why,
                                  double now_unix, std::vector<std::uint64_t>& touched);
+  // The attempts in `task_ids` were handed back by a pool that left on its own (PoolLeaving):
+  // never started, or stopped by the pool itself. Each goes back to the front of its job's queue
+  // as the same try, with no attempt recorded and no try used. Returns how many were live.
+  std::size_t hand_back(const std::vector<std::uint64_t>& task_ids);
 
   // The thresholds, then completion: error_threshold (failed items), mini_batch_error_threshold
   // (failed mini-batches), allowed_failed_percent (a share of the whole input, so only once it

@@ -8,6 +8,7 @@
 #include "fanout/util/fs.hpp"
 #include "fanout/util/log.hpp"
 #include "pool/pool.hpp"
+#include "pool/wall_clock.hpp"
 
 namespace {
 fanout::pool::Pool* g_pool = nullptr;
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   fanout::pool::Options opts;
   std::string log_level = "info", log_file;
   unsigned poll_ms = 10, hb_ms = 2000, hb_threshold_ms = 10000, grace_ms = 2000;
+  unsigned drain_grace_ms = 20000;  // inside Slurm's default KillWait of 30 s
   app.add_option("--interchange", opts.interchange, "the interchange's pool endpoint")->required();
   app.add_option("--name", opts.name, "pool name (default: host-pid)");
   app.add_option("--node", opts.node, "node name (default: host name)");
@@ -55,6 +57,9 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-period-ms", hb_ms)->capture_default_str();
   app.add_option("--heartbeat-threshold-ms", hb_threshold_ms)->capture_default_str();
   app.add_option("--kill-grace-ms", grace_ms, "SIGTERM to SIGKILL for a timed-out worker")
+      ->capture_default_str();
+  app.add_option("--drain-grace-ms", drain_grace_ms,
+                 "on SIGTERM/SIGINT: running tasks may finish this long, the rest is handed back")
       ->capture_default_str();
   app.add_option("--python", opts.python, "interpreter for python workers (overrides the job)");
   app.add_option("--shim-dir", opts.shim_dir, "folder of fanout_worker.py");
@@ -85,10 +90,27 @@ int main(int argc, char** argv) {
   opts.heartbeat_period = std::chrono::milliseconds(hb_ms);
   opts.heartbeat_threshold = std::chrono::milliseconds(hb_threshold_ms);
   opts.kill_grace = std::chrono::milliseconds(grace_ms);
+  opts.drain_grace = std::chrono::milliseconds(drain_grace_ms);
+  // Test only (docs/scaling.md): skews this pool's wall clock, as a namespace cannot.
+  double clock_offset = 0;
+  if (const char* env = std::getenv("FANOUT_TEST_CLOCK_OFFSET_S"); env != nullptr && *env) {
+    std::string why;
+    auto v = fanout::pool::parse_clock_offset(env, why);
+    if (!v) {
+      std::fprintf(stderr, "error: FANOUT_TEST_CLOCK_OFFSET_S: %s\n", why.c_str());
+      return 2;
+    }
+    clock_offset = *v;
+    fanout::pool::set_test_clock_offset(clock_offset);
+  }
   if (opts.shim_dir.empty()) opts.shim_dir = find_shim_dir();
   if (opts.worker_bin.empty()) opts.worker_bin = find_worker_bin();
   auto log = fanout::make_logger("pool", *level, log_file);
   fanout::net::warn_if_insecure(opts.security, log);
+  if (clock_offset != 0) {
+    log->warn("FANOUT_TEST_CLOCK_OFFSET_S: this pool's wall clock is shifted by {} s (test only)",
+              clock_offset);
+  }
   try {
     fanout::pool::Pool pool(opts, log);
     g_pool = &pool;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iterator>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "fanout/protocol/codec.hpp"
 #include "fanout/util/fs.hpp"
 #include "pool/launch.hpp"
+#include "pool/wall_clock.hpp"
 
 namespace fanout::pool {
 
@@ -70,6 +72,7 @@ Pool::~Pool() {
 // workers' wait for the round trip. Long tasks keep the configured prefetch, so that a pool does
 // not hold work another pool could start (why Parsl's prefetch defaults to 0).
 std::uint32_t Pool::capacity() const {
+  if (draining_) return 0;
   double shortest = 0;
   for (const auto& [job_id, mean] : mean_task_s_) {
     if (mean <= 0 || mean >= kPipelineMaxTaskS || jobs_.count(job_id) == 0) continue;
@@ -160,6 +163,7 @@ int Pool::run() {
   int rc = 0;
 
   while (!stop_.load(std::memory_order_relaxed)) {
+    if (signals_.load(std::memory_order_relaxed) > 0 && drain_over(Clock::now())) break;
     fds.clear();
     fd_slots.clear();
     for (std::size_t i = 0; i < slots_.size(); ++i) {
@@ -228,10 +232,21 @@ int Pool::run() {
   }
   flush_results();
   if (registered_ && !told_to_stop_ && rc == 0) {
-    // Stopped on our own (a signal): what we still hold is requeued at once, not after the
-    // heartbeat threshold. The socket keeps a moment to let our last frames leave.
-    send(proto::encode(proto::PoolLeaving{"the pool was stopped (signal)"}));
-    sock_.set_linger(Millis(500));
+    // Stopped on our own (a signal): what we still hold (never started, or stopped at the
+    // drain grace) is handed back at once, with no try used. The socket keeps a moment to let
+    // our last frames leave.
+    std::size_t running = 0, queued = queue_.size();
+    for (const auto& w : slots_) {
+      if (!w) continue;
+      if (w->tasks().task()) ++running;
+      queued += w->tasks().queued().size();
+    }
+    send(proto::encode(proto::PoolLeaving{
+        fmt::format("the pool was stopped (signal); handed back {} unstarted and {} stopped tasks",
+                    queued, running)}));
+    sock_.set_linger(Millis(2000));
+    log_->info("said goodbye to the interchange: handed back {} unstarted and {} stopped tasks",
+               queued, running);
   }
   for (auto& w : slots_) {
     if (w) w->send_quit();
@@ -246,6 +261,32 @@ int Pool::run() {
   log_stats(true);
   log_->info("pool {} stopped", opts_.name);
   return rc;
+}
+
+// After a signal the pool asks for no more tasks (capacity 0), starts none of those it holds,
+// and lets its running tasks finish (with the tasks already in their pipes) for at most
+// drain_grace; then it leaves, and PoolLeaving hands back what is left. A second signal, or no
+// registration (nothing to hand back to), ends the drain at once.
+bool Pool::drain_over(Clock::time_point now) {
+  if (!registered_ || told_to_stop_ || signals_.load(std::memory_order_relaxed) > 1) return true;
+  const auto busy = [](const std::optional<Worker>& w) {
+    return w && (w->tasks().task() || !w->tasks().queued().empty());
+  };
+  const auto running = std::count_if(slots_.begin(), slots_.end(), busy);
+  if (!draining_) {
+    draining_ = true;
+    drain_until_ = now + opts_.drain_grace;
+    log_->info(
+        "stopping (signal): finishing {} running tasks within {} ms, handing back {} "
+        "queued ones; a second signal stops at once",
+        running, opts_.drain_grace.count(), queue_.size());
+    send(proto::encode(proto::Heartbeat{capacity()}));  // 0: no more tasks, please
+  }
+  if (running == 0) return true;
+  if (now < drain_until_) return false;
+  log_->warn("drain grace of {} ms over: stopping {} running tasks, handed back",
+             opts_.drain_grace.count(), running);
+  return true;
 }
 
 void Pool::on_message(const std::string& frame) {
@@ -263,6 +304,11 @@ void Pool::on_message(const std::string& frame) {
       register_backoff_ = std::max(hb_period_, Millis(1000));
       if (m->heartbeat_period_ms > 0) hb_period_ = Millis(m->heartbeat_period_ms);
       if (m->heartbeat_threshold_ms > 0) hb_threshold_ = Millis(m->heartbeat_threshold_ms);
+      clock_correction_ = clock_correction(m->now_unix, local_unix_now());
+      if (std::abs(clock_correction_) > 1.0) {
+        log_->info("our clock is {:+.1f} s off the interchange's: reported times are corrected",
+                   -clock_correction_);
+      }
       log_->info("pool {} registered as {} ({} workers, prefetch {})", opts_.name, m->pool_id,
                  opts_.workers, opts_.prefetch);
       return;
@@ -280,7 +326,7 @@ void Pool::on_message(const std::string& frame) {
         // Our Register itself was refused (wrong version, no workers): retrying cannot help.
         log_->error("interchange refused our registration: {}", reason);
         told_to_stop_ = true;
-        stop();
+        stop_.store(true, std::memory_order_relaxed);
       }
       return;
     }
@@ -310,7 +356,7 @@ void Pool::on_message(const std::string& frame) {
     case proto::MsgType::Drain:
       log_->info("interchange asked us to stop");
       told_to_stop_ = true;
-      stop();
+      stop_.store(true, std::memory_order_relaxed);
       return;
     default:
       break;
@@ -353,7 +399,7 @@ std::size_t Pool::pipeline_room(const Worker& w) const {
 }
 
 void Pool::assign() {
-  if (queue_.empty()) return;
+  if (queue_.empty() || draining_) return;  // draining: what is queued is handed back
   // With no idle worker and no free slot nothing below can act on any task: return at once
   // instead of walking the whole prefetched queue on every loop turn (it holds up to
   // workers + prefetch tasks, so the walk was O(prefetch x workers) per result).
@@ -368,7 +414,7 @@ void Pool::assign() {
     if (job_it == jobs_.end()) {
       // Tasks arrive after their JobInfo; without one we cannot run it.
       fail_task(*it, AttemptStatus::LoadException, "ProtocolError",
-                "pool received a task for an unknown job", "", 0, unix_now());
+                "pool received a task for an unknown job", "", 0, local_unix_now());
       it = queue_.erase(it);
       continue;
     }
@@ -406,7 +452,7 @@ void Pool::assign() {
     if (free_slot) {
       if (!start_worker(*free_slot, it->job_id)) {
         fail_task(*it, AttemptStatus::LoadException, "WorkerStartError",
-                  "the worker process could not be started", "", 0, unix_now());
+                  "the worker process could not be started", "", 0, local_unix_now());
         it = queue_.erase(it);
       }
       continue;  // re-examine this task: the new worker is Starting
@@ -497,7 +543,7 @@ void Pool::on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events) 
         r.node = opts_.node;
         r.process = w.name();
         r.worker_pid = w.pid();
-        r.start = w.tasks().clock().start_unix;
+        r.start = reported_unix(w.tasks().clock().start_unix);
         r.elapsed_s = std::chrono::duration<double>(Clock::now() - w.tasks().clock().start).count();
         r.run_s = ev.run_s;
         r.cpu_s = ev.cpu_s;
@@ -544,7 +590,7 @@ void Pool::on_worker_gone(std::size_t slot) {
         continue;
       }
       fail_task(*it, AttemptStatus::LoadException, category_of(text, "LoadError"), text, w.name(),
-                w.pid(), unix_now());
+                w.pid(), local_unix_now());
       it = queue_.erase(it);
       if (!give_up) break;
     }
@@ -628,8 +674,8 @@ void Pool::fail_task(const proto::Task& t, AttemptStatus status, const std::stri
   r.node = opts_.node;
   r.process = process;
   r.worker_pid = pid;
-  r.start = start;
-  r.elapsed_s = unix_now() - start;
+  r.start = reported_unix(start);
+  r.elapsed_s = local_unix_now() - start;
   results_.push_back(std::move(r));
   ++stats_.results;
 }
@@ -641,7 +687,8 @@ void Pool::fail_task(const proto::Task& t, AttemptStatus status, const std::stri
 bool Pool::results_due(Clock::time_point now) const {
   if (results_.empty()) return false;
   if (results_.size() >= std::max<std::size_t>(1, capacity() / 4)) return true;
-  if (queue_.size() < opts_.workers) return true;  // running dry: the credit is needed now
+  if (draining_ || queue_.size() < opts_.workers)
+    return true;  // running dry: the credit is needed now
   return now - first_result_ >= opts_.poll;
 }
 
@@ -730,6 +777,7 @@ void Pool::run_monitor(Clock::time_point now) {
   ++stats_.resource_samples;
   SPDLOG_LOGGER_DEBUG(log_, "resource sample: cpu {:.1f}%, {} workers, {} disks",
                       sample.node.cpu_percent, sample.processes.size(), sample.disks.size());
+  sample.time = reported_unix(sample.time);
   if (registered_) send(proto::encode(sample, 512 + 64 * sample.disks.size()));
 }
 

@@ -40,8 +40,11 @@ struct Options {
   std::chrono::milliseconds heartbeat_threshold{10000};
   std::chrono::milliseconds kill_grace{2000};      // SIGTERM -> SIGKILL for a timed-out worker
   std::chrono::milliseconds load_timeout{600000};  // bound on a worker's start + init()
-  std::string shim_dir{};                          // folder of fanout_worker.py
-  std::string python{};                            // overrides the job's interpreter when set
+  // Stopped by a signal: how long running tasks may finish before they are stopped and handed
+  // back (with the unstarted ones) to the interchange. A second signal stops at once.
+  std::chrono::milliseconds drain_grace{20000};
+  std::string shim_dir{};     // folder of fanout_worker.py
+  std::string python{};       // overrides the job's interpreter when set
   std::string worker_bin{};   // fanout-worker, for the command and native runtimes
   bool exit_on_lost = false;  // embedded mode: exit when the interchange goes silent
   // Resource monitor period in seconds; 0: only while running a job that asks for one
@@ -65,7 +68,9 @@ class Pool final {
 
   // Serves until Shutdown, stop(), or (exit_on_lost) the interchange goes silent.
   int run();
-  void stop() noexcept { stop_.store(true, std::memory_order_relaxed); }
+  // A signal: the first drains (running tasks finish within drain_grace, the rest is handed
+  // back), the second stops at once. Async-signal-safe.
+  void stop() noexcept { signals_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   void send_register();
@@ -99,6 +104,12 @@ class Pool final {
   void send(const std::string& frame);
   std::uint32_t capacity() const;
   void log_stats(bool force);
+  // Draining after a signal (see stop()): whether to leave the loop now.
+  bool drain_over(Clock::time_point now);
+  // The wall clock the pool reports, in the interchange's time (see wall_clock.hpp).
+  [[nodiscard]] double reported_unix(double local_unix) const noexcept {
+    return local_unix + clock_correction_;
+  }
   // The resource monitor's period now (0: off), from the option and the jobs held.
   double monitor_interval_s() const;
   // Starts, stops or samples the monitor as its period and deadline say.
@@ -109,6 +120,12 @@ class Pool final {
   net::Context ctx_;
   net::Socket sock_;
   std::atomic<bool> stop_{false};
+  std::atomic<int> signals_{0};
+  bool draining_ = false;
+  Clock::time_point drain_until_{};
+  // Interchange clock minus ours, measured at each Registered (0 before, or from an old
+  // interchange): added to every wall time the pool reports.
+  double clock_correction_ = 0;
   // The interchange told us to stop (Shutdown, Drain, a refused Register): we leave without a
   // PoolLeaving, since it knows.
   bool told_to_stop_ = false;

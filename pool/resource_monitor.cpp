@@ -12,6 +12,8 @@
 #include <set>
 #include <sstream>
 
+#include "pool/wall_clock.hpp"
+
 namespace fanout::pool {
 
 namespace detail {
@@ -205,7 +207,7 @@ proto::ResourceSample ResourceMonitor::sample(const std::vector<WorkerRef>& work
                                               const std::vector<std::uint64_t>& job_ids) {
   proto::ResourceSample s;
   const auto now = Clock::now();
-  s.time = unix_now();
+  s.time = local_unix_now();
   const double dt = std::chrono::duration<double>(now - prev_time_).count();
   s.interval_s = dt;
   s.job_ids = job_ids;

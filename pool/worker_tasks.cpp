@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "pool/wall_clock.hpp"
 #include "pool/worker_pipe.hpp"
 
 namespace fanout::pool {
@@ -16,7 +17,7 @@ void WorkerTasks::ready() noexcept {
 }
 
 void WorkerTasks::begin(Clock::time_point now) {
-  clock_ = TaskClock{now, unix_now(), false, false, now, Clock::duration::zero()};
+  clock_ = TaskClock{now, local_unix_now(), false, false, now, Clock::duration::zero()};
 }
 
 void WorkerTasks::start(proto::Task task, Clock::time_point now) {

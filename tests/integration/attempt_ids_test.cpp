@@ -1,6 +1,7 @@
 // attempts.id is the task id the pool saw (docs/architecture.md), for the attempts the
-// interchange records itself too: a hand-made pool takes two tasks and leaves, and the POOL_LOST
-// attempts carry the ids of the tasks it was sent.
+// interchange records itself too: a hand-made pool takes two tasks and restarts (registers again
+// with another pid), and the POOL_LOST attempts carry the ids of the tasks it was sent. (A pool
+// that leaves with PoolLeaving hands its tasks back without attempts: it_multihost.)
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -62,7 +63,8 @@ TEST_CASE("interchange.issue_15.lost_attempt_keeps_its_task_id") {
     REQUIRE(batch.has_value());
     for (const auto& t : batch->tasks) seen.push_back(t.task_id);
   }
-  pool.send(proto::encode(proto::PoolLeaving{"test pool leaves"}));
+  reg.pid = 4243;  // the same pool name from a new process: the old registration is lost
+  pool.send(proto::encode(reg));
 
   REQUIRE(wait_until(
       [&] { return sql_int(db, "select count(*) from attempts where status='POOL_LOST'") == 2; },

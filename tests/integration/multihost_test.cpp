@@ -4,175 +4,24 @@
 // keep running and come back when the port does. Issue 12. Every link is Curve-encrypted with the
 // test key folder (test_keys_dir(), passed as --keys), as plaintext off loopback is refused.
 // Needs root and `ip netns`; the whole executable is reported SKIP (exit 77) otherwise.
-#include <unistd.h>
+#include <regex>
 
-#include <csignal>
-#include <cstdio>
-#include <cstdlib>
-#include <set>
-#include <thread>
-
-#include <doctest/doctest.h>
-
-#include "harness.hpp"
+#include "../netns/multihost_bed.hpp"
 
 using namespace fanout::test;
+using namespace fanout::test::netns;
 
 namespace {
 
-constexpr const char* kNet =
-    "10.231.7";  // the bed's own /24; every address lives in its namespaces
-
-std::string bed_script() { return env_or("FANOUT_SOURCE_ROOT", ".") + "/tests/netns/bed.sh"; }
-
-// Network-namespace hosts h0..h(n-1) on a bridge; removed at destruction, also on failure.
-class Bed final {
- public:
-  Bed(const TempDir& dir, unsigned hosts) : dir_(dir), prefix_("fo" + std::to_string(getpid())) {
-    auto r = run_capture({bed_script(), "up", prefix_, std::to_string(hosts), kNet}, dir_.path());
-    if (!r.status.success()) throw std::runtime_error("bed.sh up failed: " + r.err);
+// The interchange's count of stale results (its stats line's `stale N`), the last one logged.
+long long stale_results(const std::string& ix_log) {
+  static const std::regex kStale(R"(, stale (\d+),)");
+  long long n = -1;
+  for (const auto& line : read_lines(ix_log)) {
+    std::smatch m;
+    if (std::regex_search(line, m, kStale)) n = std::stoll(m[1]);
   }
-  ~Bed() { (void)run_capture({bed_script(), "down", prefix_}, dir_.path()); }
-  Bed(const Bed&) = delete;
-  Bed& operator=(const Bed&) = delete;
-
-  // argv run inside host i.
-  [[nodiscard]] std::vector<std::string> on(unsigned i, std::vector<std::string> argv) const {
-    argv.insert(argv.begin(), {"ip", "netns", "exec", prefix_ + "-h" + std::to_string(i)});
-    return argv;
-  }
-  [[nodiscard]] static std::string addr(unsigned i) {
-    return std::string(kNet) + "." + std::to_string(i + 1);
-  }
-  void cut(unsigned i) const { port(i, "cut"); }
-  void heal(unsigned i) const { port(i, "heal"); }
-
- private:
-  void port(unsigned i, const char* what) const {
-    auto r = run_capture({bed_script(), what, prefix_, std::to_string(i)}, dir_.path());
-    REQUIRE_MESSAGE(r.status.success(), r.err);
-  }
-  const TempDir& dir_;
-  std::string prefix_;
-};
-
-// Skips the whole executable (meson: SKIP) when no bed can be made here, saying why.
-void require_bed_or_skip() {
-  TempDir dir("bedcheck");
-  auto r = run_capture({bed_script(), "check"}, dir.path());
-  if (r.status.code == 77) {
-    std::fprintf(stderr, "SKIP: %s%s\n", r.out.c_str(), r.err.c_str());
-    std::exit(77);
-  }
-  REQUIRE_MESSAGE(r.status.success(), std::string(r.out + r.err));
-}
-
-const std::vector<std::string> kBeats = {"--heartbeat-period-ms", "300", "--heartbeat-threshold-ms",
-                                         "3000"};
-
-fanout::ChildProcess spawn(const std::vector<std::string>& argv, const std::string& log) {
-  fanout::SpawnOptions so;
-  so.argv = argv;
-  so.stdin_file = "null";
-  so.stdout_file = log;
-  so.stderr_file = log;
-  auto c = fanout::ChildProcess::spawn(so);
-  REQUIRE_MESSAGE(c.has_value(), c.error().message);
-  return std::move(*c);
-}
-
-// One interchange on h0 and a pool on each of h1..h(hosts-1), named host<i>, 2 workers each.
-struct MultiHost {
-  const TempDir& dir;
-  Bed bed;
-  std::string db;
-  fanout::ChildProcess ix;
-  std::string client_ep, pool_ep;
-  std::vector<fanout::ChildProcess> pools;
-
-  MultiHost(const TempDir& d, unsigned hosts, const std::vector<std::string>& beats = kBeats)
-      : dir(d), bed(d, hosts), db(d / "fanout.db") {
-    const std::string ready = dir / "ix.ready";
-    std::vector<std::string> argv = {interchange_bin(),
-                                     "--db",
-                                     db,
-                                     "--ready-file",
-                                     ready,
-                                     "--log-file",
-                                     dir / "ix.log",
-                                     "--stats-interval-ms",
-                                     "500",
-                                     "--client-endpoint",
-                                     "tcp://" + Bed::addr(0) + ":*",
-                                     "--pool-endpoint",
-                                     "tcp://" + Bed::addr(0) + ":*",
-                                     "--keys",
-                                     test_keys_dir()};
-    argv.insert(argv.end(), beats.begin(), beats.end());
-    ix = spawn(bed.on(0, argv), dir / "ix.stderr");
-    REQUIRE_MESSAGE(wait_until([&] { return !read_text(ready).empty(); }, std::chrono::seconds(30)),
-                    tail(dir / "ix.stderr"));
-    REQUIRE(wait_until([&] { return read_ready_file(ready).count("pool") == 1; },
-                       std::chrono::seconds(5)));
-    auto kv = read_ready_file(ready);
-    client_ep = kv["client"];
-    pool_ep = kv["pool"];
-    for (unsigned i = 1; i < hosts; ++i) {
-      const std::string name = "host" + std::to_string(i);
-      std::vector<std::string> p = {pool_bin(),
-                                    "--interchange",
-                                    pool_ep,
-                                    "--name",
-                                    name,
-                                    "--workers",
-                                    "2",
-                                    "--log-file",
-                                    dir / (name + ".log"),
-                                    "--log-level",
-                                    "debug",
-                                    "--keys",
-                                    test_keys_dir()};
-      p.insert(p.end(), beats.begin(), beats.end());
-      pools.push_back(spawn(bed.on(i, p), dir / (name + ".stderr")));
-    }
-    REQUIRE_MESSAGE(
-        wait_until([&] { return sql_int(db, "select count(*) from pools") >= hosts - 1; },
-                   std::chrono::seconds(60)),
-        logs());
-  }
-
-  // The client, on h0, runs ./job.yaml against the interchange.
-  fanout::ChildProcess start_client() const {
-    return spawn(
-        bed.on(0, {fanout_bin(), "run", dir / "job.yaml", "--interchange", client_ep, "--db", db,
-                   "--python", python_bin(), "--quiet", "--keys", test_keys_dir()}),
-        dir / "client.log");
-  }
-
-  std::string logs() const {
-    std::string s = "--- ix ---\n" + tail(dir / "ix.log") + tail(dir / "ix.stderr");
-    for (unsigned i = 1; i <= pools.size(); ++i) {
-      s += "--- host" + std::to_string(i) + " ---\n" +
-           tail(dir / ("host" + std::to_string(i) + ".log"));
-    }
-    return s + "--- client ---\n" + tail(dir / "client.log");
-  }
-};
-
-void write_counting_job(const TempDir& dir, unsigned files, const std::string& nap) {
-  make_files(dir / "data", files);
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("multihost", dir / "runs.txt", nap));
-}
-
-void check_rows_once(const std::string& out, unsigned n) {
-  auto lines = read_lines(out);
-  CHECK(lines.size() == n);
-  CHECK(std::set<std::string>(lines.begin(), lines.end()).size() == n);
-}
-
-long long succeeded(const std::string& db) {
-  return sql_int(db, "select count(*) from minibatches where state='succeeded'");
+  return n;
 }
 
 }  // namespace
@@ -180,7 +29,10 @@ long long succeeded(const std::string& db) {
 TEST_CASE("multihost.pool_host_cut_off_mid_job_rows_exactly_once") {
   require_bed_or_skip();
   TempDir dir("multihost-cut");
-  write_counting_job(dir, 60, "0.3");
+  // 1 s tasks: when the link goes, host1 is running two (its capacity), which end well inside
+  // its 3 s heartbeat threshold, so their results are queued on its connection when it notices
+  // and re-registers; they reach the interchange, stale, when the link comes back.
+  write_counting_job(dir, 60, "1.0");
   MultiHost mh(dir, 4);
   auto client = mh.start_client();
   REQUIRE_MESSAGE(wait_until(
@@ -220,6 +72,12 @@ TEST_CASE("multihost.pool_host_cut_off_mid_job_rows_exactly_once") {
                 mh.logs());
   check_rows_once(dir / "out.txt", 60);
   CHECK(sql_int(mh.db, "select count(*) from attempts where status='RUN_DONE'") == 60);
+  // Those late results were refused as stale, counted and logged.
+  CHECK_MESSAGE(
+      wait_until([&] { return stale_results(dir / "ix.log") > 0; }, std::chrono::seconds(30)),
+      mh.logs());
+  CHECK(read_text(dir / "ix.log").find("stale results from unregistered pool 'host1'") !=
+        std::string::npos);
   CHECK_FALSE(mh.ix.poll().has_value());
 }
 

@@ -107,10 +107,10 @@ TEST_CASE("integration.pool_loss.killed_pool_work_requeued_and_pool_reregisters"
   CHECK(!cl.interchange.poll().has_value());
 }
 
-// A pool stopped with SIGTERM says goodbye (PoolLeaving): the interchange records it `gone`, not
-// `lost`, and requeues what it held at once, as left. (Without the goodbye the closed
-// connection also requeues it quickly, but as lost; the minute-long heartbeat threshold keeps
-// silence out of the picture.)
+// A pool stopped with SIGTERM drains: its running tasks finish, and it says goodbye
+// (PoolLeaving), handing back what it had not started: the interchange records it `gone`, not
+// `lost`, and requeues that at once with no try used, so nothing is counted failed. (The
+// minute-long heartbeat threshold keeps silence out of the picture.)
 TEST_CASE("integration.pool_loss.terminated_pool_says_goodbye_its_work_requeued_at_once") {
   TempDir dir("poolterm");
   const std::string db = dir / "fanout.db";
@@ -131,13 +131,10 @@ TEST_CASE("integration.pool_loss.terminated_pool_says_goodbye_its_work_requeued_
   CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 40);
   CHECK(sql_column(db, "select state from pools where name='pool-a'") ==
         std::vector<std::string>{"gone"});
-  // What pool-a still held, if anything, is on record as left, never as silent.
-  CHECK(sql_int(db,
-                "select count(*) from attempts where status='POOL_LOST' and "
-                "error_message not like '%pool-a%left%'") == 0);
-  CHECK(sql_int(db,
-                "select count(*) from attempts where status not in "
-                "('RUN_DONE','POOL_LOST')") == 0);
+  // Nothing failed: one successful attempt per mini-batch, each file run once.
+  CHECK(sql_int(db, "select count(*) from attempts where status<>'RUN_DONE'") == 0);
+  CHECK(read_lines(dir / "runs.txt").size() == 40);
+  CHECK(read_text(dir / "pool-a.log").find("said goodbye") != std::string::npos);
   CHECK(!cl.interchange.poll().has_value());
 }
 

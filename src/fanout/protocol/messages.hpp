@@ -174,7 +174,8 @@ struct Registered {
   std::uint64_t pool_id = 0;
   std::uint32_t heartbeat_period_ms = 0;
   std::uint32_t heartbeat_threshold_ms = 0;
-  MSGPACK_DEFINE_ARRAY(pool_id, heartbeat_period_ms, heartbeat_threshold_ms)
+  double now_unix = 0;  // the interchange's clock when it answered: pools correct theirs by it
+  MSGPACK_DEFINE_ARRAY(pool_id, heartbeat_period_ms, heartbeat_threshold_ms, now_unix)
 };
 
 struct Reject {

@@ -341,6 +341,31 @@ TEST_CASE("interchange.job_ledger.lost_attempts_are_retried_and_counted_failed_t
   CHECK_FALSE(finish(l, t[0], AttemptStatus::RunDone).ours);
 }
 
+// A pool that leaves on its own hands back what it did not finish (issue 12): requeued in order
+// at the front as the same try, nothing counted failed, even on the last try.
+TEST_CASE("interchange.job_ledger.handed_back_tasks_are_requeued_with_no_try_used") {
+  JobLedger l(1, 1);
+  Job& job = job_with(l, 3, true, spec(1));
+  auto t = take(l, job, 3);
+  CHECK(l.hand_back({t[0].task_id, t[1].task_id, 999}) == 2);
+  CHECK(job.attempts_failed == 0);
+  CHECK(job.failed == 0);
+  CHECK(job.in_flight == 1);
+  REQUIRE(job.ready.size() == 2);
+  CHECK(job.ready[0].mb.index == 0);
+  CHECK(job.ready[1].mb.index == 1);
+  CHECK(job.ready[0].attempt == 1);
+  CHECK(job.ready[0].mb.items.size() == 2);
+  // Its result, should one still come, is not counted; the retry runs under a new task id.
+  CHECK_FALSE(finish(l, t[0], AttemptStatus::RunDone).ours);
+  auto again = take(l, job, 1);
+  REQUIRE(again.size() == 1);
+  CHECK(again[0].index == 0);
+  CHECK(again[0].attempt == 1);
+  CHECK(again[0].task_id != t[0].task_id);
+  CHECK(finish(l, again[0], AttemptStatus::RunDone).ours);
+}
+
 // attempts.id must be the task id the pool saw (issue 15): a lost attempt used to be recorded under
 // a fresh id, so the pool's logs and the store disagreed. The retry gets the fresh id.
 TEST_CASE("interchange.job_ledger.lost_attempt_keeps_its_task_id") {
