@@ -260,7 +260,14 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
                                        .embedded = embedded ? &*embedded : nullptr,
                                        .security = ov.security,
                                        .printer = &printer,
-                                       .interrupts = &g_interrupts},
+                                       .interrupts = &g_interrupts,
+                                       // An interchange that restarted after the job's end
+                                       // was committed does not know it: the store does.
+                                       .ended_in_store = [&]() -> std::optional<proto::JobEnded> {
+                                         if (!connected) return std::nullopt;
+                                         return job_ended_in_store(db,
+                                                                   connected->policy().job_id());
+                                       }},
                       log);
   } catch (const Failure& f) {  // a key missing or open to others, --insecure off loopback
     std::fprintf(stderr, "error: %s\n", f.what());
@@ -318,6 +325,7 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     if (auto r = write_output_mltables(cfg); !r) {
       std::fprintf(stderr, "warning: %s\n", r.error().message.c_str());
     }
+    if (state.end() == SessionEnd::EndedInStore) write_missing_reports(db, job_id, spec.log_dir);
     (void)report_ended(*state.ended(),
                        spec.output_path.empty() ? output_folder(cfg) : spec.output_path,
                        spec.log_dir);
@@ -344,8 +352,12 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     }
   }
   if (embedded) {
-    session.shutdown("client done", embedded->shutdown_token());
-    embedded->stop();
+    // A store owner that other runs' jobs attached to stays until they end (docs/store.md).
+    if (!embedded->guest() && session.shutdown("client done", embedded->shutdown_token())) {
+      embedded->detach();
+    } else {
+      embedded->stop();
+    }
   }
   return rc;
 }

@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <thread>
 
 #include "client/slurm_launcher.hpp"
 #include "fanout/net/keys.hpp"
+#include "fanout/store/owner_lock.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
 
@@ -131,25 +133,55 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
   }
   so.env_set.emplace_back("FANOUT_SHUTDOWN_TOKEN", token_);
   so.new_process_group = true;  // Ctrl-C reaches the client only; it stops the job in order
-  auto ix = ChildProcess::spawn(so);
-  if (!ix) throw Failure(ix.error());
-  ix_ = std::move(*ix);
-  // Wait for the endpoints.
+  // Wait for the endpoints. An interchange that finds the store owned by another live one
+  // exits 4: this run's job then goes to that owner (docs/store.md, section 1); should the owner
+  // be gone meanwhile, a private interchange is started again.
+  db_ = db;
   auto deadline = Clock::now() + std::chrono::seconds(30);
-  while (!fs::exists(ready_)) {
-    if (auto st = ix_.poll()) {
-      throw Failure(ErrorCode::Runtime, "the interchange exited at start (" + st->describe() +
-                                            "):" + tail_of(ix_log_, 10));
+  std::string text;
+  while (text.empty()) {
+    if (!ix_.valid() || ix_.poll()) {
+      auto ix = ChildProcess::spawn(so);
+      if (!ix) throw Failure(ix.error());
+      ix_ = std::move(*ix);
     }
-    if (Clock::now() > deadline) {
-      throw Failure(ErrorCode::Runtime,
-                    "the interchange did not start within 30 s: see " + ix_log_);
+    while (!fs::exists(ready_)) {
+      if (auto st = ix_.poll()) {
+        if (st->code == 4) {
+          text = owner_endpoints(deadline);
+          break;
+        }
+        throw Failure(ErrorCode::Runtime, "the interchange exited at start (" + st->describe() +
+                                              "):" + tail_of(ix_log_, 10));
+      }
+      if (Clock::now() > deadline) {
+        throw Failure(ErrorCode::Runtime,
+                      "the interchange did not start within 30 s: see " + ix_log_);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (!guest_ && fs::exists(ready_)) text = read_file(ready_).value();
   }
-  const auto text = read_file(ready_).value();
   client_ep_ = ready_value(text, "client");
   pool_ep_ = ready_value(text, "pool");
+  if (guest_) {
+    // The owner's transport and keys, for this client and its pools.
+    token_.clear();
+    security_ = net::Security{};
+    security_flags.clear();
+    const std::string security = ready_value(text, "security");
+    if (security == "insecure") {
+      security_.insecure = true;
+      security_flags = {"--insecure"};
+    } else if (security == "curve") {
+      security_.keys_dir = ready_value(text, "keys");
+      if (!security_.keys_dir.empty()) security_flags = {"--keys", security_.keys_dir};
+    }
+    std::fprintf(stderr,
+                 "note: the store %s is owned by the running interchange pid %s; this job runs "
+                 "there, with this run's pools\n",
+                 db.c_str(), ready_value(text, "pid").c_str());
+  }
   // Pools bound to a wildcard address reach it by this host's name.
   for (const char* any : {"tcp://0.0.0.0:", "tcp://*:"}) {
     if (pool_ep_.rfind(any, 0) == 0) {
@@ -217,6 +249,31 @@ void Embedded::start_watchdog() {
   watchdog_ = std::move(*p);
 }
 
+std::string Embedded::owner_endpoints(Clock::time_point deadline) {
+  while (Clock::now() < deadline) {
+    auto owner = store::find_owner(db_);
+    if (!owner) return {};  // gone meanwhile: start a private interchange again
+    if (!ready_value(owner->text, "client").empty()) {
+      guest_ = true;
+      owner_pid_ = owner->pid;
+      return owner->text;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // not published yet
+  }
+  throw Failure(ErrorCode::Runtime, "the store " + db_ +
+                                        " is owned by another interchange, which did not publish "
+                                        "its endpoints within 30 s (see " +
+                                        store::owner_file(db_) + ")");
+}
+
+bool Embedded::interchange_exited() {
+  if (guest_) {
+    auto owner = store::find_owner(db_);
+    return !owner || owner->pid != owner_pid_;
+  }
+  return ix_.poll().has_value();
+}
+
 void Embedded::stop() {
   watchdog_.set_grace(std::chrono::milliseconds(200));
   if (!detached_) watchdog_.stop();
@@ -244,7 +301,12 @@ std::vector<pid_t> Embedded::pool_pids() const {
 }
 
 std::string Embedded::dead_child() {
-  if (auto st = ix_.poll()) {
+  if (guest_) {
+    if (interchange_exited()) {
+      return fmt::format("the interchange that owned the store {} (pid {}) exited", db_,
+                         owner_pid_);
+    }
+  } else if (auto st = ix_.poll()) {
     return "the interchange exited (" + st->describe() + "):" + tail_of(ix_log_, 10);
   }
   return launcher_ ? launcher_->poll() : std::string();

@@ -13,6 +13,7 @@
 #include "client/run_settings.hpp"
 #include "fanout/net/security.hpp"
 #include "fanout/util/child_process.hpp"
+#include "fanout/util/clock.hpp"
 #include "fanout/util/log.hpp"
 
 namespace fanout::client {
@@ -48,10 +49,16 @@ class Embedded final {
   // Describes the interchange's death, or that every pool exited (and the launcher will start
   // no other), with the log tail; "" while the interchange runs and pools run or may come.
   std::string dead_child();
+  // The interchange is gone: the private one exited, or the store's owner this run attached to
+  // no longer holds the store.
+  bool interchange_exited();
+  // This run found the store owned by another live interchange and uses it (its own pools
+  // connect there; there is no private interchange to stop).
+  [[nodiscard]] bool guest() const { return guest_; }
   [[nodiscard]] const std::string& client_endpoint() const { return client_ep_; }
   // What a client connecting to client_endpoint() uses (net::connect_secure).
   [[nodiscard]] const net::Security& security() const { return security_; }
-  // The secret a Shutdown to this private interchange must carry.
+  // The secret a Shutdown to this private interchange must carry (empty for a guest()).
   [[nodiscard]] const std::string& shutdown_token() const { return token_; }
   // Process ids of the interchange and of each pool (for `fanout perf`'s CPU accounting).
   [[nodiscard]] pid_t interchange_pid() const { return ix_.pid(); }
@@ -65,6 +72,12 @@ class Embedded final {
   net::Security security_{};
   std::string ipc_dir_{};  // Transport::Ipc: removed by stop() unless detached
   bool detached_ = false;
+  std::string db_{};
+  bool guest_ = false;
+  pid_t owner_pid_ = 0;
+  // The owner's ready text ("client=..."), once the store's owner published it; "" when it
+  // went away (start a private interchange again). Throws Failure after `deadline`.
+  std::string owner_endpoints(Clock::time_point deadline);
   ChildProcess ix_;
   std::unique_ptr<Launcher> launcher_;
   ChildProcess watchdog_;  // --exit-with-client: releases the pools if the client dies

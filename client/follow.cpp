@@ -15,8 +15,11 @@
 #include "client/session.hpp"
 #include "client/slurm_launcher.hpp"
 #include "fanout/protocol/job_state.hpp"
+#include "fanout/report/html_report.hpp"
+#include "fanout/report/job_report.hpp"
 #include "fanout/store/job_settings.hpp"
 #include "fanout/store/reader.hpp"
+#include "fanout/util/atomic_file.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
 
@@ -90,6 +93,7 @@ int report_session(const Session& session, ProgressPrinter& printer, const std::
       return report_ended(*state.ended(), output_path, log_dir);
     case SessionEnd::EndedInStore:
       printer.finish();
+      write_missing_reports(opts.db, job_id, in_store->log_dir);
       return report_ended(*state.ended(), in_store->output_path, in_store->log_dir);
     case SessionEnd::Rejected:
       printer.finish();
@@ -149,13 +153,40 @@ int follow_on(const std::string& endpoint, std::uint64_t job_id, const FollowOpt
       report_session(session, printer, endpoint, opts, in_store, output_path, log_dir, log);
   if (emb != nullptr) {
     // Other jobs the private interchange resumed stay unfinished in the store for a later resume.
-    session.shutdown("fanout resume done", emb->shutdown_token());
-    emb->stop();
+    if (!emb->guest() && session.shutdown("fanout resume done", emb->shutdown_token())) {
+      emb->detach();
+    } else {
+      emb->stop();
+    }
   }
   return rc;
 }
 
 }  // namespace
+
+void write_missing_reports(const std::string& db, std::uint64_t job_id,
+                           const std::string& log_dir) {
+  if (log_dir.empty() || fs::exists(log_dir + "/report.html")) return;
+  (void)remove_stale_temporaries(log_dir);
+  auto r = report::write_job_report(db, job_id, log_dir);
+  if (r) {
+    if (auto h = report::write_job_html(db, job_id, log_dir + "/report.html"); !h) {
+      r = Unexpected{h.error()};
+    }
+  }
+  if (!r) {
+    std::fprintf(stderr, "fanout: job %llu: the reports could not be written: %s\n",
+                 static_cast<unsigned long long>(job_id), r.error().message.c_str());
+  }
+}
+
+std::optional<proto::JobEnded> job_ended_in_store(const std::string& db, std::uint64_t job_id) {
+  if (job_id == 0) return std::nullopt;
+  std::string err;
+  auto j = job_in_store(db, job_id, err);
+  if (!j || !is_ended(j->state)) return std::nullopt;
+  return ended_from_store(*j);
+}
 
 void write_job_pointer(const std::string& run_dir, const std::string& endpoint,
                        std::uint64_t job_id) {
@@ -186,6 +217,7 @@ int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log) {
       std::fprintf(stderr, "fanout: job %llu already ended\n",
                    static_cast<unsigned long long>(job_id));
     }
+    write_missing_reports(opts.db, job_id, job->log_dir);
     return report_from_store(*job);
   }
   std::string endpoint = opts.interchange;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "fanout/net/security.hpp"
@@ -34,6 +35,15 @@ struct FollowOptions {
 // to its end. A job the store holds as ended is reported from the store. Returns 0 succeeded, 1
 // failed or cancelled, 2 unknown job or bad arguments, 3 no interchange reachable.
 int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log);
+
+// Writes the reports (logs/: job_result.txt, the CSVs, report.html) of job `job_id`, ended in
+// the store `db`, when report.html is missing (its interchange was killed before writing them),
+// removing temporary files dead writers left. A failure is printed, not fatal.
+void write_missing_reports(const std::string& db, std::uint64_t job_id, const std::string& log_dir);
+
+// The end of job `job_id` as the store `db` holds it, as JobEnded would have told it; nullopt
+// while it has not ended there (or the store cannot be read).
+std::optional<proto::JobEnded> job_ended_in_store(const std::string& db, std::uint64_t job_id);
 
 struct ResumeOptions {
   std::string db{};

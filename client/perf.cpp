@@ -301,7 +301,7 @@ RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log,
   for (pid_t p : emb->pool_pids()) rs.cpu_pools += proc_cpu_s(p);
   rs.cpu_pools -= pools_cpu0;
   rs.cpu_workers = workers_cpu() - workers_cpu0;
-  session.shutdown("perf done", emb->shutdown_token());
+  (void)session.shutdown("perf done", emb->shutdown_token());
   emb->stop();
   if (!ended) {
     if (rs.error.empty()) rs.error = "the job did not end";

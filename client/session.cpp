@@ -156,7 +156,9 @@ int SessionPolicy::exit_code() const {
       return proto::parse_job_state(ended_->state) == proto::JobState::Succeeded ? 0 : 1;
     case SessionEnd::Rejected:
       // A job this client submitted and lost is an infrastructure failure; a job id the user
-      // gave that no interchange knows is a bad argument.
+      // gave that no interchange knows, or a submission refused for one of its fields (e.g.
+      // its output file is another running job's), is a bad argument.
+      if (rules_.submits && job_id_ == 0 && detail_.rfind("SubmitJob: ", 0) == 0) return 2;
       return rules_.submits ? 3 : 2;
     default:
       return 3;
@@ -266,7 +268,12 @@ bool Session::pump(std::chrono::milliseconds wait) {
   if (policy_.end() != SessionEnd::Open) return false;
   if (opts_.embedded != nullptr) {
     if (auto dead = opts_.embedded->dead_child(); !dead.empty()) {
-      policy_.child_died(std::move(dead));
+      // Killed after the job's end was committed, before JobEnded left: the job did end.
+      if (auto in_store = opts_.ended_in_store ? opts_.ended_in_store() : std::nullopt) {
+        policy_.ended_in_store(std::move(*in_store));
+      } else {
+        policy_.child_died(std::move(dead));
+      }
       return false;
     }
   }
@@ -321,8 +328,23 @@ void Session::cancel(std::string reason) {
   (void)sock_->send(proto::encode(proto::CancelJob{policy_.job_id(), std::move(reason)}));
 }
 
-void Session::shutdown(const std::string& reason, const std::string& token) {
+bool Session::shutdown(const std::string& reason, const std::string& token) {
   (void)sock_->send(proto::encode(proto::Shutdown{reason, token}));
+  if (opts_.embedded == nullptr) return false;
+  // It stops at once, unless jobs of other clients run there: then it says so and goes on.
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < deadline && !opts_.embedded->interchange_exited()) {
+    poller_.wait(std::chrono::milliseconds(50));
+    while (sock_->recv(msg_)) {
+      auto h = proto::read_header(msg_.frame);
+      if (!h || h->type != proto::MsgType::Reject) continue;
+      if (auto m = proto::decode<proto::Reject>(msg_.frame);
+          m && m->reason.rfind("Shutdown: deferred", 0) == 0) {
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 }  // namespace fanout::client

@@ -194,8 +194,11 @@ class Session final {
   void send_end();
   // Asks the interchange to cancel the job now (and with each probe) with `reason`.
   void cancel(std::string reason);
-  // Asks the private interchange to stop (it needs the token it was started with).
-  void shutdown(const std::string& reason, const std::string& token);
+  // Asks the private interchange to stop (it needs the token it was started with) and, with an
+  // embedded interchange, waits up to 5 s for it to exit. True when it deferred instead because
+  // jobs of other clients run there (`fanout run`s that attached to this store's owner): leave
+  // it running then (Embedded::detach()).
+  bool shutdown(const std::string& reason, const std::string& token);
 
   [[nodiscard]] SessionPolicy& policy() { return policy_; }
   [[nodiscard]] const SessionPolicy& policy() const { return policy_; }

@@ -65,4 +65,13 @@ std::optional<Delivery> ClientSessions::report_written(std::uint64_t job_id, dou
   return d;
 }
 
+bool ClientSessions::followed_by_others(const std::string& peer) const {
+  for (const auto& [id, session] : live_) {
+    for (const auto& c : session.clients) {
+      if (c != peer) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace fanout::ix

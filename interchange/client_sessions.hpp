@@ -66,6 +66,9 @@ class ClientSessions final {
   void delivered(const proto::JobEnded& ended) { ended_[ended.job_id] = ended; }
 
   [[nodiscard]] bool reporting() const noexcept { return !reporting_.empty(); }
+  // Whether a client other than `peer` follows a live job (one that attached from another
+  // `fanout run` on the same store).
+  [[nodiscard]] bool followed_by_others(const std::string& peer) const;
 
  private:
   struct Session {

@@ -4,10 +4,12 @@
 #include "interchange/interchange.hpp"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -77,9 +79,28 @@ void Interchange::recover() {
   for (auto id : ids) {
     if (Job* job = ledger_.find(id)) settle(*job);
   }
+  // A job that ended just before the crash, before its reports were written, gets them now;
+  // the temporary files of the killed writer go.
+  for (const auto& [id, log_dir] : store_->unreported_jobs()) {
+    const std::size_t stale = remove_stale_temporaries(log_dir);
+    log_->info(
+        "job {} ended without its reports; writing them into {} ({} stale temporary files "
+        "removed)",
+        id, log_dir, stale);
+    reports_->submit(id, log_dir);
+  }
 }
 
 void Interchange::write_ready_file() {
+  if (opts_.owner != nullptr) {
+    // Another `fanout run` on this store attaches here (client/embedded.cpp).
+    const bool ipc = eps_.client.rfind("ipc://", 0) == 0;
+    const std::string security = ipc ? "ipc" : opts_.security.insecure ? "insecure" : "curve";
+    auto r = opts_.owner->publish(fmt::format("client={}\npool={}\npid={}\nsecurity={}\nkeys={}\n",
+                                              eps_.client, eps_.pool, ::getpid(), security,
+                                              opts_.security.keys_dir));
+    if (!r) log_->warn("{}", r.error().message);
+  }
   if (opts_.ready_file.empty()) return;
   std::string tmp = opts_.ready_file + ".tmp";
   {
@@ -156,11 +177,9 @@ int Interchange::run() {
       idle = false;
     }
   }
-  // Reports being written are finished, and their clients told, before we go.
-  if (sessions_.reporting()) {
-    reports_->wait_idle();
-    on_reports_done();
-  }
+  // Reports being written are finished (and recorded), and their clients told, before we go.
+  reports_->wait_idle();
+  on_reports_done();
   // Tell pools to go; let the frames leave before the sockets close.
   const std::string bye = proto::encode(proto::Shutdown{"interchange stopping"});
   const double now_unix = unix_now();
@@ -244,6 +263,7 @@ void Interchange::on_submit_job(const std::string& peer, const std::string& fram
   auto m = proto::decode<proto::SubmitJob>(frame);
   if (!m) return bad_frame("client", peer, m.error());
   auto ok = check_job_spec(m->spec);
+  if (ok) ok = check_output_free(m->spec, ledger_.jobs());
   if (ok) ok = prepare_job_files(m->spec);
   if (!ok) {
     send_client(peer, proto::encode(proto::Reject{ok.error().message}));
@@ -359,6 +379,17 @@ void Interchange::on_shutdown(const std::string& peer, const std::string& frame)
   if (!m) return bad_frame("client", peer, m.error());
   if (opts_.shutdown_token.empty() || m->token != opts_.shutdown_token) {
     bad_frame("client", peer, Error{ErrorCode::Protocol, "Shutdown: refused (no or wrong token)"});
+    return;
+  }
+  if (sessions_.followed_by_others(peer)) {
+    // Jobs of other clients (`fanout run`s that attached to this store's owner) run here: the
+    // interchange goes on and exits when idle; the requester leaves it running (detaches).
+    log_->info(
+        "shutdown requested by the client that started us; deferred until the jobs of "
+        "other clients end");
+    send_client(peer, proto::encode(proto::Reject{"Shutdown: deferred: jobs of other clients "
+                                                  "run here"}));
+    opts_.exit_when_idle = true;
     return;
   }
   log_->info("shutdown requested by the client that started us");
@@ -717,6 +748,10 @@ void Interchange::end_job(std::uint64_t job_id, const Verdict& verdict) {
   }
   store_->finish_job(job.id, state, verdict.reason, unix_now());
   store_->flush();  // the client is told only what is durable
+  // Tests: dies as a SIGKILL here would, after the end is committed and before the reports and
+  // JobEnded (docs/architecture.md, failure table).
+  static const bool test_exit = std::getenv("FANOUT_TEST_EXIT_AFTER_JOB_END") != nullptr;
+  if (test_exit) ::kill(::getpid(), SIGKILL);
   proto::JobEnded msg{job.id, state, verdict.reason, progress_of(job)};
   log_->info("job {} ({}) {}: {} ({} of {} mini-batches succeeded)", job.id, job.spec.name, state,
              verdict.reason, job.succeeded, job.total);
@@ -730,6 +765,7 @@ void Interchange::end_job(std::uint64_t job_id, const Verdict& verdict) {
 
 void Interchange::on_reports_done() {
   for (auto& d : reports_->take_done()) {
+    if (d.ok) store_->mark_reported(d.job_id, unix_now());
     auto delivery = sessions_.report_written(d.job_id, d.wall_s, d.cpu_s);
     if (!delivery) continue;
     if (d.ok) {

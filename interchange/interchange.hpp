@@ -15,6 +15,7 @@
 #include "fanout/net/security.hpp"
 #include "fanout/net/socket.hpp"
 #include "fanout/protocol/messages.hpp"
+#include "fanout/store/owner_lock.hpp"
 #include "fanout/store/task_store.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/log.hpp"
@@ -42,6 +43,9 @@ struct Options {
   bool exit_when_idle = false;     // embedded mode: exit once every job ended and clients left
   std::string shutdown_token{};    // a client Shutdown must carry it; empty: refused
   net::Security security{};        // Curve on tcp:// endpoints; see docs/security.md
+  // The store's owner lock main() took (store/owner_lock.hpp): where this interchange listens is
+  // published there once bound. Null: nothing published (tests).
+  store::OwnerLock* owner = nullptr;
 };
 
 // Counters logged at INFO every stats_interval when they changed (STYLE.md section 7).

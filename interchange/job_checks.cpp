@@ -1,6 +1,8 @@
 // Job spec checks. See job_checks.hpp.
 #include "interchange/job_checks.hpp"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <string>
 
@@ -28,6 +30,23 @@ Expected<void> check_job_spec(const proto::JobSpec& spec) {
     if (!out.is_absolute() || !out.has_filename()) {
       return bad("output_path", "expected an absolute file path (got '" + spec.output_path + "')");
     }
+  }
+  return {};
+}
+
+Expected<void> check_output_free(const proto::JobSpec& spec, const JobLedger::Jobs& jobs) {
+  if (spec.output_path.empty()) return {};
+  const auto normal = [](const std::string& p) {
+    return std::filesystem::path(p).lexically_normal().string();
+  };
+  const std::string mine = normal(spec.output_path);
+  for (const auto& [id, job] : jobs) {
+    if (job.spec.output_path.empty() || normal(job.spec.output_path) != mine) continue;
+    return make_error(ErrorCode::InvalidArgument,
+                      fmt::format("SubmitJob: output_path: {} is the append_row output of running "
+                                  "job {} ({}); two jobs must not append to one file: wait for "
+                                  "it to end, or choose another output",
+                                  spec.output_path, id, job.spec.name));
   }
   return {};
 }

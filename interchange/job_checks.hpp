@@ -5,6 +5,7 @@
 
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/expected.hpp"
+#include "interchange/job_ledger.hpp"
 
 namespace fanout::ix {
 
@@ -13,5 +14,12 @@ namespace fanout::ix {
 // (>= 1), code_dir (absolute), log_dir (absolute when set), output_path (an absolute file path
 // when set).
 [[nodiscard]] Expected<void> check_job_spec(const proto::JobSpec& spec);
+
+// A second job may never append to a file a live job appends to (each keeps its own end offset,
+// so their rows would overwrite each other): Error{InvalidArgument, "SubmitJob: output_path:
+// <path> is the append_row output of running job <id> (<name>); ..."} when one of `jobs` has the
+// same output_path (compared lexically normalised). Jobs without an output file never conflict.
+[[nodiscard]] Expected<void> check_output_free(const proto::JobSpec& spec,
+                                               const JobLedger::Jobs& jobs);
 
 }  // namespace fanout::ix

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "fanout/net/security.hpp"
+#include "fanout/store/owner_lock.hpp"
 #include "fanout/util/log.hpp"
 #include "interchange/interchange.hpp"
 
@@ -66,6 +67,14 @@ int main(int argc, char** argv) {
     log->critical("{}", r.error().message);
     return 1;
   }
+  // One live interchange per store, taken before anything binds; exit code 4 says the store is
+  // owned by another one (an embedded `fanout run` then attaches to it: client/embedded.cpp).
+  auto owner = fanout::store::OwnerLock::acquire(opts.db_path);
+  if (!owner) {
+    log->critical("{}", owner.error().message);
+    return owner.error().code == fanout::ErrorCode::State ? 4 : 1;
+  }
+  opts.owner = &*owner;
   try {
     fanout::ix::Interchange ix(opts, log);
     g_ix = &ix;

@@ -258,6 +258,43 @@ FROM jobs j, json_each(CASE WHEN json_valid(j.settings) THEN j.settings ELSE '{}
     R"sql(
 ALTER TABLE pools ADD COLUMN key_fingerprint TEXT;
 )sql",
+    // 3 -> 4: jobs.output_start, the output file's size when the job started (recovery never
+    // cuts below it); jobs.reported, when its logs/ reports were written (jobs that ended
+    // before count as reported); one pools row per pool name, counting its registrations,
+    // instead of one per registration (the rows of a name merge into its first, with its latest
+    // details, and the rows that pointed to the others point to it).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN output_start INTEGER;
+ALTER TABLE jobs ADD COLUMN reported REAL;
+UPDATE jobs SET reported = ended WHERE ended IS NOT NULL;
+ALTER TABLE pools ADD COLUMN registrations INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE pools ADD COLUMN last_registration INTEGER;
+CREATE TEMP TABLE pool_merge AS
+  SELECT p.id AS old_id, f.first_id AS new_id
+  FROM pools p JOIN (SELECT name, min(id) AS first_id FROM pools GROUP BY name) f
+    ON f.name IS p.name;
+UPDATE pools SET
+  registrations = (SELECT count(*) FROM pools q WHERE q.name IS pools.name),
+  last_registration = (SELECT max(id) FROM pools q WHERE q.name IS pools.name);
+UPDATE pools SET (node, workers, prefetch, pid, build, state, last_seen, key_fingerprint) =
+  (SELECT node, workers, prefetch, pid, build, state, last_seen, key_fingerprint
+   FROM pools q WHERE q.id = pools.last_registration)
+WHERE id IN (SELECT new_id FROM temp.pool_merge) AND last_registration != id;
+UPDATE attempts SET pool_id = (SELECT new_id FROM temp.pool_merge WHERE old_id = attempts.pool_id)
+WHERE pool_id IN (SELECT old_id FROM temp.pool_merge WHERE old_id != new_id);
+UPDATE node_resource_samples
+SET pool_id = (SELECT new_id FROM temp.pool_merge WHERE old_id = node_resource_samples.pool_id)
+WHERE pool_id IN (SELECT old_id FROM temp.pool_merge WHERE old_id != new_id);
+UPDATE process_resource_samples
+SET pool_id = (SELECT new_id FROM temp.pool_merge WHERE old_id = process_resource_samples.pool_id)
+WHERE pool_id IN (SELECT old_id FROM temp.pool_merge WHERE old_id != new_id);
+UPDATE disk_usage_samples
+SET pool_id = (SELECT new_id FROM temp.pool_merge WHERE old_id = disk_usage_samples.pool_id)
+WHERE pool_id IN (SELECT old_id FROM temp.pool_merge WHERE old_id != new_id);
+DELETE FROM pools WHERE id IN (SELECT old_id FROM temp.pool_merge WHERE old_id != new_id);
+DROP TABLE temp.pool_merge;
+CREATE UNIQUE INDEX pools_name ON pools (name);
+)sql",
 };
 
 static_assert(std::size(kMigrations) == static_cast<std::size_t>(kSchemaVersion),

@@ -132,12 +132,24 @@ std::uint64_t TaskStore::max_attempt_id() {
 
 std::uint64_t TaskStore::max_pool_id() {
   std::lock_guard lk(impl_->db_mu);
-  return static_cast<std::uint64_t>(impl_->db.query_int("SELECT coalesce(max(id), 0) FROM pools"));
+  // A row keeps its first registration's id; later ones are counted in last_registration.
+  return static_cast<std::uint64_t>(impl_->db.query_int(
+      "SELECT coalesce(max(max(id, coalesce(last_registration, id))), 0) FROM pools"));
 }
 
 std::vector<UnfinishedJob> TaskStore::recover() {
   std::lock_guard lk(impl_->db_mu);
   return detail::recover(impl_->db, impl_->log);
+}
+
+std::vector<std::pair<std::uint64_t, std::string>> TaskStore::unreported_jobs() {
+  std::lock_guard lk(impl_->db_mu);
+  std::vector<std::pair<std::uint64_t, std::string>> out;
+  Statement q(impl_->db,
+              "SELECT id, log_dir FROM jobs WHERE ended IS NOT NULL AND reported IS NULL "
+              "AND coalesce(log_dir, '') != '' ORDER BY id");
+  while (q.step()) out.emplace_back(q.column_uint64(0), std::string(q.column_text(1)));
+  return out;
 }
 
 void TaskStore::create_job(std::uint64_t job_id, const proto::JobSpec& spec, double created) {
@@ -164,6 +176,10 @@ void TaskStore::finish_job(std::uint64_t job_id, const std::string& state,
 }
 
 void TaskStore::upsert_pool(const PoolRecord& pool) { impl_->queue.push(PoolRecord(pool)); }
+
+void TaskStore::mark_reported(std::uint64_t job_id, double when) {
+  impl_->queue.push(detail::MarkReported{job_id, when});
+}
 
 void TaskStore::record_resources(ResourceRecord rec) {
   if (rec.job_ids.empty()) return;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fanout/protocol/messages.hpp"
@@ -46,6 +47,9 @@ class TaskStore final {
   // is truncated to the end of the last committed mini-batch's rows (created if missing). Pools
   // still `connected` (to the previous interchange process) are marked `lost`.
   [[nodiscard]] std::vector<UnfinishedJob> recover();
+  // Jobs that ended without their reports written (the interchange stopped in between): id and
+  // logs/ folder, oldest first.
+  [[nodiscard]] std::vector<std::pair<std::uint64_t, std::string>> unreported_jobs();
 
   // ---- queued writes (any thread) ----
   void create_job(std::uint64_t job_id, const proto::JobSpec& spec, double created);
@@ -56,6 +60,8 @@ class TaskStore final {
   void finish_job(std::uint64_t job_id, const std::string& state, const std::string& reason,
                   double ended);
   void upsert_pool(const PoolRecord& pool);
+  // The job's reports are written (at unix time `when`).
+  void mark_reported(std::uint64_t job_id, double when);
   void record_resources(ResourceRecord rec);
 
   // Blocks until everything queued before the call is committed (output data synced first).

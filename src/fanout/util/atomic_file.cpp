@@ -1,9 +1,12 @@
 // Whole-or-nothing files. See atomic_file.hpp.
 #include "fanout/util/atomic_file.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
+#include <string>
 #include <system_error>
 
 #include "fanout/util/error.hpp"
@@ -51,6 +54,25 @@ Expected<void> write_file_atomic(const std::string& path, std::string_view text)
   } catch (const Failure& f) {
     return Unexpected{f.error()};
   }
+}
+
+std::size_t remove_stale_temporaries(const std::string& dir) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const std::string name = it->path().filename().string();
+    const auto dot = name.rfind(".tmp");
+    if (dot == std::string::npos || dot + 4 >= name.size()) continue;
+    const std::string digits = name.substr(dot + 4);
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+    const auto pid = static_cast<pid_t>(std::stol(digits));
+    if (pid > 0 && (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH)) continue;
+    std::error_code rm;
+    if (fs::remove(it->path(), rm)) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace fanout

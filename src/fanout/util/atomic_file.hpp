@@ -2,6 +2,7 @@
 // Used for the job reports (docs/store.md, "Reports: the logs folder").
 #pragma once
 
+#include <cstddef>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -38,5 +39,10 @@ class AtomicFile final {
 // Writes `text` to `path` through an AtomicFile. Creates the parent folders. Error{Io} naming
 // the path (or the folder) on failure; no temporary file is left behind.
 [[nodiscard]] Expected<void> write_file_atomic(const std::string& path, std::string_view text);
+
+// Removes, under `dir` (recursively), the temporary files ("<name>.tmp<pid>") that AtomicFiles of
+// processes no longer alive left behind (a writer killed mid-way). Returns how many; errors
+// (an unreadable folder) are skipped.
+std::size_t remove_stale_temporaries(const std::string& dir);
 
 }  // namespace fanout

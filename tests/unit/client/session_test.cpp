@@ -236,11 +236,20 @@ TEST_CASE("client.session.frames_about_other_jobs_are_ignored") {
 
 // ---- Reject ----
 
-TEST_CASE("client.session.a_refused_submission_ends_the_session_as_an_infrastructure_failure") {
+TEST_CASE("client.session.a_submission_refused_for_a_field_is_a_bad_argument_exit_code_2") {
   SessionPolicy p(SessionRules{.submits = true}, t0);
-  p.on_reject(proto::Reject{"SubmitJob: name: must not be empty"}, t0);
+  p.on_reject(proto::Reject{"SubmitJob: output_path: /o.txt is the append_row output of running "
+                            "job 3 (a)"},
+              t0);
   CHECK(p.end() == SessionEnd::Rejected);
-  CHECK(p.detail() == "SubmitJob: name: must not be empty");
+  CHECK(p.detail().rfind("SubmitJob: output_path:", 0) == 0);
+  CHECK(p.exit_code() == 2);
+}
+
+TEST_CASE("client.session.a_refused_submission_for_another_reason_is_an_infrastructure_failure") {
+  SessionPolicy p(SessionRules{.submits = true}, t0);
+  p.on_reject(proto::Reject{"protocol version 9 is not supported"}, t0);
+  CHECK(p.end() == SessionEnd::Rejected);
   CHECK(p.exit_code() == 3);
 }
 

@@ -79,3 +79,27 @@ TEST_CASE("interchange.job_checks.rejects_near_misses_naming_the_field") {
     CHECK(r.error().message.find(std::string("SubmitJob: ") + c.field + ":") == 0);
   }
 }
+
+// Issue 18 item 1: two live jobs never append to one file.
+TEST_CASE("interchange.job_checks.refuses_an_output_file_a_live_job_appends_to") {
+  fanout::ix::JobLedger::Jobs jobs;
+  fanout::ix::Job& running = jobs[3];
+  running.id = 3;
+  running.spec = good();
+  running.spec.name = "first";
+  running.spec.output_path = "/data/out/rows.txt";
+  jobs[4].spec = good();  // summary_only: no file
+
+  JobSpec s = good();
+  s.output_path = "/data/out/../out/rows.txt";  // the same file, spelt otherwise
+  auto r = fanout::ix::check_output_free(s, jobs);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == ErrorCode::InvalidArgument);
+  CHECK(r.error().message.rfind("SubmitJob: output_path: /data/out/../out/rows.txt", 0) == 0);
+  CHECK(r.error().message.find("running job 3 (first)") != std::string::npos);
+
+  s.output_path = "/data/out/other.txt";
+  CHECK(fanout::ix::check_output_free(s, jobs).has_value());
+  s.output_path.clear();
+  CHECK(fanout::ix::check_output_free(s, jobs).has_value());
+}

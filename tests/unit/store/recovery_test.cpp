@@ -130,3 +130,46 @@ TEST_CASE("store.recovery.recover_fails_undecodable_job") {
   CHECK(sql_text(path, "SELECT reason FROM jobs WHERE id = 1").find("job spec") !=
         std::string::npos);
 }
+
+// Issue 18 item 9: what the output file held before the job started is not the job's to remove.
+TEST_CASE("store.recovery.never_cuts_below_what_the_file_held_when_the_job_started") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  const std::string out = dir.file("out.txt");
+  std::string before;
+  for (int i = 0; i < 1000; ++i) before += "line " + std::to_string(i) + "\n";
+  append(out, before);
+  {
+    TaskStore store(path, quiet_logger());
+    store.create_job(1, make_spec(out), 10.0);
+    store.add_minibatches(1, {make_batch(0, {"a"})});
+  }
+  CHECK(sql_int(path, "SELECT output_start FROM jobs WHERE id = 1") ==
+        static_cast<std::int64_t>(before.size()));
+  append(out, "uncommitted");
+  TaskStore store(path, quiet_logger());
+  REQUIRE(store.recover().size() == 1);
+  CHECK(slurp(out) == before);
+}
+
+// Issue 18 item 0: recovery of one job never cuts rows another job committed into the same file.
+TEST_CASE("store.recovery.never_cuts_rows_another_job_committed_to_the_file") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  const std::string out = dir.file("out.txt");
+  using S = proto::AttemptStatus;
+  {
+    TaskStore store(path, quiet_logger());
+    store.create_job(1, make_spec(out), 10.0);  // unfinished, nothing committed
+    store.add_minibatches(1, {make_batch(0, {"a"})});
+    store.flush();
+    store.create_job(2, make_spec(out), 11.0);  // a later job on the same file, succeeded
+    store.add_minibatches(2, {make_batch(0, {"b"})});
+    store.record_attempt(make_attempt(1, 2, 0, 1, S::RunDone, "succeeded", "job2 row\n", true));
+    store.finish_job(2, "succeeded", "", 12.0);
+  }
+  CHECK(slurp(out) == "job2 row\n");
+  TaskStore store(path, quiet_logger());
+  REQUIRE(store.recover().size() == 1);
+  CHECK(slurp(out) == "job2 row\n");
+}

@@ -117,9 +117,72 @@ TEST_CASE("store.schema.version_3_records_each_pools_key_fingerprint") {
   {
     Db db(path, Db::Mode::ReadWriteCreate);
     db.exec("ALTER TABLE pools DROP COLUMN key_fingerprint");
+    // What version 4 added, which a version-2 store does not have either.
+    db.exec("DROP INDEX pools_name");
+    db.exec("ALTER TABLE pools DROP COLUMN registrations");
+    db.exec("ALTER TABLE pools DROP COLUMN last_registration");
+    db.exec("ALTER TABLE jobs DROP COLUMN output_start");
+    db.exec("ALTER TABLE jobs DROP COLUMN reported");
     db.exec("PRAGMA user_version = 2");
   }
   { TaskStore store(path, quiet_logger()); }
   CHECK(sql_int(path, "PRAGMA user_version") == kSchemaVersion);
   CHECK(sql_int(path, "SELECT count(*) FROM pools WHERE key_fingerprint IS NULL") == 2);
+}
+
+// Issue 18 item 12: one pools row per pool name, its registrations counted; attempts point to it.
+TEST_CASE("store.schema.version_4_keeps_one_pools_row_per_name") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  {
+    TaskStore store(path, quiet_logger());
+    store.upsert_pool(PoolRecord{1, "p1", "n", 1, 0, 11, "b", "connected", 1, 1});
+    store.upsert_pool(PoolRecord{1, "p1", "n", 1, 0, 11, "b", "lost", 1, 2});
+    store.upsert_pool(PoolRecord{2, "p1", "n", 2, 0, 12, "b", "connected", 3, 3});  // again
+    store.upsert_pool(PoolRecord{3, "p2", "n", 1, 0, 13, "b", "connected", 4, 4});
+    store.upsert_pool(PoolRecord{1, "p1", "n", 1, 0, 11, "b", "lost", 1, 5});  // stale: ignored
+    store.create_job(1, make_spec(""), 10.0);
+    store.add_minibatches(1, {make_batch(0, {"a"})});
+    auto rec = make_attempt(7, 1, 0, 1, fanout::proto::AttemptStatus::RunDone, "succeeded");
+    rec.pool_id = 2;  // the second registration of p1
+    store.record_attempt(rec);
+    store.flush();
+    CHECK(store.max_pool_id() == 3);
+  }
+  CHECK(sql_int(path, "SELECT count(*) FROM pools") == 2);
+  CHECK(sql_text(path,
+                 "SELECT id || ',' || registrations || ',' || state || ',' || pid || ',' || "
+                 "workers || ',' || last_registration FROM pools WHERE name = 'p1'") ==
+        "1,2,connected,12,2,2");
+  CHECK(sql_int(path, "SELECT pool_id FROM attempts WHERE id = 7") == 1);
+  {
+    TaskStore store(path, quiet_logger());
+    CHECK(store.max_pool_id() == 3);  // ids are never reused
+  }
+
+  // A version-3 store with a row per registration: merged into the name's first row.
+  {
+    Db db(path, Db::Mode::ReadWriteCreate);
+    db.exec("DROP INDEX pools_name");
+    db.exec("DELETE FROM pools");
+    db.exec("ALTER TABLE pools DROP COLUMN registrations");
+    db.exec("ALTER TABLE pools DROP COLUMN last_registration");
+    db.exec("ALTER TABLE jobs DROP COLUMN output_start");
+    db.exec("ALTER TABLE jobs DROP COLUMN reported");
+    db.exec(
+        "INSERT INTO pools (id, name, state, pid, last_seen) VALUES (1, 'a', 'lost', 1, 1), "
+        "(2, 'b', 'lost', 2, 2), (3, 'a', 'lost', 3, 3), (4, 'a', 'connected', 4, 4)");
+    db.exec("UPDATE attempts SET pool_id = 4 WHERE id = 7");
+    db.exec("UPDATE jobs SET ended = 20, state = 'succeeded'");
+    db.exec("PRAGMA user_version = 3");
+  }
+  { TaskStore store(path, quiet_logger()); }
+  CHECK(sql_int(path, "PRAGMA user_version") == kSchemaVersion);
+  CHECK(sql_int(path, "SELECT count(*) FROM pools") == 2);
+  CHECK(sql_text(path,
+                 "SELECT id || ',' || registrations || ',' || state || ',' || pid || ',' || "
+                 "last_registration FROM pools WHERE name = 'a'") == "1,3,connected,4,4");
+  CHECK(sql_int(path, "SELECT pool_id FROM attempts WHERE id = 7") == 1);
+  // Jobs that ended before count as reported (their reports are not written again).
+  CHECK(sql_int(path, "SELECT count(*) FROM jobs WHERE reported IS NULL") == 0);
 }

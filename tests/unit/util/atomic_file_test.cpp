@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "fanout/util/error.hpp"
@@ -69,4 +70,23 @@ TEST_CASE("util.atomic_file.errors_name_the_path") {
   } catch (const Failure& e) {
     CHECK(e.error().code == ErrorCode::Io);
   }
+}
+
+// Issue 18 item 3: the temporary files of a writer that was killed are removed, nothing else.
+TEST_CASE("util.atomic_file.stale_temporaries_of_dead_writers_are_removed") {
+  ScratchDir dir;
+  // A pid that is surely not running: beyond pid_max's default and the kernel's limit.
+  const std::string dead = dir.file("logs/sys/job_report/a.csv.tmp999999999");
+  const std::string live = dir.file("logs/job_result.txt.tmp1");  // pid 1 is alive
+  const std::string kept = dir.file("logs/job_result.txt");
+  const std::string other = dir.file("logs/notes.tmpx");
+  for (const auto& p : {dead, live, kept, other}) {
+    fs::create_directories(fs::path(p).parent_path());
+    std::ofstream(p) << "x";
+  }
+  CHECK(fanout::remove_stale_temporaries(dir.file("logs")) == 1);
+  CHECK_FALSE(fs::exists(dead));
+  CHECK(fs::exists(live));
+  CHECK(fs::exists(kept));
+  CHECK(fs::exists(other));
 }

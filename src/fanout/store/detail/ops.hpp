@@ -40,12 +40,18 @@ struct FinishJob {
 };
 
 // Queued by flush(): every submitted mini-batch the writer still holds back is written.
+// The job's reports (logs/) are written.
+struct MarkReported {
+  std::uint64_t job_id = 0;
+  double when = 0;
+};
+
 struct WriteSubmitted {};
 
 // CreateJob and ResourceRecord are rare and large, so they are boxed to keep the queue's
 // elements small.
 using Op = std::variant<std::unique_ptr<CreateJob>, AddMiniBatches, SetSubmitDone, MarkRunning,
                         AttemptRecord, FinishJob, PoolRecord, std::unique_ptr<ResourceRecord>,
-                        WriteSubmitted>;
+                        MarkReported, WriteSubmitted>;
 
 }  // namespace fanout::store::detail

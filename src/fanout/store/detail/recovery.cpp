@@ -22,9 +22,14 @@ std::vector<UnfinishedJob> recover(Db& db, const Logger& log) {
                       "SELECT m.id, m.state, m.tries, i.descriptor, i.detail FROM minibatches m "
                       "JOIN minibatch_inputs i ON i.job_id = m.job_id AND i.minibatch_id = m.id "
                       "WHERE m.job_id = ?1 AND m.state IN ('pending', 'running') ORDER BY m.id");
-  Statement output_end(db,
-                       "SELECT coalesce(max(output_offset + output_bytes), 0) FROM minibatches "
-                       "WHERE job_id = ?1 AND output_offset IS NOT NULL");
+  // Where the file is cut back to: never below the end of rows that any job sharing the file
+  // committed (another job's rows may follow this one's), nor below the size the file had when
+  // this job started (what was there before is not this job's to remove).
+  Statement output_end(db, R"sql(
+SELECT max(coalesce((SELECT max(m.output_offset + m.output_bytes)
+                     FROM jobs j JOIN minibatches m ON m.job_id = j.id
+                     WHERE j.output_path = ?2 AND m.output_offset IS NOT NULL), 0),
+           coalesce((SELECT output_start FROM jobs WHERE id = ?1), 0)))sql");
   Statement requeue(db,
                     "UPDATE minibatches SET state = 'pending', tries = max(tries - 1, 0) "
                     "WHERE job_id = ?1 AND state = 'running'");
@@ -81,7 +86,7 @@ std::vector<UnfinishedJob> recover(Db& db, const Logger& log) {
     if (!ok) continue;
 
     if (!output_path.empty()) {
-      output_end.bind(1, u.job_id);
+      output_end.bind(1, u.job_id).bind(2, output_path);
       const std::uint64_t end = output_end.step() ? output_end.column_uint64(0) : 0;
       output_end.reset();
       outputs.emplace_back(output_path, end);

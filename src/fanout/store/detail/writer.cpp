@@ -22,8 +22,8 @@ Writer::Writer(Db& db, Logger log)
       db_(db),
       insert_job_(db, R"sql(
 INSERT INTO jobs (id, name, state, reason, spec_path, runtime, entry_script, output_path,
-                log_dir, settings, spec, created, started)
-VALUES (?1, ?2, 'running', '', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10))sql"),
+                log_dir, settings, spec, created, started, output_start)
+VALUES (?1, ?2, 'running', '', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11))sql"),
       // A row that exists (a mini-batch submitted again after a restart) keeps its state,
       // unless this one was dispatched: then it is marked running, as mark_running_ would.
       insert_minibatch_(db, "INSERT INTO minibatches (job_id, id, state, tries, items)", 5,
@@ -53,10 +53,22 @@ ON CONFLICT (job_id, id) DO UPDATE SET state = excluded.state, tries = excluded.
      output_offset = coalesce(excluded.output_offset, output_offset),
      output_bytes = coalesce(excluded.output_bytes, output_bytes))sql"),
       finish_job_(db, "UPDATE jobs SET state = ?2, reason = ?3, ended = ?4 WHERE id = ?1"),
+      // One row per pool name (schema version 4): a new registration of a known name updates
+      // its row and counts it; a record of an older registration than the row's latest is
+      // ignored. The row keeps the id of the name's first registration.
       upsert_pool_(db, R"sql(
-INSERT OR REPLACE INTO pools (id, name, node, workers, prefetch, pid, build, state, registered,
-                            last_seen, key_fingerprint)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11))sql"),
+INSERT INTO pools (id, name, node, workers, prefetch, pid, build, state, registered,
+                   last_seen, key_fingerprint, registrations, last_registration)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 1, ?1)
+ON CONFLICT (name) DO UPDATE SET
+  registrations = registrations + (excluded.last_registration > last_registration),
+  node = excluded.node, workers = excluded.workers, prefetch = excluded.prefetch,
+  pid = excluded.pid, build = excluded.build, state = excluded.state,
+  last_seen = excluded.last_seen, key_fingerprint = excluded.key_fingerprint,
+  last_registration = excluded.last_registration
+WHERE excluded.last_registration >= last_registration)sql"),
+      pool_row_(db, "SELECT id FROM pools WHERE name = ?1"),
+      mark_reported_(db, "UPDATE jobs SET reported = ?2 WHERE id = ?1"),
       job_output_(db, "SELECT output_path FROM jobs WHERE id = ?1"),
       insert_node_sample_(db, R"sql(
 INSERT INTO node_resource_samples (job_id, pool_id, pool, node, time, interval_s, cpu_percent,
@@ -108,6 +120,9 @@ std::chrono::steady_clock::time_point Writer::held_due() const {
 
 void Writer::do_op(std::unique_ptr<CreateJob>& op) {
   const auto& s = op->spec;
+  // Opened first: its size now is where this job's rows start, below which recovery never cuts.
+  std::uint64_t output_start = 0;
+  if (!s.output_path.empty()) output_start = outputs_.open(op->job_id, s.output_path).end;
   pack_into(buf_, s);
   insert_job_.bind(1, op->job_id)
       .bind(2, s.name)
@@ -119,8 +134,12 @@ void Writer::do_op(std::unique_ptr<CreateJob>& op) {
       .bind_text_or_null(8, s.settings_json)
       .bind_blob(9, {buf_.data(), buf_.size()})
       .bind(10, op->created);
+  if (s.output_path.empty()) {
+    insert_job_.bind_null(11);
+  } else {
+    insert_job_.bind(11, output_start);
+  }
   insert_job_.run();
-  if (!s.output_path.empty()) outputs_.open(op->job_id, s.output_path);
 }
 
 // ---- Deferred submission ----
@@ -294,7 +313,7 @@ void Writer::flush_attempts() {
         .bind(b + 3, r.index)
         .bind(b + 4, r.attempt)
         .bind(b + 5, proto::to_string(static_cast<proto::AttemptStatus>(r.status)))
-        .bind(b + 6, rec.pool_id)
+        .bind(b + 6, pool_row(rec.pool_id))
         .bind_text_or_null(b + 7, rec.pool_name)
         .bind_text_or_null(b + 8, r.node)
         .bind_text_or_null(b + 9, r.process)
@@ -362,14 +381,28 @@ void Writer::do_op(PoolRecord& p) {
       .bind(10, p.last_seen)
       .bind_text_or_null(11, p.key_fingerprint);
   upsert_pool_.run();
+  pool_row_.bind_text_or_null(1, p.name);
+  if (pool_row_.step()) pool_rows_[p.id] = pool_row_.column_uint64(0);
+  pool_row_.reset();
+}
+
+void Writer::do_op(MarkReported& op) {
+  mark_reported_.bind(1, op.job_id).bind(2, op.when);
+  mark_reported_.run();
+}
+
+std::uint64_t Writer::pool_row(std::uint64_t registration) const {
+  auto it = pool_rows_.find(registration);
+  return it == pool_rows_.end() ? registration : it->second;
 }
 
 void Writer::do_op(std::unique_ptr<ResourceRecord>& rec) {
   const auto& smp = rec->sample;
   const auto& n = smp.node;
+  const std::uint64_t pool_id = pool_row(rec->pool_id);
   for (const std::uint64_t job_id : rec->job_ids) {
     insert_node_sample_.bind(1, job_id)
-        .bind(2, rec->pool_id)
+        .bind(2, pool_id)
         .bind_text_or_null(3, rec->pool_name)
         .bind_text_or_null(4, rec->node)
         .bind(5, smp.time)
@@ -389,7 +422,7 @@ void Writer::do_op(std::unique_ptr<ResourceRecord>& rec) {
     insert_node_sample_.run();
     for (const auto& d : smp.disks) {
       insert_disk_sample_.bind(1, job_id)
-          .bind(2, rec->pool_id)
+          .bind(2, pool_id)
           .bind_text_or_null(3, rec->pool_name)
           .bind_text_or_null(4, rec->node)
           .bind(5, smp.time)
@@ -407,7 +440,7 @@ void Writer::do_op(std::unique_ptr<ResourceRecord>& rec) {
       continue;
     }
     insert_process_sample_.bind(1, p.job_id)
-        .bind(2, rec->pool_id)
+        .bind(2, pool_id)
         .bind_text_or_null(3, rec->pool_name)
         .bind_text_or_null(4, rec->node)
         .bind(5, smp.time)

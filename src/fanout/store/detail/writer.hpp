@@ -99,6 +99,7 @@ class Writer final {
   void do_op(AttemptRecord& rec);
   void do_op(FinishJob& op);
   void do_op(PoolRecord& p);
+  void do_op(MarkReported& op);
   void do_op(std::unique_ptr<ResourceRecord>& rec);
 
   HeldMiniBatch* find_held(std::uint64_t job_id, std::uint64_t index);
@@ -108,6 +109,8 @@ class Writer final {
   void skip_superseded(std::span<Op> ops);
   void flush_attempts();
   OutputFile* output_for(std::uint64_t job_id);
+  // The pools row of a registration id (itself when unknown, e.g. 0).
+  [[nodiscard]] std::uint64_t pool_row(std::uint64_t registration) const;
 
   Logger log_;
   Db& db_;
@@ -120,6 +123,8 @@ class Writer final {
   MultiRow update_minibatch_;
   Statement finish_job_;
   Statement upsert_pool_;
+  Statement pool_row_;
+  Statement mark_reported_;
   Statement job_output_;
   Statement insert_node_sample_;
   Statement insert_process_sample_;
@@ -131,6 +136,8 @@ class Writer final {
   std::unordered_map<std::uint64_t, HeldJob> held_;  // by job id: see "Deferred submission"
   std::vector<SubmittedRow> rows_;                   // write_held() and write_inputs() scratch
   OutputFiles outputs_;
+  // Registration id (what the interchange calls the pool id) -> its pools row's id.
+  std::unordered_map<std::uint64_t, std::uint64_t> pool_rows_;
   std::unordered_set<MiniBatchKey, MiniBatchKeyHash> recorded_;  // skip_superseded() scratch
 };
 
