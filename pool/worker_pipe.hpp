@@ -35,6 +35,9 @@ enum class DoneStatus : std::uint8_t {
   Ok = 0,         // run() returned a sequence; n_result = its length
   Raised = 1,     // run() raised, or the mini-batch could not be prepared or its rows built
   BadReturn = 2,  // run() returned None or something that is not a sequence
+  // run() raised a BaseException that is not an Exception (SystemExit, KeyboardInterrupt): as
+  // Raised, and the worker exits after this reply, so tasks written behind it never start.
+  Exiting = 3,
 };
 
 // Every frame: u32 N (the bytes after this field, N >= 1), u8 kind, then N - 1 bytes of payload.

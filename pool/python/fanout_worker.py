@@ -40,6 +40,7 @@ EXIT_PROTOCOL = 5
 STATUS_OK = 0
 STATUS_EXCEPTION = 1
 STATUS_BAD_RETURN = 2
+STATUS_EXITING = 3  # as STATUS_EXCEPTION, and the worker exits after this reply
 
 # Frame kinds (FrameKind): every frame is a u32 length, then the kind, then its payload.
 KIND_TASK = b"T"  # pool -> worker
@@ -534,7 +535,7 @@ def serve(run, two_args, cfg):
             status, n_result, out, err = STATUS_EXCEPTION, 0, empty, describe_exception(e)
         except BaseException as e:  # noqa: B036 - SystemExit/KeyboardInterrupt: report, then leave
             c = cpu()
-            frame = _done_frame(task_id, STATUS_EXCEPTION, 0, empty, describe_exception(e), run_s, c - cpu_mark)
+            frame = _done_frame(task_id, STATUS_EXITING, 0, empty, describe_exception(e), run_s, c - cpu_mark)
             try:
                 _write_all(frame)
             except OSError:

@@ -74,7 +74,8 @@ class CatalogueTest(unittest.TestCase):
     def test_done_status(self):
         s = self.shim
         self.assertEqual({"Ok": s.STATUS_OK, "Raised": s.STATUS_EXCEPTION,
-                          "BadReturn": s.STATUS_BAD_RETURN}, self.cat["done_status"])
+                          "BadReturn": s.STATUS_BAD_RETURN,
+                          "Exiting": s.STATUS_EXITING}, self.cat["done_status"])
 
     def test_task_layout(self):
         s = self.shim
