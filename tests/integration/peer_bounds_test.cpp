@@ -190,8 +190,10 @@ TEST_CASE("integration.peer_bounds.hostile_sizes_leave_memory_bounded_and_window
     frame.append(n, '\xc0');
     c.send(frame);
   }
-  REQUIRE(wait_until([&] { return read_text(cl.ix_log).find("more than") != std::string::npos; },
-                     std::chrono::seconds(60)));
+  REQUIRE(wait_until(
+      [&] { return read_text(cl.ix_log).find("dropped a bad frame") != std::string::npos; },
+      std::chrono::seconds(60)));
+  CHECK(read_text(cl.ix_log).find("SubmitTasks: body: more than") != std::string::npos);
 
   // A client that ignores its window of 10: 5000 mini-batches in one frame; 2 x 10 + 1024 kept.
   proto::JobSpec spec;
