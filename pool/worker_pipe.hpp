@@ -47,8 +47,8 @@ enum class DoneStatus : std::uint8_t {
 inline constexpr std::size_t kLengthBytes = 4;
 inline constexpr std::size_t kKindOffset = 4;
 inline constexpr std::size_t kPayloadOffset = 5;
-// Longest N the pool accepts from a worker (the host's rows stop at 256 MiB; the shim's at 4 GiB,
-// which the pool then refuses as a broken worker).
+// Longest N the pool accepts from a worker (the host's rows stop at 256 MiB; the shim answers
+// longer rows with ResultTooLarge, status 1).
 inline constexpr std::uint32_t kMaxReplyLength = 512u * 1024u * 1024u;
 
 // T: u64 task_id, u64 minibatch_index, u32 detail_len, u32 n_items; then detail_len bytes of
