@@ -17,6 +17,7 @@
 #include "client/inputs.hpp"
 #include "client/job_outputs.hpp"
 #include "client/monitoring.hpp"
+#include "client/output_check.hpp"
 #include "client/progress.hpp"
 #include "client/run_settings.hpp"
 #include "client/session.hpp"
@@ -127,6 +128,8 @@ Expected<void> check_tabular(const config::JobConfig& cfg) {
 Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov) {
   apply_overrides(cfg, ov);
   if (auto mon = monitoring_options(cfg); !mon) return Unexpected{mon.error()};
+  // Before anything starts: an unwritable output is the job file's error (exit 2).
+  if (auto out = check_output_writable(cfg); !out) return out;
   if (cfg.task_type != "run_function") return {};
   const std::string script = resolve_path(cfg.code_dir, cfg.entry_script);
   auto checker = ChildProcess::spawn(SpawnOptions{
@@ -294,8 +297,10 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   session.submit(spec);
   if (state.job_id() != 0) write_job_pointer(run_dir, endpoint, state.job_id());
   std::uint64_t skip_below = 0;
+  bool empty_input = false;
   while (session.policy().keep_going()) {
     auto listed = submit_input(cfg, session, skip_below);
+    empty_input = listed && *listed == 0;
     if (auto from = session.policy().take_resubmit()) {
       skip_below = *from;
       continue;
@@ -319,6 +324,15 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
                  static_cast<unsigned long long>(job_id));
   }
   if (state.ended()) printer.ended(*state.ended());
+  if (empty_input && state.ended()) {
+    // Not an error (exit 0, like any job with nothing to do), but said plainly.
+    std::string input = cfg.input_data;
+    for (const auto& in : cfg.inputs) {
+      if (in.name == cfg.input_data && !in.path.empty()) input += " (" + in.path + ")";
+    }
+    std::fprintf(stderr, "fanout: 0 mini-batches: input %s is empty; no run() was called\n",
+                 input.c_str());
+  }
 
   const int rc = state.exit_code();
   if (state.ended()) {

@@ -317,7 +317,22 @@ void Interchange::on_submit_tasks(const std::string& peer, const std::string& fr
     ++stats_.dropped_submissions;
     return;
   }
+  // The window, enforced (peer_bounds.hpp): what a client sends beyond it is refused, so that
+  // a client ignoring it cannot fill the interchange's memory.
+  const std::size_t refused =
+      refuse_beyond_window(m->batches, job->succeeded + job->failed, opts_.window);
+  if (refused > 0) {
+    stats_.window_refused += refused;
+    if (!warned_window_) {
+      warned_window_ = true;
+      log_->warn(
+          "job {}: refused {} mini-batches beyond the client's window of {} (further "
+          "ones are counted)",
+          job->id, refused, opts_.window);
+    }
+  }
   stats_.dropped_submissions += ledger_.submit(*job, m->batches, accepted_);
+  if (refused > 0) send_progress(*job, true);  // the client learns the count known
   SPDLOG_LOGGER_DEBUG(log_, "job {}: {} mini-batches submitted", job->id, accepted_.size());
   if (!accepted_.empty()) store_->add_minibatches(job->id, std::move(accepted_));
 }
@@ -500,6 +515,11 @@ void Interchange::on_pool(net::Message& msg) {
       auto m = proto::decode<proto::Heartbeat>(msg.frame);
       if (!m) return bad_frame("pool", msg.peer, m.error());
       pools_.set_capacity(*pool, m->capacity);
+      if (m->lists_held) {
+        auto expired = leases_.heartbeat(pool->id, pool->tasks, m->held, Clock::now(),
+                                         opts_.heartbeat_threshold);
+        if (!expired.empty()) expire_leases(*pool, expired);
+      }
       return;
     }
     case proto::MsgType::ResultBatch: {
@@ -617,9 +637,11 @@ bool Interchange::send_tasks(Pool& pool) {
     return false;
   }
   ++stats_.frames_out;
+  const auto now = Clock::now();
   for (const auto& t : batch_.tasks) {
     store_->mark_running(t.job_id, t.index, t.attempt);
     pools_.assign(pool, t.task_id);
+    leases_.sent(pool.id, t.task_id, now, pool.tasks);
   }
   for (std::size_t k = 0; k < taken; ++k) JobLedger::sent(*picks_[k].job, picks_[k].count);
   stats_.tasks_dispatched += batch_.tasks.size();
@@ -656,6 +678,7 @@ void Interchange::lose_pool(const std::string& peer, const std::string& why, boo
   auto removed = pools_.remove(peer);
   if (!removed) return;
   const Pool& pool = removed->pool;
+  leases_.forget_pool(pool.id);
   const char* what = left ? "left" : "lost";
   ++(left ? stats_.pools_left : stats_.pools_lost);
   log_->log(left ? spdlog::level::info : spdlog::level::warn,
@@ -678,6 +701,30 @@ void Interchange::lose_pool(const std::string& peer, const std::string& why, boo
     if (a.gave_up) log_gave_up(a.result);
     store_->record_attempt(
         store::AttemptRecord{0, "", std::move(a.result), to_store(a.batch), false});
+  }
+  for (auto id : touched) {
+    if (Job* job = ledger_.find(id)) settle(*job);
+  }
+}
+
+void Interchange::expire_leases(Pool& pool, const std::vector<std::uint64_t>& tasks) {
+  stats_.leases_expired += tasks.size();
+  log_->warn(
+      "pool {} ({} on {}) heartbeats but does not hold {} of its tasks (not listed for {} "
+      "ms); requeueing them",
+      pool.id, pool.reg.pool_name, pool.reg.node, tasks.size(), opts_.heartbeat_threshold.count());
+  for (const auto id : tasks) pools_.release(pool, id);
+  std::vector<std::uint64_t> touched;
+  auto lost = ledger_.lose(
+      tasks, AttemptStatus::PoolLost,
+      fmt::format("pool {} on {} does not hold the task: its heartbeats did "
+                  "not list it for {} ms (task lease expired)",
+                  pool.reg.pool_name, pool.reg.node, opts_.heartbeat_threshold.count()),
+      unix_now(), touched);
+  for (auto& a : lost) {
+    if (a.gave_up) log_gave_up(a.result);
+    store_->record_attempt(store::AttemptRecord{pool.id, pool.reg.pool_name, std::move(a.result),
+                                                to_store(a.batch), false});
   }
   for (auto id : touched) {
     if (Job* job = ledger_.find(id)) settle(*job);
@@ -819,12 +866,12 @@ void Interchange::log_stats(bool force) {
       "stats: frames in {} out {}, tasks {}, results {}, late {}, stale {}, bad frames {}, "
       "unregistered-pool frames {}, re-registrations {}, dropped submissions {}, "
       "would-block {}, pools lost {}, left {}, resource samples {}, refused peers {}, "
-      "pool key mismatches {}, pools {}, jobs {}",
+      "pool key mismatches {}, window-refused {}, leases expired {}, pools {}, jobs {}",
       stats_.frames_in, stats_.frames_out, stats_.tasks_dispatched, stats_.results,
       stats_.late_results, stats_.stale_results, stats_.bad_frames, stats_.unknown_pool_frames,
       stats_.reregistrations, stats_.dropped_submissions, stats_.would_block, stats_.pools_lost,
       stats_.pools_left, stats_.resource_samples, stats_.refused_peers, stats_.key_mismatch,
-      pools_.size(), ledger_.jobs().size());
+      stats_.window_refused, stats_.leases_expired, pools_.size(), ledger_.jobs().size());
 }
 
 }  // namespace fanout::ix

@@ -22,6 +22,7 @@
 #include "interchange/client_sessions.hpp"
 #include "interchange/dispatcher.hpp"
 #include "interchange/job_ledger.hpp"
+#include "interchange/peer_bounds.hpp"
 #include "interchange/pool_table.hpp"
 #include "interchange/report_writer.hpp"
 
@@ -57,6 +58,8 @@ struct LoopStats {
   std::uint64_t resource_samples = 0, pools_left = 0;
   std::uint64_t refused_peers = 0;  // connections the ZAP handler refused
   std::uint64_t key_mismatch = 0;   // pool frames whose key is not the one its routing id holds
+  // Mini-batches beyond a client's window; tasks a heartbeating pool did not hold (peer_bounds).
+  std::uint64_t window_refused = 0, leases_expired = 0;
   bool operator==(const LoopStats&) const = default;
 };
 
@@ -117,6 +120,8 @@ class Interchange final {
   // Sends `pool` the tasks picks_ chose (JobInfo first where needed). False: stop filling it.
   bool send_tasks(Pool& pool);
   void expire_pools(Clock::time_point now);
+  // Requeues the tasks of `pool` whose lease expired (TaskLeases), each as a POOL_LOST attempt.
+  void expire_leases(Pool& pool, const std::vector<std::uint64_t>& tasks);
   // Drops a pool and requeues what it held, each as a POOL_LOST attempt. `left`: it said
   // goodbye (PoolLeaving) and is recorded `gone`; otherwise `lost`.
   void lose_pool(const std::string& peer, const std::string& why, bool left = false);
@@ -148,6 +153,8 @@ class Interchange final {
   JobLedger ledger_;
   Dispatcher dispatcher_{};
   ClientSessions sessions_;
+  TaskLeases leases_{};
+  bool warned_window_ = false;
   std::uint64_t instance_ = 0;  // JobProgress::instance: random per process
   bool had_client_ = false;
   LoopStats stats_{}, logged_stats_{};

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iterator>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "fanout/protocol/codec.hpp"
 #include "fanout/util/fs.hpp"
 #include "pool/launch.hpp"
+#include "pool/result_frames.hpp"
 #include "pool/wall_clock.hpp"
 
 namespace fanout::pool {
@@ -55,6 +57,8 @@ Pool::Pool(Options opts, Logger log)
   if (opts_.node.empty()) opts_.node = host_name();
   if (opts_.workers == 0) opts_.workers = std::max(1u, std::thread::hardware_concurrency());
   slots_.resize(opts_.workers);
+  if (const char* n = std::getenv("FANOUT_TEST_SWALLOW_TASKS"))
+    swallow_ = std::strtoull(n, nullptr, 10);
   net::connect_secure(sock_, opts_.interchange, opts_.security, net::Role::Pool);
 }
 
@@ -101,6 +105,21 @@ void Pool::send(const std::string& frame) {
     log_->warn("interchange is not reading: a frame could not be queued");
   }
   last_sent_ = Clock::now();
+}
+
+proto::Heartbeat Pool::heartbeat() const {
+  // The tasks held renew their leases at the interchange (interchange/peer_bounds.hpp). Tasks
+  // forgotten at a re-registration are not held: the interchange requeued them.
+  proto::Heartbeat hb{capacity(), true, {}};
+  hb.held.reserve(queue_.size() + results_.size() + slots_.size());
+  for (const auto& t : queue_) hb.held.push_back(t.task_id);
+  for (const auto& r : results_) hb.held.push_back(r.task_id);
+  for (const auto& w : slots_) {
+    if (!w) continue;
+    if (const auto& t = w->tasks().task()) hb.held.push_back(t->task_id);
+    for (const auto& t : w->tasks().queued()) hb.held.push_back(t.task_id);
+  }
+  return hb;
 }
 
 void Pool::send_register() {
@@ -209,7 +228,7 @@ int Pool::run() {
     run_monitor(now);
     if (!results_.empty() && first_result_ == Clock::time_point{}) first_result_ = now;
     if (results_due(now)) flush_results();
-    if (now - last_sent_ >= hb_period_) send(proto::encode(proto::Heartbeat{capacity()}));
+    if (now - last_sent_ >= hb_period_) send(proto::encode(heartbeat()));
     if (!registered_ && now - last_register_ > register_backoff_) {
       // Unanswered: the interchange is away. Ask again, less and less often.
       register_backoff_ = std::min(register_backoff_ * 2, kMaxRegisterBackoff);
@@ -343,7 +362,15 @@ void Pool::on_message(const std::string& frame) {
       if (!m) break;
       stats_.tasks += m->tasks.size();
       SPDLOG_LOGGER_DEBUG(log_, "received {} tasks", m->tasks.size());
-      for (auto& t : m->tasks) queue_.push_back(std::move(t));
+      for (auto& t : m->tasks) {
+        if (swallow_ > 0) {
+          // Test hook (FANOUT_TEST_SWALLOW_TASKS): a broken pool that drops tasks silently.
+          --swallow_;
+          log_->warn("test hook: swallowed task {} (mini-batch {})", t.task_id, t.index);
+          continue;
+        }
+        queue_.push_back(std::move(t));
+      }
       return;
     }
     case proto::MsgType::DropJob: {
@@ -547,12 +574,27 @@ void Pool::on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events) 
         r.elapsed_s = std::chrono::duration<double>(Clock::now() - w.tasks().clock().start).count();
         r.run_s = ev.run_s;
         r.cpu_s = ev.cpu_s;
+        if (fit_result(r, t)) {
+          log_->warn("job {} mini-batch {}: {}", t.job_id, t.index, r.error_message);
+        }
         // A running mean of the job's task time decides whether its tasks may queue in a
         // worker's pipe (see pipeline_room()).
         double& mean = mean_task_s_[t.job_id];
         mean = mean <= 0 ? r.elapsed_s : 0.8 * mean + 0.2 * r.elapsed_s;
         results_.push_back(std::move(r));
         ++stats_.results;
+        if (ev.status == pipe::DoneStatus::Exiting) {
+          // run() raised SystemExit (or another BaseException): the worker exits after this
+          // reply and never reads the tasks written behind it. They go back to the front of the
+          // queue, no try used, and the worker gets nothing more.
+          auto queued = w.take_queued();
+          for (auto it = queued.rbegin(); it != queued.rend(); ++it) {
+            queue_.push_front(std::move(*it));
+          }
+          w.finish_task(Clock::now());
+          w.retire(Clock::now() + opts_.kill_grace);
+          break;
+        }
         // The next task, if one was already in the worker's pipe, starts now.
         w.finish_task(Clock::now());
         break;
@@ -660,9 +702,20 @@ void Pool::check_deadlines(Clock::time_point now) {
       if (!d || now <= d->at) continue;
       ++stats_.timeouts;
       w->time_out(d->overhead ? kOverheadTimeout : kRunTimeout, now + opts_.kill_grace);
-    } else if (w->state() == Worker::State::Starting && now - w->started() > opts_.load_timeout) {
-      w->abort_start(fmt::format("LoadTimeout: init() did not finish within {} s",
-                                 opts_.load_timeout.count() / 1000));
+    } else if (w->state() == Worker::State::Starting) {
+      // The job's --first_task_creation_timeout bounds its workers' start and init() (no task
+      // can start before), else the pool's own 600 s.
+      const auto job = jobs_.find(w->job_id());
+      const double job_s = job != jobs_.end() ? job->second.first_task_creation_timeout_s : 0;
+      const auto bound = job_s > 0 ? to_duration(job_s) : Clock::duration(opts_.load_timeout);
+      if (now - w->started() <= bound) continue;
+      w->abort_start(
+          job_s > 0 ? fmt::format("LoadTimeout: init() did not finish within "
+                                  "--first_task_creation_timeout {} s",
+                                  job_s)
+                    : fmt::format("LoadTimeout: init() did not finish within {} s (the default; "
+                                  "--first_task_creation_timeout sets it)",
+                                  std::chrono::duration<double>(opts_.load_timeout).count()));
     }
   }
 }
@@ -676,6 +729,7 @@ void Pool::fail_task(const proto::Task& t, AttemptStatus status, const std::stri
   r.worker_pid = pid;
   r.start = reported_unix(start);
   r.elapsed_s = local_unix_now() - start;
+  (void)fit_result(r, t);  // cuts an overlong error text
   results_.push_back(std::move(r));
   ++stats_.results;
 }
@@ -695,13 +749,24 @@ bool Pool::results_due(Clock::time_point now) const {
 void Pool::flush_results() {
   first_result_ = {};
   if (results_.empty()) return;
-  std::size_t bytes = 64;
-  for (const auto& r : results_) bytes += 96 + r.output.size() + r.error_message.size();
-  proto::ResultBatch batch;
-  batch.results = std::move(results_);
-  batch.capacity = capacity();
-  SPDLOG_LOGGER_DEBUG(log_, "returning {} results", batch.results.size());
-  send(proto::encode(batch, bytes));
+  // Never a frame the interchange refuses: results that together exceed a frame go in several
+  // (each result fits alone: fit_result()).
+  std::vector<std::size_t> sizes;
+  sizes.reserve(results_.size());
+  for (const auto& r : results_) sizes.push_back(result_frame_bytes(r));
+  std::size_t first = 0;
+  for (const std::size_t count : split_results(sizes)) {
+    proto::ResultBatch batch;
+    std::size_t bytes = kBatchOverheadBytes;
+    for (std::size_t i = first; i < first + count; ++i) {
+      bytes += sizes[i];
+      batch.results.push_back(std::move(results_[i]));
+    }
+    first += count;
+    batch.capacity = capacity();
+    SPDLOG_LOGGER_DEBUG(log_, "returning {} results", batch.results.size());
+    send(proto::encode(batch, bytes));
+  }
   results_.clear();
 }
 

@@ -74,6 +74,8 @@ class Pool final {
 
  private:
   void send_register();
+  // A Heartbeat with the capacity and the task ids held.
+  [[nodiscard]] proto::Heartbeat heartbeat() const;
   // Registration was lost (interchange restarted or declared us lost): what we hold was requeued
   // there, so queued tasks are forgotten, and we register again.
   void reregister(const char* why);
@@ -158,6 +160,9 @@ class Pool final {
   PoolStats stats_{}, logged_stats_{};
   Clock::time_point last_stats_{};
   std::optional<ResourceMonitor> monitor_{};
+  // Test hook: how many more tasks received are dropped unreported, as a broken pool would
+  // (FANOUT_TEST_SWALLOW_TASKS=N in the environment; tests/integration/peer_bounds_test.cpp).
+  std::uint64_t swallow_ = 0;
   Clock::time_point next_sample_{};
   Clock::time_point last_sample_{};
   std::vector<std::uint64_t> monitor_busy_{};  // jobs with running or queued tasks, last turn

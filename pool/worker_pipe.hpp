@@ -35,6 +35,9 @@ enum class DoneStatus : std::uint8_t {
   Ok = 0,         // run() returned a sequence; n_result = its length
   Raised = 1,     // run() raised, or the mini-batch could not be prepared or its rows built
   BadReturn = 2,  // run() returned None or something that is not a sequence
+  // run() raised a BaseException that is not an Exception (SystemExit, KeyboardInterrupt): as
+  // Raised, and the worker exits after this reply, so tasks written behind it never start.
+  Exiting = 3,
 };
 
 // Every frame: u32 N (the bytes after this field, N >= 1), u8 kind, then N - 1 bytes of payload.
@@ -44,8 +47,8 @@ enum class DoneStatus : std::uint8_t {
 inline constexpr std::size_t kLengthBytes = 4;
 inline constexpr std::size_t kKindOffset = 4;
 inline constexpr std::size_t kPayloadOffset = 5;
-// Longest N the pool accepts from a worker (the host's rows stop at 256 MiB; the shim's at 4 GiB,
-// which the pool then refuses as a broken worker).
+// Longest N the pool accepts from a worker (the host's rows stop at 256 MiB; the shim answers
+// longer rows with ResultTooLarge, status 1).
 inline constexpr std::uint32_t kMaxReplyLength = 512u * 1024u * 1024u;
 
 // T: u64 task_id, u64 minibatch_index, u32 detail_len, u32 n_items; then detail_len bytes of

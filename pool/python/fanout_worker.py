@@ -40,6 +40,7 @@ EXIT_PROTOCOL = 5
 STATUS_OK = 0
 STATUS_EXCEPTION = 1
 STATUS_BAD_RETURN = 2
+STATUS_EXITING = 3  # as STATUS_EXCEPTION, and the worker exits after this reply
 
 # Frame kinds (FrameKind): every frame is a u32 length, then the kind, then its payload.
 KIND_TASK = b"T"  # pool -> worker
@@ -60,7 +61,9 @@ _DONE_FIXED = _DONE.size - 4  # bytes counted by the length field before output:
 _MARK = struct.Struct("<IcQ")
 _MARK_LEN = _MARK.size - 4  # 9
 _LEN = struct.Struct("<I")
-_MAX_FRAME = 0xFFFFFFFF
+# The longest N the pool accepts (pool/worker_pipe.hpp kMaxReplyLength): a longer reply would be
+# taken for a broken worker.
+_MAX_FRAME = 512 * 1024 * 1024
 
 _EXPECTED = "expected a list, tuple or pandas DataFrame"
 
@@ -225,8 +228,9 @@ def _encode_text(text):
 def _done_frame(task_id, status, n_result, out, err, run_s, cpu_s):
     err_b = err.encode("utf-8", "backslashreplace") if err else b""  # always valid UTF-8
     if _DONE_FIXED + len(out) + len(err_b) > _MAX_FRAME:
+        err_b = ("ResultTooLarge: the mini-batch's rows are %d bytes; a reply to the pool holds at "
+                 "most %d (docs/protocol.md#limits)\n" % (len(out), _MAX_FRAME)).encode()
         status, n_result, out = STATUS_EXCEPTION, 0, b""
-        err_b = b"OutputTooLarge: the mini-batch's output does not fit in one reply frame (4 GiB)\n"
     head = _DONE.pack(_DONE_FIXED + len(out) + len(err_b), KIND_DONE, task_id, status, n_result,
                       len(out), run_s, cpu_s)
     if out or err_b:
@@ -534,7 +538,7 @@ def serve(run, two_args, cfg):
             status, n_result, out, err = STATUS_EXCEPTION, 0, empty, describe_exception(e)
         except BaseException as e:  # noqa: B036 - SystemExit/KeyboardInterrupt: report, then leave
             c = cpu()
-            frame = _done_frame(task_id, STATUS_EXCEPTION, 0, empty, describe_exception(e), run_s, c - cpu_mark)
+            frame = _done_frame(task_id, STATUS_EXITING, 0, empty, describe_exception(e), run_s, c - cpu_mark)
             try:
                 _write_all(frame)
             except OSError:

@@ -74,7 +74,8 @@ class CatalogueTest(unittest.TestCase):
     def test_done_status(self):
         s = self.shim
         self.assertEqual({"Ok": s.STATUS_OK, "Raised": s.STATUS_EXCEPTION,
-                          "BadReturn": s.STATUS_BAD_RETURN}, self.cat["done_status"])
+                          "BadReturn": s.STATUS_BAD_RETURN,
+                          "Exiting": s.STATUS_EXITING}, self.cat["done_status"])
 
     def test_task_layout(self):
         s = self.shim
@@ -118,6 +119,20 @@ class CatalogueTest(unittest.TestCase):
         self.assertEqual((d["status"], d["n_result"], d["output"], d["error"]),
                          (2, 3, "a\nb\n", "BadReturn: x"))
         self.assertEqual((float(d["run_seconds"]), float(d["cpu_seconds"])), (0.5, 0.25))
+
+    def test_rows_beyond_a_reply_fail_located(self):
+        """Rows longer than the pool accepts from a worker fail the task as ResultTooLarge."""
+        s = self.shim
+        self.assertEqual(s._MAX_FRAME, 512 * 1024 * 1024)  # pool/worker_pipe.hpp kMaxReplyLength
+        saved, s._MAX_FRAME = s._MAX_FRAME, 200
+        try:
+            done = s._done_frame(7, s.STATUS_OK, 1, b"x" * 300, "", 0.5, 0.25)
+        finally:
+            s._MAX_FRAME = saved
+        d = json.loads(catalogue("decode", done.hex()))[0]
+        self.assertEqual((d["status"], d["n_result"], d["output"]), (1, 0, ""))
+        self.assertTrue(d["error"].startswith("ResultTooLarge: the mini-batch's rows are 300 bytes; "
+                                              "a reply to the pool holds at most 200"), d["error"])
 
     def test_header_frames_serve_the_real_shim(self):
         """T and Q frames the header writes drive a real shim; its replies decode with the header."""

@@ -424,7 +424,7 @@ class ShimTest(unittest.TestCase):
                 open("shutdown.marker", "w").close()
         """)
         d = w.task(6, ["a"])
-        self.assertEqual(d.status, 1)
+        self.assertEqual(d.status, 3)  # STATUS_EXITING: the worker exits after this reply
         self.assertEqual(d.err.splitlines()[0], "SystemExit: bye")
         self.assertEqual(w.wait(), 4)
         self.assertFalse(os.path.exists(os.path.join(self.folder, "shutdown.marker")))

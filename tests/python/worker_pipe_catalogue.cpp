@@ -55,7 +55,8 @@ void print_catalogue() {
        "\", \"Done\": \"" + kind_name(FrameKind::Done) + "\"},\n";
   j += "  \"done_status\": {\"Ok\": " + std::to_string(static_cast<int>(DoneStatus::Ok)) +
        ", \"Raised\": " + std::to_string(static_cast<int>(DoneStatus::Raised)) +
-       ", \"BadReturn\": " + std::to_string(static_cast<int>(DoneStatus::BadReturn)) + "},\n";
+       ", \"BadReturn\": " + std::to_string(static_cast<int>(DoneStatus::BadReturn)) +
+       ", \"Exiting\": " + std::to_string(static_cast<int>(DoneStatus::Exiting)) + "},\n";
   j += "  \"task\": {" + field("task_id", TaskLayout::kTaskId, "u64") + ", " +
        field("minibatch_index", TaskLayout::kIndex, "u64") + ", " +
        field("detail_len", TaskLayout::kDetailLen, "u32") + ", " +

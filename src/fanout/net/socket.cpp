@@ -3,6 +3,8 @@
 
 #include <zmq.hpp>
 
+#include "fanout/protocol/messages.hpp"
+
 namespace fanout::net {
 
 namespace {
@@ -34,6 +36,9 @@ Socket::Socket(Context& ctx, Kind kind, const std::string& identity) : kind_(kin
     s.set(zmq::sockopt::linger, 0);
     s.set(zmq::sockopt::sndhwm, kHighWaterMark);
     s.set(zmq::sockopt::rcvhwm, kHighWaterMark);
+    // A larger frame would be refused after decoding anyway: ZeroMQ drops the connection as soon
+    // as a message's header announces more, before its bytes are read into memory.
+    s.set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(proto::kMaxFrameBytes));
     if (kind == Kind::Router) {
       s.set(zmq::sockopt::router_mandatory, 1);
       // A pool that reconnects with the same routing id takes over its old connection.

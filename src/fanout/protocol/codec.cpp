@@ -1,6 +1,8 @@
 // Frame encoding and decoding. See docs/protocol.md.
 #include "fanout/protocol/codec.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace fanout::proto {
@@ -125,14 +127,60 @@ std::string describe_type_error(const msgpack::object& o,
   return "a field has the wrong type";
 }
 
+// Counts the elements a body declares, containers first (their sizes are known from their
+// headers, before any item is read), without allocating anything but the parser's stack.
+struct ElementCounter : msgpack::null_visitor {
+  static constexpr std::size_t kMaxDepth = 64;
+  std::size_t left = 0;
+  std::size_t depth = 0;
+  bool over = false;
+  bool take(std::size_t n) {
+    if (++depth > kMaxDepth || n > left) {
+      over = true;
+      return false;
+    }
+    left -= n;
+    return true;
+  }
+  bool start_array(std::uint32_t n) { return take(n); }
+  bool start_map(std::uint32_t n) { return take(2 * static_cast<std::size_t>(n)); }
+  bool end_array() {
+    --depth;
+    return true;
+  }
+  bool end_map() {
+    --depth;
+    return true;
+  }
+  void parse_error(std::size_t, std::size_t) {}
+  void insufficient_bytes(std::size_t, std::size_t) {}
+};
+
 }  // namespace
 
-Expected<void> unpack_into(std::string_view body, const char* what,
+Expected<void> unpack_into(std::string_view body, const char* what, std::size_t max_elements,
                            const std::function<void(const msgpack::object&)>& conv) {
+  const std::size_t n = body.size();
+  {
+    ElementCounter counter;
+    counter.left = max_elements;
+    std::size_t off = 0;
+    try {
+      (void)msgpack::parse(body.data(), body.size(), off, counter);
+    } catch (const std::exception&) {
+      // Malformed bytes: the unpack below says what is wrong with them.
+    }
+    if (counter.over) {
+      return make_error(ErrorCode::Protocol,
+                        fmt::format("{}: body: more than {} elements, or nested deeper than {} "
+                                    "(the limit of this message; docs/protocol.md)",
+                                    what, max_elements, ElementCounter::kMaxDepth));
+    }
+  }
   // Every msgpack element takes at least one byte, so no container in a body of n bytes can
   // legitimately hold more than n elements: limit allocations to that.
-  const std::size_t n = body.size();
-  msgpack::unpack_limit limit(n, n, n, n, n, 64);
+  const std::size_t m = std::min(n, max_elements);
+  msgpack::unpack_limit limit(m, m, n, n, n, ElementCounter::kMaxDepth);
   msgpack::object_handle oh;
   try {
     std::size_t off = 0;

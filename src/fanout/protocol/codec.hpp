@@ -42,11 +42,41 @@ class FrameWriter {
  private:
   std::string buf_;
 };
-// Unpacks `body` (the frame after its header) into `obj`, with limits sized to the body so that
-// a short frame cannot claim a huge array. Returns a message naming `what` on failure.
+// Unpacks `body` (the frame after its header) into `obj`. Before anything is allocated, the
+// elements the body declares (array items, map keys and values, at every depth) are counted
+// without unpacking; more than `max_elements` is refused, since each costs a msgpack object of
+// 24 bytes however small its bytes (100 MB of nils would take 2.4 GB). Containers are also
+// limited to the body's size, so a short frame cannot claim a huge array. Returns a message
+// naming `what` on failure.
 [[nodiscard]] Expected<void> unpack_into(std::string_view body, const char* what,
+                                         std::size_t max_elements,
                                          const std::function<void(const msgpack::object&)>& conv);
 }  // namespace detail
+
+// The most msgpack elements a frame of type M may hold, matched to the real messages: the
+// control messages hold a few dozen; JobInfo and SubmitJob carry a job's arguments and
+// environment; ResultBatch up to a pool's capacity of results (19 fields each), a Heartbeat the
+// ids of the tasks a pool holds, and a ResourceSample its node's processes and disks; SubmitTasks
+// and TaskBatch carry mini-batches, whose items (files, or one per row of tabular input) are the
+// one count a user sets: at most kMaxBatchElements in one frame. docs/protocol.md ("Limits").
+inline constexpr std::size_t kMaxControlElements = 4096;
+inline constexpr std::size_t kMaxSpecElements = 1u << 20;
+inline constexpr std::size_t kMaxBatchElements = 8u << 20;
+constexpr std::size_t max_elements(MsgType type) noexcept {
+  switch (type) {
+    case MsgType::SubmitTasks:
+    case MsgType::TaskBatch:
+      return kMaxBatchElements;
+    case MsgType::JobInfo:
+    case MsgType::SubmitJob:
+    case MsgType::ResultBatch:
+    case MsgType::Heartbeat:
+    case MsgType::ResourceSample:
+      return kMaxSpecElements;
+    default:
+      return kMaxControlElements;
+  }
+}
 
 // Encodes `m` into one frame.
 template <typename M>
@@ -67,9 +97,9 @@ template <typename M>
                           ", found " + type_name(static_cast<std::uint8_t>(h->type)));
   }
   M m{};
-  auto r = detail::unpack_into(frame.substr(kHeaderBytes),
-                               type_name(static_cast<std::uint8_t>(M::kType)).c_str(),
-                               [&](const msgpack::object& o) { o.convert(m); });
+  auto r = detail::unpack_into(
+      frame.substr(kHeaderBytes), type_name(static_cast<std::uint8_t>(M::kType)).c_str(),
+      max_elements(M::kType), [&](const msgpack::object& o) { o.convert(m); });
   if (!r) return Unexpected{r.error()};
   return m;
 }

@@ -187,7 +187,12 @@ struct Reject {
 struct Heartbeat {
   static constexpr MsgType kType = MsgType::Heartbeat;
   std::uint32_t capacity = 0;  // pool -> interchange: tasks it can hold now (workers + prefetch)
-  MSGPACK_DEFINE_ARRAY(capacity)
+  // pool -> interchange: the task ids it holds (queued, running, results not yet sent), which
+  // renew their leases; a task not listed for heartbeat_threshold_ms is requeued. A pool that
+  // sets lists_held false (an older one) is not judged.
+  bool lists_held = false;
+  std::vector<std::uint64_t> held{};
+  MSGPACK_DEFINE_ARRAY(capacity, lists_held, held)
 };
 
 struct JobInfo {

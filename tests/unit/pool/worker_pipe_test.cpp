@@ -78,6 +78,7 @@ TEST_CASE("pool.worker_pipe.kinds_are_their_wire_letters") {
   CHECK(static_cast<int>(DoneStatus::Ok) == 0);
   CHECK(static_cast<int>(DoneStatus::Raised) == 1);
   CHECK(static_cast<int>(DoneStatus::BadReturn) == 2);
+  CHECK(static_cast<int>(DoneStatus::Exiting) == 3);
 }
 
 TEST_CASE("pool.worker_pipe.task_round_trips") {

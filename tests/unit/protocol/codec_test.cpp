@@ -685,6 +685,61 @@ TEST_CASE("protocol.codec.rejects_deep_nesting") {
   CHECK(m.error().code == ErrorCode::Protocol);
 }
 
+TEST_CASE("protocol.codec.element_limits_match_real_messages") {
+  // Issue 18 item 7: each element costs a 24-byte msgpack object whatever its bytes, so 100 MB
+  // of nils took 2.4 GB. The elements a body declares are counted before anything is unpacked.
+  auto all_nil = [](MsgType type, std::size_t n) {
+    std::string body = header(type);
+    body += "\x92\x01\xdd";  // [job_id, array32 of n]
+    for (int shift = 24; shift >= 0; shift -= 8) body.push_back(static_cast<char>(n >> shift));
+    body.append(n, '\xc0');
+    return body;
+  };
+  SUBCASE("a SubmitTasks of nils beyond kMaxBatchElements is refused, fast") {
+    const std::string frame = all_nil(MsgType::SubmitTasks, proto::kMaxBatchElements + 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto m = proto::decode<proto::SubmitTasks>(frame);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    REQUIRE_FALSE(m.has_value());
+    CHECK(contains(m.error().message, "SubmitTasks: body: more than 8388608 elements"));
+    CHECK(took < std::chrono::seconds(2));  // one scan, no allocation per element
+  }
+  SUBCASE("a control message holds a few thousand at most") {
+    std::string frame = header(MsgType::Register);
+    frame += "\x91\xdc\x27\x10";  // [array16 of 10000 nils]
+    frame.append(10000, '\xc0');
+    auto m = proto::decode<proto::Register>(frame);
+    REQUIRE_FALSE(m.has_value());
+    CHECK(contains(m.error().message, "Register: body: more than 4096 elements"));
+  }
+  SUBCASE("nested arrays count together") {
+    // 20 arrays of 300 nils: each is small, together over the Register's 4096.
+    std::string frame = header(MsgType::Register) + "\xdc" + std::string("\x00\x14", 2);
+    for (int i = 0; i < 20; ++i) {
+      frame += "\xdc" + std::string("\x01\x2c", 2);
+      frame.append(300, '\xc0');
+    }
+    auto m = proto::decode<proto::Register>(frame);
+    REQUIRE_FALSE(m.has_value());
+    CHECK(contains(m.error().message, "more than 4096 elements"));
+  }
+  SUBCASE("real messages pass: a SubmitTasks of 100,000 items, many empty arrays") {
+    proto::SubmitTasks st{7, {}};
+    for (std::uint64_t i = 0; i < 100; ++i) {
+      st.batches.push_back(proto::MiniBatch{i, std::vector<std::string>(1000, ""), ""});
+    }
+    for (std::uint64_t i = 100; i < 1100; ++i) st.batches.push_back(proto::MiniBatch{i, {}, ""});
+    auto m = proto::decode<proto::SubmitTasks>(proto::encode(st));
+    REQUIRE(m.has_value());
+    CHECK(m->batches.size() == 1100);
+    CHECK(m->batches[0].items.size() == 1000);
+    proto::Heartbeat hb{9, true, std::vector<std::uint64_t>(1000, 5)};
+    auto h = proto::decode<proto::Heartbeat>(proto::encode(hb));
+    REQUIRE(h.has_value());
+    CHECK(h->held.size() == 1000);
+  }
+}
+
 // ---------------------------------------------------------------- forward compatibility
 
 TEST_CASE("protocol.codec.ignores_extra_trailing_fields") {
