@@ -2,6 +2,7 @@
 #include "client/run_settings.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <thread>
 
 #include "client/monitoring.hpp"
@@ -35,6 +36,7 @@ RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
   rs.heartbeat_threshold_ms = cfg.fanout.heartbeat_threshold_ms;
   rs.log_level = cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
   rs.python = ov.python;
+  rs.window = ov.window;
   if (auto mon = monitoring_options(cfg)) {
     rs.resource_monitor_interval_s = mon->resource_monitor_interval_s;
   }
@@ -69,7 +71,11 @@ store::JobSettings recorded_settings(const config::JobConfig& cfg) {
 proto::JobSpec job_spec(const config::JobConfig& cfg, const std::string& log_dir) {
   proto::JobSpec spec;
   spec.name = cfg.name;
-  spec.spec_path = cfg.spec_path;
+  // Absolute: `fanout resume` reads the job file again, from any folder, when its submission was
+  // cut short.
+  spec.spec_path = cfg.spec_path.empty()
+                       ? std::string()
+                       : std::filesystem::absolute(cfg.spec_path).lexically_normal().string();
   spec.priority = cfg.fanout.priority;
   // The Azure ML task types, as the worker runtimes are named (docs/architecture.md).
   spec.runtime = cfg.task_type == "run_function" ? "python" : cfg.task_type;
