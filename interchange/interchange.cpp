@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -264,11 +265,16 @@ void Interchange::on_submit_job(const std::string& peer, const std::string& fram
   auto m = proto::decode<proto::SubmitJob>(frame);
   if (!m) return bad_frame("client", peer, m.error());
   if (m->spec.log_dir.empty() && m->spec.interchange_run_dir) {
-    // The client's paths are not ours: the run folder goes beside our store.
+    // The client's paths are not ours: the run folder goes beside our store, named after the
+    // job (only characters safe in one path component).
+    std::string name = m->spec.name.empty() ? std::string("job") : m->spec.name;
+    for (char& c : name) {
+      if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-' && c != '_') c = '_';
+    }
     m->spec.log_dir = fmt::format(
         "{}/runs/{}-{:%Y%m%d-%H%M%S}-{}-{}/logs",
-        std::filesystem::absolute(opts_.db_path).parent_path().lexically_normal().string(),
-        m->spec.name, fmt::gmtime(std::time(nullptr)), ::getpid(), ++run_dirs_made_);
+        std::filesystem::absolute(opts_.db_path).parent_path().lexically_normal().string(), name,
+        fmt::gmtime(std::time(nullptr)), ::getpid(), ++run_dirs_made_);
   }
   auto ok = check_job_spec(m->spec);
   if (ok) ok = prepare_job_files(m->spec);
