@@ -22,6 +22,7 @@
 #include "client/run_settings.hpp"
 #include "client/session.hpp"
 #include "client/slurm_launcher.hpp"
+#include "client/submission.hpp"
 #include "client/tabular.hpp"
 #include "fanout/config/row_settings.hpp"
 #include "fanout/net/security.hpp"
@@ -165,47 +166,11 @@ Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov) {
   return check_tabular(cfg);
 }
 
-namespace {
-
-// Streams the job's mini-batches to the interchange within its window, from mini-batch
-// `skip_below` on (those before it are listed but not sent: the interchange has them). Returns
-// the listing's error, if any; stops early when the session does not go on.
-Expected<std::uint64_t> submit_input(const config::JobConfig& cfg, Session& session,
-                                     std::uint64_t skip_below) {
-  proto::SubmitTasks pending{session.policy().job_id(), {}};
-  std::size_t pending_bytes = 0;
-  bool ok = true;
-  auto send_pending = [&]() {
-    if (pending.batches.empty()) return;
-    session.send_tasks(pending, pending_bytes + 64);
-    pending.batches.clear();
-    pending_bytes = 0;
-  };
-  auto listed = stream_minibatches(cfg, [&](proto::MiniBatch&& mb) {
-    if (mb.index < skip_below) return true;
-    for (const auto& it : mb.items) pending_bytes += it.size() + 2;
-    pending_bytes += mb.detail.size();
-    pending.batches.push_back(std::move(mb));
-    // Backpressure: never run further ahead of the finished mini-batches than the window
-    // (counting those still buffered here, which are sent before waiting).
-    const bool window_full = pending.batches.size() >= session.policy().credit();
-    if (window_full || pending.batches.size() >= 256 || pending_bytes >= (1u << 20)) {
-      send_pending();
-    }
-    ok = session.wait_for_room(1) && session.pump(std::chrono::milliseconds(0));
-    return ok;
-  });
-  if (listed && ok) send_pending();
-  return listed;
-}
-
-}  // namespace
-
 int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   // Absolute first: a bare `--db NAME` has no folder, and its runs/ belongs beside it.
   std::error_code cwd_ec;
-  const std::string db = resolve_path(fs::current_path(cwd_ec).string(),
-                                      cfg.fanout.db.empty() ? default_db_path() : cfg.fanout.db);
+  std::string db = resolve_path(fs::current_path(cwd_ec).string(),
+                                cfg.fanout.db.empty() ? default_db_path() : cfg.fanout.db);
   RunSettings rs = run_settings(cfg, ov);
   if (auto r = prepare_launcher(rs, cfg, ov); !r) {
     std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
@@ -220,24 +185,35 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
     return 3;
   }
-  std::string run_root = cfg.fanout.run_dir.empty() ? fs::path(db).parent_path().string() + "/runs"
-                                                    : cfg.fanout.run_dir;
-  const std::string run_dir =
-      fmt::format("{}/{}-{}-{}", run_root, cfg.name, utc_stamp(), ::getpid());
-  if (auto r = make_dirs(run_dir + "/logs"); !r) {
-    std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
-    return 3;
+  // A shared interchange (--interchange) owns the store and the run folders, on its host: this
+  // client makes neither, and learns their paths from JobAccepted.
+  const bool shared = !ov.interchange.empty();
+  // Absolute before anything is made: the interchange refuses a relative log folder.
+  std::string run_dir;
+  if (!cfg.fanout.run_dir.empty() || !shared) {
+    const std::string run_root = cfg.fanout.run_dir.empty()
+                                     ? fs::path(db).parent_path().string() + "/runs"
+                                     : cfg.fanout.run_dir;
+    run_dir = fmt::format("{}/{}-{}-{}", fs::absolute(run_root).lexically_normal().string(),
+                          cfg.name, utc_stamp(), ::getpid());
   }
-  // The run folder (logs) and the store are the owner's only (docs/security.md).
-  if (auto r = net::restrict_folder(run_dir, ov.share_with_group); !r) {
-    std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
-    return 3;
+  if (!shared) {
+    if (auto r = make_dirs(run_dir + "/logs"); !r) {
+      std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
+      return 3;
+    }
+    // The run folder (logs) and the store are the owner's only (docs/security.md).
+    if (auto r = net::restrict_folder(run_dir, ov.share_with_group); !r) {
+      std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
+      return 3;
+    }
+    if (auto r = net::create_private_file(db, ov.share_with_group); !r) {
+      std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
+      return 3;
+    }
   }
-  if (auto r = net::create_private_file(db, ov.share_with_group); !r) {
-    std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
-    return 3;
-  }
-  const proto::JobSpec spec = job_spec(cfg, run_dir + "/logs");
+  proto::JobSpec spec = job_spec(cfg, run_dir.empty() ? std::string() : run_dir + "/logs");
+  spec.interchange_run_dir = run_dir.empty();
 
   for (const auto& n : cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());
 
@@ -282,7 +258,7 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
 
-  if (!ov.quiet) {
+  if (!ov.quiet && !shared) {
     std::fprintf(stderr, "fanout: job '%s' on %s (%s), %u %s x %s workers; logs in %s/logs\n",
                  cfg.name.c_str(), embedded ? "a private interchange" : endpoint.c_str(),
                  db.c_str(), rs.pools, rs.launch.kind == "slurm" ? "Slurm pool job(s)" : "pool(s)",
@@ -295,7 +271,25 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   // skipping the mini-batches the interchange already has.
   const SessionPolicy& state = session.policy();
   session.submit(spec);
-  if (state.job_id() != 0) write_job_pointer(run_dir, endpoint, state.job_id());
+  if (shared && state.job_id() != 0) {
+    // The interchange's paths; an older one names none, and then ours stand.
+    const auto& acc = state.accepted();
+    if (!acc.db_path.empty()) db = acc.db_path;
+    if (!acc.log_dir.empty()) {
+      spec.log_dir = acc.log_dir;
+      run_dir = fs::path(acc.log_dir).parent_path().string();
+    }
+    if (!ov.quiet) {
+      std::fprintf(stderr, "fanout: job %llu '%s' on %s; the interchange's store %s, logs in %s\n",
+                   static_cast<unsigned long long>(state.job_id()), cfg.name.c_str(),
+                   endpoint.c_str(), db.c_str(), spec.log_dir.c_str());
+    }
+  }
+  // `fanout wait` finds the interchange through the run folder, when this host sees it.
+  std::error_code ec;
+  if (state.job_id() != 0 && !run_dir.empty() && fs::is_directory(run_dir, ec)) {
+    write_job_pointer(run_dir, endpoint, state.job_id());
+  }
   std::uint64_t skip_below = 0;
   bool empty_input = false;
   while (session.policy().keep_going()) {

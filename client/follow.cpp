@@ -1,6 +1,9 @@
 // fanout wait, cancel and resume. See follow.hpp.
 #include "client/follow.hpp"
 
+#include <signal.h>
+
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -8,17 +11,21 @@
 
 #include <fmt/format.h>
 
+#include "client/client.hpp"
 #include "client/embedded.hpp"
 #include "client/end_summary.hpp"
+#include "client/liveness.hpp"
 #include "client/progress.hpp"
 #include "client/run_settings.hpp"
 #include "client/session.hpp"
 #include "client/slurm_launcher.hpp"
+#include "client/submission.hpp"
 #include "fanout/protocol/job_state.hpp"
 #include "fanout/report/html_report.hpp"
 #include "fanout/report/job_report.hpp"
 #include "fanout/store/job_settings.hpp"
 #include "fanout/store/reader.hpp"
+#include "fanout/store/report_queries.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
@@ -31,6 +38,30 @@ namespace {
 
 // How long `wait` keeps trying an interchange that does not answer before it gives up.
 constexpr auto kNoAnswerLimit = std::chrono::seconds(60);
+
+// Ctrl-C and SIGTERM: the session ends, and `resume` stops its private interchange and pools
+// (they are in their own process groups, so nothing else would).
+std::atomic<int> g_interrupts{0};
+void on_interrupt(int) { g_interrupts.fetch_add(1, std::memory_order_relaxed); }
+void catch_interrupts() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+std::string run_dir_of(const std::string& log_dir) {
+  return log_dir.empty() ? std::string() : fs::path(log_dir).parent_path().string();
+}
+
+// Printed when the job's interchange is known dead and the job did not end.
+void print_gone(std::uint64_t job_id, const std::string& what, const std::string& db) {
+  std::fprintf(stderr,
+               "error: job %llu: %s; the job is unfinished: finish it with: fanout resume %llu "
+               "--db %s\n",
+               static_cast<unsigned long long>(job_id), what.c_str(),
+               static_cast<unsigned long long>(job_id), db.c_str());
+}
 
 // True when the store holds the job in a state it never leaves.
 bool is_ended(const std::string& state) {
@@ -100,6 +131,26 @@ int report_session(const Session& session, ProgressPrinter& printer, const std::
       std::fprintf(stderr, "error: interchange at %s: %s\n", endpoint.c_str(),
                    state.detail().c_str());
       return state.exit_code();
+    case SessionEnd::InterchangeGone:
+      printer.finish();
+      print_gone(job_id, state.detail(), opts.db);
+      return state.exit_code();
+    case SessionEnd::LeftRunning:
+      printer.finish();
+      if (opts.resumed) {
+        std::fprintf(stderr,
+                     "fanout: interrupted; stopping the private interchange and pools. Job %llu is "
+                     "unfinished: continue it with: fanout resume %llu --db %s\n",
+                     static_cast<unsigned long long>(job_id),
+                     static_cast<unsigned long long>(job_id), opts.db.c_str());
+      } else {
+        std::fprintf(stderr,
+                     "fanout: interrupted; job %llu goes on without this client: follow it with: "
+                     "fanout wait %llu --db %s\n",
+                     static_cast<unsigned long long>(job_id),
+                     static_cast<unsigned long long>(job_id), opts.db.c_str());
+      }
+      return state.exit_code();
     case SessionEnd::NoAnswer:
       printer.finish();
       std::fprintf(stderr,
@@ -115,39 +166,122 @@ int report_session(const Session& session, ProgressPrinter& printer, const std::
   }
 }
 
+// The rest of a submission cut short: what `fanout resume` sends from the job file.
+struct Unsubmitted {
+  config::JobConfig cfg;
+  std::uint32_t window = 0;
+};
+
+// The window of resume's private interchange when the job recorded none: at most its default.
+constexpr std::uint32_t kResumeWindow = 1000;
+
+// nullopt when the job's submission ended; else its job file, loaded and checked as `fanout run`
+// did (with the recorded interpreter), or an error saying why the rest cannot be submitted.
+Expected<std::optional<Unsubmitted>> unsubmitted(const std::string& db, std::uint64_t job_id,
+                                                 const RunSettings& rs,
+                                                 const store::JobSettings& recorded) {
+  auto data = store::read_report_data(db, job_id);
+  if (!data) return Unexpected{data.error()};
+  if (data->total_known) return std::optional<Unsubmitted>{};
+  const auto why = fmt::format(
+      "job {}: its client stopped before submitting every mini-batch, and resume lists the rest "
+      "from its job file",
+      job_id);
+  if (data->spec_path.empty()) {
+    return make_error(ErrorCode::InvalidArgument, why + ", which the store does not name");
+  }
+  auto cfg = config::load_job(data->spec_path);
+  if (!cfg) return make_error(ErrorCode::InvalidArgument, why + ": " + cfg.error().message);
+  RunOverrides ov;
+  ov.python = !rs.python.empty() ? rs.python : recorded.python;
+  if (auto r = prepare(*cfg, ov); !r) {
+    return make_error(ErrorCode::InvalidArgument, why + ": " + r.error().message);
+  }
+  return std::optional<Unsubmitted>{Unsubmitted{
+      std::move(*cfg), rs.window > 0 ? std::min(rs.window, kResumeWindow) : kResumeWindow}};
+}
+
+// Waits for the interchange's first word on the job, then, when its submission is still open,
+// lists the job file's input again and sends the mini-batches the store does not have, then
+// SubmitEnd (again from the count known after an interchange restart).
+void finish_submission(Session& session, const Unsubmitted& rest, std::uint64_t job_id,
+                       bool quiet) {
+  SessionPolicy& policy = session.policy();
+  while (policy.keep_going() && policy.progress().job_id != job_id) {
+    session.pump(std::chrono::milliseconds(50));
+  }
+  if (!policy.keep_going() || policy.progress().total != 0) return;
+  std::uint64_t from = policy.progress().submitted;
+  if (!quiet) {
+    std::fprintf(stderr,
+                 "fanout: job %llu: its submission stopped after %llu mini-batches; submitting "
+                 "the rest from %s\n",
+                 static_cast<unsigned long long>(job_id), static_cast<unsigned long long>(from),
+                 rest.cfg.spec_path.c_str());
+  }
+  policy.resume_submission(from, rest.window);
+  while (policy.keep_going()) {
+    auto listed = submit_input(rest.cfg, session, from);
+    if (auto again = policy.take_resubmit()) {
+      from = *again;
+      continue;
+    }
+    if (!listed) {
+      session.cancel(listed.error().message);
+      policy.fail(listed.error().message);
+      return;
+    }
+    if (policy.keep_going()) session.send_end();
+    return;
+  }
+}
+
 // Attaches to (or cancels) job_id at `endpoint` and follows it to its end, reattaching when the
 // interchange restarts. `emb`, when set, is the private interchange of `fanout resume`.
+// `rest`, when set, is what resume submits first (finish_submission).
 int follow_on(const std::string& endpoint, std::uint64_t job_id, const FollowOptions& opts,
-              Embedded* emb, const Logger& log) {
+              Embedded* emb, const Logger& log, const Unsubmitted* rest = nullptr) {
   ProgressPrinter printer(opts.quiet ? ProgressMode::Quiet : ProgressMode::Human);
   std::optional<store::JobSummary> in_store;  // the job as the store holds it once ended
+  std::string output_path, log_dir, store_error;
+  if (auto j = job_in_store(opts.db, job_id, store_error)) {
+    output_path = j->output_path;
+    log_dir = j->log_dir;
+    // Elapsed time and rate count from the job's start, not from now.
+    printer.job_started(j->created);
+  }
+  const std::string run_dir = run_dir_of(log_dir);
   std::optional<Session> connected;
+  catch_interrupts();
   try {
-    connected.emplace(
-        endpoint,
-        Session::Options{.rules = SessionRules{.submits = false, .give_up_after = kNoAnswerLimit},
-                         .embedded = emb,
-                         .security = opts.security,
-                         .printer = &printer,
-                         .ended_in_store = [&]() -> std::optional<proto::JobEnded> {
-                           std::string err;
-                           auto j = job_in_store(opts.db, job_id, err);
-                           if (!j || !is_ended(j->state)) return std::nullopt;
-                           in_store = std::move(j);
-                           return ended_from_store(*in_store);
-                         }},
-        log);
+    connected.emplace(endpoint,
+                      Session::Options{.rules = SessionRules{.submits = false,
+                                                             .give_up_after = kNoAnswerLimit,
+                                                             .interrupt_cancels = false},
+                                       .embedded = emb,
+                                       .security = opts.security,
+                                       .printer = &printer,
+                                       .interrupts = &g_interrupts,
+                                       .ended_in_store = [&]() -> std::optional<proto::JobEnded> {
+                                         std::string err;
+                                         auto j = job_in_store(opts.db, job_id, err);
+                                         if (!j || !is_ended(j->state)) return std::nullopt;
+                                         in_store = std::move(j);
+                                         return ended_from_store(*in_store);
+                                       },
+                                       // resume's own interchange is watched as its child instead.
+                                       .interchange_gone = [&]() -> std::string {
+                                         if (emb != nullptr || run_dir.empty()) return {};
+                                         return interchange_liveness_in(run_dir).describe();
+                                       }},
+                      log);
   } catch (const Failure& f) {  // a key missing or open to others, --insecure off loopback
     std::fprintf(stderr, "error: %s\n", f.what());
     return 3;
   }
   Session& session = *connected;
   session.attach(job_id, opts.cancel ? "cancelled by fanout cancel" : "");
-  std::string output_path, log_dir, store_error;
-  if (auto j = job_in_store(opts.db, job_id, store_error)) {
-    output_path = j->output_path;
-    log_dir = j->log_dir;
-  }
+  if (rest != nullptr) finish_submission(session, *rest, job_id, opts.quiet);
   session.follow();
   const int rc =
       report_session(session, printer, endpoint, opts, in_store, output_path, log_dir, log);
@@ -220,6 +354,14 @@ int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log) {
     write_missing_reports(opts.db, job_id, job->log_dir);
     return report_from_store(*job);
   }
+  if (job && opts.interchange.empty()) {
+    // On the interchange's host a dead one is known at once: nothing would ever answer.
+    if (auto l = interchange_liveness_in(run_dir_of(job->log_dir));
+        l.state == InterchangeLiveness::State::Dead) {
+      print_gone(job_id, l.describe(), opts.db);
+      return 3;
+    }
+  }
   std::string endpoint = opts.interchange;
   if (endpoint.empty()) {
     if (!job) {
@@ -271,6 +413,15 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
     log->warn("{}; resuming with the default settings", f.what());
   }
   const RunSettings rs = resumed_settings(recorded, opts.workers, opts.pools, opts.python);
+  // A client killed while submitting left the job without all its mini-batches: the job file
+  // gives them again (its listing is deterministic), or the job cannot finish.
+  std::optional<Unsubmitted> rest;
+  if (auto cut = unsubmitted(opts.db, job_id, rs, recorded); !cut) {
+    std::fprintf(stderr, "error: %s\n", cut.error().message.c_str());
+    return 2;
+  } else if (*cut) {
+    rest.emplace(std::move(**cut));
+  }
   const std::string run_dir = fs::path(job->log_dir).parent_path().string();
   if (!opts.quiet) {
     std::fprintf(stderr, "fanout: resuming job %llu (%s) on %s, %u pool(s) x %u workers\n",
@@ -278,6 +429,7 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
                  rs.pools, rs.workers);
   }
   std::optional<Embedded> emb;
+  catch_interrupts();  // from here on, a signal stops the children started below
   try {
     emb.emplace(rs, opts.db, run_dir, log);
   } catch (const Failure& f) {
@@ -287,7 +439,8 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
   FollowOptions fo;
   fo.db = opts.db;
   fo.quiet = opts.quiet;
-  return follow_on(emb->client_endpoint(), job_id, fo, &*emb, log);
+  fo.resumed = true;
+  return follow_on(emb->client_endpoint(), job_id, fo, &*emb, log, rest ? &*rest : nullptr);
 }
 
 }  // namespace fanout::client

@@ -28,6 +28,7 @@ struct FollowOptions {
   std::string interchange{};  // client endpoint; empty: from the run folder's interchange.ready
   bool cancel = false;        // send CancelJob first
   bool quiet = false;
+  bool resumed = false;      // set by resume_job: the interchange is its private one
   net::Security security{};  // for a tcp:// interchange (docs/security.md)
 };
 

@@ -89,6 +89,10 @@ int main(int argc, char** argv) {
                   "non-loopback interface)");
   run->add_flag("--exit-with-client", ov.exit_with_client,
                 "if this client dies, release the pools (scancel) and stop the interchange");
+  run->add_option("--window", ov.window,
+                  "mini-batches the private interchange lets this client submit ahead of those "
+                  "finished (default: its own, 20000)")
+      ->check(CLI::Range(1u, 100000000u));
   run->add_flag("--quiet,-q", ov.quiet, "no progress output");
   run->add_flag("--json", ov.json, "progress as JSON events on stdout, one object per line");
   run->add_option("--log-level", log_level, "the client's own log level")->capture_default_str();

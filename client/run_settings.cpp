@@ -2,6 +2,7 @@
 #include "client/run_settings.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <thread>
 
 #include "client/job_outputs.hpp"
@@ -58,6 +59,7 @@ RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
     rs.transport = Transport::Curve;
     rs.keys_dir = ov.security.keys_dir.empty() ? net::default_keys_dir() : ov.security.keys_dir;
   }
+  rs.window = ov.window;
   if (auto mon = monitoring_options(cfg)) {
     rs.resource_monitor_interval_s = mon->resource_monitor_interval_s;
   }
@@ -101,7 +103,11 @@ store::JobSettings recorded_settings(const config::JobConfig& cfg) {
 proto::JobSpec job_spec(const config::JobConfig& cfg, const std::string& log_dir) {
   proto::JobSpec spec;
   spec.name = cfg.name;
-  spec.spec_path = cfg.spec_path;
+  // Absolute: `fanout resume` reads the job file again, from any folder, when its submission was
+  // cut short.
+  spec.spec_path = cfg.spec_path.empty()
+                       ? std::string()
+                       : std::filesystem::absolute(cfg.spec_path).lexically_normal().string();
   spec.priority = cfg.fanout.priority;
   // The Azure ML task types, as the worker runtimes are named (docs/architecture.md).
   spec.runtime = cfg.task_type == "run_function" ? "python" : cfg.task_type;

@@ -25,6 +25,7 @@ struct RunOverrides {
   std::uint32_t workers = 0;
   std::uint32_t pools = 0;     // overrides resources.instance_count
   std::uint32_t priority = 0;  // overrides fanout.priority when > 0
+  std::uint32_t window = 0;    // the embedded interchange's --window; 0: its default
   bool quiet = false;
   bool json = false;              // progress as JSON events on stdout (see client/progress.hpp)
   net::Security security{};       // for a tcp:// --interchange (docs/security.md)

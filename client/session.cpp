@@ -21,6 +21,7 @@ void SessionPolicy::heard(Clock::time_point now) { last_heard_ = now; }
 bool SessionPolicy::on_accepted(const proto::JobAccepted& m) {
   if (job_id_ != 0) return false;
   job_id_ = m.job_id;
+  accepted_ = m;
   window_ = std::max<std::uint32_t>(m.window, 1);
   return true;
 }
@@ -81,6 +82,13 @@ void SessionPolicy::on_reject(const proto::Reject& m, Clock::time_point now) {
 
 SessionPolicy::Interrupt SessionPolicy::on_interrupts(int count) {
   Interrupt what = Interrupt::None;
+  if (count > 0 && !rules_.interrupt_cancels) {
+    if (end_ == SessionEnd::Open) {
+      finish(SessionEnd::LeftRunning, "interrupted");
+      return Interrupt::Leave;
+    }
+    return Interrupt::None;
+  }
   if (count > 0 && job_id_ != 0 && !interrupt_cancelled_) {
     interrupt_cancelled_ = true;
     cancel_reason_ = "cancelled by the user (signal)";
@@ -95,6 +103,9 @@ SessionPolicy::Interrupt SessionPolicy::on_interrupts(int count) {
 
 void SessionPolicy::not_accepted() { finish(SessionEnd::NotAccepted, {}); }
 void SessionPolicy::child_died(std::string what) { finish(SessionEnd::ChildDied, std::move(what)); }
+void SessionPolicy::interchange_gone(std::string what) {
+  finish(SessionEnd::InterchangeGone, std::move(what));
+}
 void SessionPolicy::ended_in_store(proto::JobEnded e) {
   if (end_ != SessionEnd::Open) return;
   ended_ = std::move(e);
@@ -215,7 +226,9 @@ void Session::handle(const std::string& frame, Clock::time_point now) {
   switch (h->type) {
     case proto::MsgType::JobAccepted:
       if (auto m = proto::decode<proto::JobAccepted>(frame); m && policy_.on_accepted(*m)) {
-        if (opts_.printer != nullptr) opts_.printer->accepted(m->job_id, job_name_, log_dir_);
+        if (opts_.printer != nullptr) {
+          opts_.printer->accepted(m->job_id, job_name_, m->log_dir.empty() ? log_dir_ : m->log_dir);
+        }
       }
       return;
     case proto::MsgType::JobProgress: {
@@ -285,7 +298,21 @@ bool Session::pump(std::chrono::milliseconds wait) {
       policy_.ended_in_store(std::move(*in_store));
       return false;
     }
+    if (auto gone = opts_.interchange_gone ? opts_.interchange_gone() : std::string();
+        !gone.empty()) {
+      // It may have committed the job's end just before it exited: the store, once more.
+      if (auto in_store = opts_.ended_in_store ? opts_.ended_in_store() : std::nullopt) {
+        policy_.ended_in_store(std::move(*in_store));
+      } else {
+        policy_.interchange_gone(std::move(gone));
+      }
+      return false;
+    }
     send_probe(true);
+    if (opts_.printer != nullptr && policy_.unanswered_probes() > 0) {
+      const double silent_s = std::chrono::duration<double>(now - policy_.last_heard()).count();
+      opts_.printer->unreachable(unix_now() - silent_s);
+    }
   }
   policy_.give_up_if_silent(now);
   if (opts_.interrupts != nullptr) {

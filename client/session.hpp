@@ -6,6 +6,7 @@
 // "Interchange crash and resume".
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -32,15 +33,16 @@ inline constexpr auto kAcceptWithin = std::chrono::seconds(30);
 
 // Why a session is over.
 enum class SessionEnd : std::uint8_t {
-  Open,          // not over
-  Ended,         // the interchange sent JobEnded
-  EndedInStore,  // the store holds the job as ended, and no interchange said so
-  Rejected,      // the interchange refused the job or does not know it
-  NotAccepted,   // no JobAccepted within kAcceptWithin
-  NoAnswer,      // the interchange was silent for longer than SessionRules::give_up_after
-  ChildDied,     // the embedded interchange, or every embedded pool, exited
-  LeftRunning,   // interrupted twice: the job goes on without the client
-  Failed,        // the client cannot go on (its input could not be listed)
+  Open,             // not over
+  Ended,            // the interchange sent JobEnded
+  EndedInStore,     // the store holds the job as ended, and no interchange said so
+  Rejected,         // the interchange refused the job or does not know it
+  NotAccepted,      // no JobAccepted within kAcceptWithin
+  NoAnswer,         // the interchange was silent for longer than SessionRules::give_up_after
+  ChildDied,        // the embedded interchange, or every embedded pool, exited
+  InterchangeGone,  // the followed job's interchange is known dead (its pid, on this host)
+  LeftRunning,      // interrupted twice: the job goes on without the client
+  Failed,           // the client cannot go on (its input could not be listed)
 };
 
 struct SessionRules {
@@ -48,6 +50,9 @@ struct SessionRules {
   bool submits = true;
   // Silence after which the session gives up; nullopt: it probes for as long as it runs.
   std::optional<Clock::duration> give_up_after{};
+  // The first interrupt asks to cancel the job (run), or ends the session leaving the job as it
+  // is (wait, cancel, resume: they stop following; resume stops its private interchange).
+  bool interrupt_cancels = true;
 };
 
 // The decisions of a session, from what arrived and the time: whether to probe, whether a
@@ -82,8 +87,9 @@ class SessionPolicy final {
   void on_reject(const proto::Reject& m, Clock::time_point now);
   // Whether on_reject(m) would end the session.
   [[nodiscard]] bool reject_ends(const proto::Reject& m) const;
-  // How many times the user interrupted (Ctrl-C). The first asks to cancel the job; the second
-  // leaves it running and ends the session.
+  // How many times the user interrupted (Ctrl-C, SIGTERM). The first asks to cancel the job;
+  // the second leaves it running and ends the session. Without rules.interrupt_cancels the first
+  // ends the session (LeftRunning, "interrupted").
   enum class Interrupt : std::uint8_t { None, Cancel, Leave };
   Interrupt on_interrupts(int count);
 
@@ -94,6 +100,8 @@ class SessionPolicy final {
   void request_cancel(std::string reason) { cancel_reason_ = std::move(reason); }
   void not_accepted();
   void child_died(std::string what);
+  // The job's interchange is known dead (and the store does not hold the job as ended).
+  void interchange_gone(std::string what);
   // The store holds the job as ended (`e` built from it): the session ends as if told so.
   void ended_in_store(proto::JobEnded e);
   void fail(std::string what);
@@ -122,13 +130,25 @@ class SessionPolicy final {
   [[nodiscard]] SessionEnd end() const { return end_; }
   [[nodiscard]] const std::string& detail() const { return detail_; }  // reject reason, ...
   [[nodiscard]] std::uint64_t job_id() const { return job_id_; }
+  // The first JobAccepted (its paths are the interchange's: store and the job's logs folder).
+  [[nodiscard]] const proto::JobAccepted& accepted() const { return accepted_; }
   [[nodiscard]] const proto::JobProgress& progress() const { return progress_; }
   [[nodiscard]] const std::optional<proto::JobEnded>& ended() const { return ended_; }
   [[nodiscard]] std::uint64_t submitted() const { return submitted_; }
   [[nodiscard]] std::uint64_t restarts() const { return restarts_; }
+  // When a frame last arrived (or the session started), and probes unanswered since, in a row.
+  [[nodiscard]] Clock::time_point last_heard() const { return last_heard_; }
+  [[nodiscard]] std::uint64_t unanswered_probes() const { return unanswered_probes_; }
   [[nodiscard]] const std::string& cancel_reason() const { return cancel_reason_; }
   // Follow job `id` (submitted elsewhere).
   void follow(std::uint64_t id) { job_id_ = id; }
+  // A followed job whose submission was cut short (its client killed): this session sends the
+  // rest, from mini-batch `from` on, within `window` (the interchange's).
+  void resume_submission(std::uint64_t from, std::uint32_t window) {
+    submitted_ = from;
+    submit_ended_ = false;
+    window_ = std::max<std::uint32_t>(window, 1);
+  }
 
  private:
   void finish(SessionEnd why, std::string detail);
@@ -136,6 +156,7 @@ class SessionPolicy final {
   SessionRules rules_;
   std::uint64_t job_id_ = 0;
   std::uint32_t window_ = 0;
+  proto::JobAccepted accepted_{};
   proto::JobProgress progress_{};
   std::optional<proto::JobEnded> ended_{};
   SessionEnd end_ = SessionEnd::Open;
@@ -167,6 +188,9 @@ class Session final {
     // Asked before each probe and on a Reject that ends the session: the job's end when the
     // store holds it as ended (no interchange may be left to say so).
     std::function<std::optional<proto::JobEnded>()> ended_in_store{};
+    // Asked before each probe (after ended_in_store): a description when the job's interchange
+    // is known dead, "" when alive or unknown.
+    std::function<std::string()> interchange_gone{};
   };
   // Connects to the interchange's client endpoint (nothing is sent yet). Throws Failure naming
   // the key file when a Curve key is missing or readable by others, or --insecure is asked for

@@ -1,16 +1,49 @@
 // fanout status and fanout report. See status.hpp.
 #include "client/status.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <filesystem>
+
+#include "client/liveness.hpp"
 
 #include "client/slurm_launcher.hpp"
 #include "fanout/report/job_report.hpp"
 #include "fanout/report/status_text.hpp"
 #include "fanout/store/job_status.hpp"
 #include "fanout/util/error.hpp"
+#include "fanout/util/fs.hpp"
 
 namespace fanout::client {
+
+namespace {
+
+// For a job the store holds as running: whether its interchange still runs, so a dead job does
+// not look alive (counts and an ETA are all the store can give).
+std::string interchange_line(const store::JobStatus& s, const std::string& db) {
+  if (s.state != "running" || s.log_dir.empty()) return {};
+  const auto l = interchange_liveness_in(std::filesystem::path(s.log_dir).parent_path().string());
+  switch (l.state) {
+    case InterchangeLiveness::State::Dead:
+      return fmt::format(
+          "interchange: NOT RUNNING (pid {} on {} exited); the job is stalled: finish it with: "
+          "fanout resume {} --db {}\n",
+          l.pid, l.host, s.id, db);
+    case InterchangeLiveness::State::Alive:
+      return fmt::format("interchange: running (pid {} on {})\n", l.pid, l.host);
+    default:
+      if (l.pid != 0) {
+        return fmt::format(
+            "interchange: pid {} on {} (not checked from {}; fanout wait {} shows "
+            "whether it answers)\n",
+            l.pid, l.host.empty() ? "an unknown host" : l.host, host_name(), s.id);
+      }
+      return {};
+  }
+}
+
+}  // namespace
 
 int print_status(const std::string& db, std::uint64_t job_id, bool json) {
   auto s = store::read_job_status(db, job_id);
@@ -33,6 +66,7 @@ int print_status(const std::string& db, std::uint64_t job_id, bool json) {
       auto line = slurm_status_line(std::filesystem::path(s->log_dir).parent_path().string());
       if (!line.empty()) std::printf("pools:    %s\n", line.c_str());
     }
+    std::fputs(interchange_line(*s, db).c_str(), stdout);
   }
   return 0;
 }

@@ -3,13 +3,16 @@
 // client_sessions and job_checks. See interchange.hpp and docs/architecture.md.
 #include "interchange/interchange.hpp"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -105,12 +108,29 @@ void Interchange::write_ready_file() {
   std::string tmp = opts_.ready_file + ".tmp";
   {
     std::ofstream out(tmp);
-    out << "client=" << eps_.client << "\npool=" << eps_.pool << "\npid=" << ::getpid() << "\n";
+    out << "client=" << eps_.client << "\npool=" << eps_.pool << "\npid=" << ::getpid()
+        << "\nhost=" << host_name() << "\n";
   }
   std::filesystem::rename(tmp, opts_.ready_file);
 }
 
+bool Interchange::submitter_gone() {
+  // Embedded only: the client that started us (our parent) is gone when we were re-parented.
+  if (!opts_.exit_when_idle || ::getppid() == parent_) return false;
+  // A job it had not finished submitting cannot end; one fully submitted runs on without it.
+  for (const auto& [id, job] : ledger_.jobs()) {
+    if (job.submit_done) continue;
+    log_->warn(
+        "the client that started this interchange exited before job {} was fully submitted "
+        "({} mini-batches); stopping: fanout resume {} submits the rest and finishes it",
+        id, job.total, id);
+    return true;
+  }
+  return false;
+}
+
 int Interchange::run() {
+  parent_ = ::getppid();
   write_ready_file();
   net::Poller poller;
   poller.add(client_sock_);
@@ -161,6 +181,7 @@ int Interchange::run() {
       }
       expire_pools(now);
       log_stats(false);
+      if (submitter_gone()) break;
     }
     if (!store_->ok()) {
       log_->critical("store {} failed; stopping", opts_.db_path);
@@ -262,6 +283,18 @@ void Interchange::on_client(net::Message& msg) {
 void Interchange::on_submit_job(const std::string& peer, const std::string& frame) {
   auto m = proto::decode<proto::SubmitJob>(frame);
   if (!m) return bad_frame("client", peer, m.error());
+  if (m->spec.log_dir.empty() && m->spec.interchange_run_dir) {
+    // The client's paths are not ours: the run folder goes beside our store, named after the
+    // job (only characters safe in one path component).
+    std::string name = m->spec.name.empty() ? std::string("job") : m->spec.name;
+    for (char& c : name) {
+      if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-' && c != '_') c = '_';
+    }
+    m->spec.log_dir = fmt::format(
+        "{}/runs/{}-{:%Y%m%d-%H%M%S}-{}-{}/logs",
+        std::filesystem::absolute(opts_.db_path).parent_path().lexically_normal().string(), name,
+        fmt::gmtime(std::time(nullptr)), ::getpid(), ++run_dirs_made_);
+  }
   auto ok = check_job_spec(m->spec);
   if (ok) ok = check_output_free(m->spec, ledger_.jobs());
   if (ok) ok = prepare_job_files(m->spec);
@@ -277,7 +310,10 @@ void Interchange::on_submit_job(const std::string& peer, const std::string& fram
   store_->create_job(job.id, job.spec, job.started);
   log_->info("job {} ({}) submitted: runtime {}, entry {}", job.id, job.spec.name, job.spec.runtime,
              job.spec.entry_script);
-  send_client(peer, proto::encode(proto::JobAccepted{job.id, opts_.window}));
+  send_client(peer, proto::encode(proto::JobAccepted{
+                        job.id, opts_.window,
+                        std::filesystem::absolute(opts_.db_path).lexically_normal().string(),
+                        job.spec.log_dir}));
 }
 
 Expected<void> Interchange::prepare_job_files(const proto::JobSpec& spec) const {

@@ -4,6 +4,7 @@
 // Not thread-safe: run() owns the sockets; stop() may be called from a signal handler.
 #pragma once
 
+#include <sys/types.h>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -32,7 +33,7 @@ struct Options {
   std::string client_endpoint = "tcp://127.0.0.1:*";
   std::string pool_endpoint = "tcp://127.0.0.1:*";
   std::string db_path{};
-  std::string ready_file{};  // written once bound: "client=...\npool=...\npid=...\n"
+  std::string ready_file{};  // written once bound: client=, pool=, pid=, host= lines
   std::chrono::milliseconds heartbeat_period{2000};
   std::chrono::milliseconds heartbeat_threshold{10000};
   std::chrono::milliseconds stats_interval{30000};
@@ -91,6 +92,8 @@ class Interchange final {
   Endpoints open_sockets();
   void recover();
   void write_ready_file();
+  // True when the embedded interchange's client died before a job's submission ended.
+  bool submitter_gone();
 
   // Client side.
   void on_client(net::Message& msg);
@@ -157,6 +160,8 @@ class Interchange final {
   bool warned_window_ = false;
   std::uint64_t instance_ = 0;  // JobProgress::instance: random per process
   bool had_client_ = false;
+  pid_t parent_ = 0;                 // at run(): the embedded interchange's client
+  std::uint64_t run_dirs_made_ = 0;  // for clients that leave the run folder to us
   LoopStats stats_{}, logged_stats_{};
   Clock::time_point last_stats_{};
   bool warned_bad_ = false;

@@ -87,11 +87,16 @@ struct JobSpec {
   // The job's weight in the interchange's fair share of the pools between running jobs
   // (fanout.priority, --priority); 0 counts as 1. A frame from an older client has none: 1.
   std::uint32_t priority = 1;
+  // With log_dir empty: the interchange makes the job's run folder beside its store (a client of
+  // a shared interchange, whose paths are the interchange's) and names it in JobAccepted. False,
+  // and from an older client: an empty log_dir means no reports.
+  bool interchange_run_dir = false;
   MSGPACK_DEFINE_ARRAY(name, spec_path, runtime, code_dir, entry_script, python, args, env,
                        output_path, log_dir, max_tries, run_timeout_s, error_threshold,
                        mini_batch_error_threshold, allowed_failed_percent, settings_json,
                        input_name, task_overhead_timeout_s, first_task_creation_timeout_s,
-                       progress_update_timeout_s, resource_monitor_interval_s, priority)
+                       progress_update_timeout_s, resource_monitor_interval_s, priority,
+                       interchange_run_dir)
 };
 
 // One mini-batch as described by the client: never the data, only where to find it.
@@ -296,7 +301,11 @@ struct JobAccepted {
   static constexpr MsgType kType = MsgType::JobAccepted;
   std::uint64_t job_id = 0;
   std::uint32_t window = 0;  // mini-batches the client may have submitted beyond those finished
-  MSGPACK_DEFINE_ARRAY(job_id, window)
+  // The interchange's own paths (absolute, on its host): its store and the job's logs folder.
+  // Empty from an older interchange.
+  std::string db_path{};
+  std::string log_dir{};
+  MSGPACK_DEFINE_ARRAY(job_id, window, db_path, log_dir)
 };
 
 struct SubmitTasks {

@@ -358,3 +358,38 @@ TEST_CASE("client.session.an_end_found_in_the_store_ends_the_session_like_job_en
     CHECK_FALSE(p.give_up_if_silent(t0 + seconds(120)));  // over: nothing more to decide
   }
 }
+
+TEST_CASE("wait, cancel and resume: an interrupt ends the session and cancels nothing") {
+  SessionPolicy p(SessionRules{.submits = false, .interrupt_cancels = false}, t0);
+  p.follow(7);
+  CHECK(p.on_interrupts(0) == SessionPolicy::Interrupt::None);
+  CHECK(p.on_interrupts(1) == SessionPolicy::Interrupt::Leave);
+  CHECK(p.end() == SessionEnd::LeftRunning);
+  CHECK(p.cancel_reason().empty());
+  CHECK(p.exit_code() == 3);
+  CHECK(p.on_interrupts(2) == SessionPolicy::Interrupt::None);
+}
+
+TEST_CASE("a dead interchange ends a followed session with its description") {
+  auto p = following();
+  p.interchange_gone("the interchange (pid 9 on h) is not running");
+  CHECK(p.end() == SessionEnd::InterchangeGone);
+  CHECK(p.detail() == "the interchange (pid 9 on h) is not running");
+  CHECK(p.exit_code() == 3);
+}
+
+TEST_CASE("resume finishes a cut submission from the count the interchange has") {
+  auto p = following();
+  proto::JobProgress m;
+  m.job_id = 7;
+  m.submitted = 40;  // total 0: the submission is open
+  (void)p.on_progress(m);
+  p.resume_submission(40, 20);
+  CHECK(p.submitted() == 40);
+  CHECK(p.credit() == 0);  // 40 submitted, none finished, window 20: full
+  m.succeeded = 30;
+  (void)p.on_progress(m);
+  CHECK(p.credit() == 10);
+  p.sent_tasks(10);
+  CHECK(p.credit() == 0);
+}

@@ -106,6 +106,7 @@ proto::JobSpec sample_spec() {
   s.progress_update_timeout_s = 90.5;
   s.resource_monitor_interval_s = 2.5;
   s.priority = 7;
+  s.interchange_run_dir = true;
   return s;
 }
 
@@ -132,6 +133,7 @@ void check_spec(const proto::JobSpec& a, const proto::JobSpec& b) {
   CHECK(a.progress_update_timeout_s == b.progress_update_timeout_s);
   CHECK(a.resource_monitor_interval_s == b.resource_monitor_interval_s);
   CHECK(a.priority == b.priority);
+  CHECK(a.interchange_run_dir == b.interchange_run_dir);
 }
 
 proto::Task sample_task(std::uint64_t i) {
@@ -371,9 +373,12 @@ TEST_CASE("protocol.codec.round_trips_every_type") {
     check_spec(round_trip(in).spec, in.spec);
   }
   SUBCASE("JobAccepted") {
-    auto out = round_trip(proto::JobAccepted{88, 20000});
+    auto out = round_trip(proto::JobAccepted{88, 20000, "/srv/fanout.db", "/srv/runs/x/logs"});
     CHECK(out.job_id == 88);
     CHECK(out.window == 20000);
+    // The interchange's own paths (issue 17 item 8).
+    CHECK(out.db_path == "/srv/fanout.db");
+    CHECK(out.log_dir == "/srv/runs/x/logs");
   }
   SUBCASE("SubmitTasks") {
     proto::SubmitTasks in;
