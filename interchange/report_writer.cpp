@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstring>
 
-#include "fanout/report/html_report.hpp"
 #include "fanout/report/job_report.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/error.hpp"
@@ -75,12 +74,8 @@ void ReportWriter::run() {
     d.job_id = req.job_id;
     const double cpu0 = thread_cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = report::write_job_report(db_path_, req.job_id, req.log_dir);
-    if (r) {  // report.html next to the CSVs (docs/tuning.md)
-      if (auto h = report::write_job_html(db_path_, req.job_id, req.log_dir + "/report.html"); !h) {
-        r = make_error(h.error().code, h.error().message);
-      }
-    }
+    // The CSVs and report.html (docs/tuning.md) from one pass over the job's attempts.
+    auto r = report::write_job_report(db_path_, req.job_id, req.log_dir, {.html = true});
     d.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     d.cpu_s = thread_cpu_seconds() - cpu0;
     if (r) {

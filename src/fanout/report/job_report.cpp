@@ -6,8 +6,11 @@
 #include <memory>
 
 #include "fanout/report/csv.hpp"
+#include "fanout/report/html_report.hpp"
 #include "fanout/report/job_result.hpp"
 #include "fanout/report/progress_overview.hpp"
+#include "fanout/report/report_pass.hpp"
+#include "fanout/store/report_queries.hpp"
 #include "fanout/store/report_source.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/error.hpp"
@@ -18,7 +21,8 @@ namespace {
 
 using store::ReportTable;
 
-// One CSV file: where it goes and its header, one field per column of its table.
+// One CSV file: where it goes and its header, one field per column of its table (the job
+// reports' tables are not read as tables: ReportPass builds them).
 struct CsvFile {
   ReportTable table;
   const char* path;  // relative to the logs folder; "{node}" is replaced by the node's folder
@@ -64,9 +68,11 @@ std::string node_folder(std::string_view node) {
 
 Expected<std::vector<std::string>> write_job_report(const std::string& db_path,
                                                     std::uint64_t job_id,
-                                                    const std::string& out_dir) {
+                                                    const std::string& out_dir,
+                                                    const JobReportOptions& options) {
   // Every file is written to its temporary name within one read transaction (so all of them
-  // show the same committed state), then renamed into place.
+  // show the same committed state), then renamed into place. The job's attempts are read once:
+  // each goes to processed_mini-batches.csv as it is read and into the figures of the others.
   std::vector<std::unique_ptr<AtomicFile>> files;
   std::vector<std::string> written;  // relative paths, parallel to files
   auto add_file = [&](std::string rel) -> AtomicFile& {
@@ -76,21 +82,60 @@ Expected<std::vector<std::string>> write_job_report(const std::string& db_path,
   };
   try {
     store::ReportSource src(db_path);
-    const auto job = src.job_result(job_id);
-    if (!job) {
+    // The fixed order of the files: job_result.txt and the overview first.
+    AtomicFile& result_file = add_file("job_result.txt");
+    const std::size_t overview_at = files.size();
+    files.emplace_back();
+    written.emplace_back();
+    AtomicFile& processed = add_file(kJobReports[0].path);
+    ReportPass pass(processed, kJobReports[0].header, kFirstErrors);
+    store::ReportData d;
+    try {
+      d = store::report_data(src, job_id, {}, [&](const store::AttemptRow& a) { pass.add(a); });
+    } catch (const Failure& f) {
+      if (f.error().code != ErrorCode::NotFound) throw;
       src.finish();
       return make_error(ErrorCode::NotFound,
                         fmt::format("{}: no job {} in this store", db_path, job_id));
     }
-    add_file("job_result.txt")
-        .write(format_job_result(job_id, *job, src.first_failed_attempts(job_id, kFirstErrors)));
-    const ProgressOverview ov =
-        overview_from_store(job_id, src.progress(job_id).value_or(store::JobProgressRow{}));
-    add_file(progress_overview_name(ov.started)).write(format_progress_overview(ov));
+    pass.finish_processed();
 
-    for (const auto& f : kJobReports) {
-      write_csv(src.rows(f.table, job_id), f.header, add_file(f.path));
-    }
+    store::JobResultRow job;
+    job.name = d.name;
+    job.state = d.state;
+    job.reason = d.reason;
+    job.spec_path = d.spec_path;
+    job.output_path = d.output_path;
+    job.started = d.job_started;
+    job.ended = d.ended;
+    job.total = static_cast<std::int64_t>(d.total);
+    job.succeeded = static_cast<std::int64_t>(d.succeeded);
+    job.failed = static_cast<std::int64_t>(d.failed);
+    job.items_succeeded = static_cast<std::int64_t>(d.items_succeeded);
+    job.items_failed = static_cast<std::int64_t>(d.items_failed);
+    job.attempts = static_cast<std::int64_t>(d.attempts);
+    job.attempts_failed = static_cast<std::int64_t>(d.attempts_failed);
+    result_file.write(format_job_result(job_id, job, pass.first_failed()));
+
+    store::JobProgressRow prog;
+    prog.name = d.name;
+    prog.state = d.state;
+    prog.submit_done = d.total_known;
+    prog.total = d.total;
+    prog.succeeded = d.succeeded;
+    prog.failed = d.failed;
+    prog.items_succeeded = d.items_succeeded;
+    prog.items_failed = d.items_failed;
+    prog.attempts_failed = d.attempts_failed;
+    prog.started = d.job_started;
+    prog.ended = d.ended;
+    const ProgressOverview ov = overview_from_store(job_id, prog);
+    written[overview_at] = progress_overview_name(ov.started);
+    files[overview_at] = std::make_unique<AtomicFile>(out_dir + "/" + written[overview_at]);
+    files[overview_at]->write(format_progress_overview(ov));
+
+    add_file(kJobReports[1].path).write(pass.process_summary(kJobReports[1].header));
+    add_file(kJobReports[2].path).write(pass.node_summary(kJobReports[2].header));
 
     const std::vector<std::string> nodes = src.sample_nodes(job_id);
     for (const auto& f : kPerfReports) {
@@ -101,6 +146,7 @@ Expected<std::vector<std::string>> write_job_report(const std::string& db_path,
       }
     }
     src.finish();
+    if (options.html) add_file("report.html").write(render_job_html(d));
     for (auto& f : files) f->commit();
     return written;
   } catch (const Failure& f) {

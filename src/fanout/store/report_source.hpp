@@ -65,6 +65,18 @@ struct JobResultRow {
   std::int64_t attempts = 0, attempts_failed = 0;
 };
 
+// One attempt as the report's single pass reads it (report_data()): raw columns, NULLs flagged.
+// The views are valid until the pass moves on.
+struct AttemptRow {
+  std::uint64_t id = 0, minibatch_id = 0, pool_id = 0;
+  std::int64_t attempt = 0, worker_pid = 0, items = 0, succeeded = 0, failed = 0;
+  double start = 0, elapsed_s = 0, cpu_s = 0, run_s = 0;
+  std::string_view status{}, pool{}, node{}, process{}, error_category{}, error_message{}, detail{};
+  bool has_pool_id = false, has_pool = false, has_node = false, has_pid = false, has_start = false,
+       has_elapsed = false, has_cpu = false, has_run = false, has_items = false,
+       has_succeeded = false, has_failed = false, has_detail = false;
+};
+
 // A failed attempt, as job_result.txt lists the first ones.
 struct FailedAttemptRow {
   std::int64_t minibatch = 0;
@@ -109,11 +121,30 @@ class ReportSource final {
   // `node` is bound, not copied: it must stay valid until the rows are read.
   [[nodiscard]] ReportRows rows(ReportTable t, std::uint64_t job_id, std::string_view node = {});
 
+  // Calls `fn` for each attempt of the job, in attempt id order (the order tasks were handed
+  // out), with its mini-batch's detail: the one scan of `attempts` a report makes.
+  template <typename Fn>
+  void each_attempt(std::uint64_t job_id, Fn&& fn) {
+    Statement& st = attempts_statement(job_id);
+    AttemptRow row;
+    while (st.step()) {
+      fill_attempt(st, row);
+      fn(static_cast<const AttemptRow&>(row));
+    }
+    st.reset();
+  }
+  // The connection, for the report queries (report_queries.cpp) within this transaction.
+  [[nodiscard]] Db& db() noexcept { return *db_; }
+
   // Ends the read transaction. Throws Failure{Database}.
   void finish();
 
  private:
+  Statement& attempts_statement(std::uint64_t job_id);
+  static void fill_attempt(Statement& st, AttemptRow& row);
+
   std::unique_ptr<Db> db_;
+  std::unique_ptr<Statement> attempts_{};
   std::array<std::unique_ptr<Statement>, kReportTables> tables_{};  // prepared on first use
 };
 
