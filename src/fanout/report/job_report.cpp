@@ -66,88 +66,98 @@ std::string node_folder(std::string_view node) {
   return s;
 }
 
+JobReportBuilder::JobReportBuilder(std::uint64_t job_id, std::string out_dir)
+    : job_id_(job_id),
+      out_dir_(std::move(out_dir)),
+      processed_(std::make_unique<AtomicFile>(out_dir_ + "/" + kJobReports[0].path)),
+      csv_(std::make_unique<ReportPass>(*processed_, kJobReports[0].header, kFirstErrors)) {}
+
+JobReportBuilder::~JobReportBuilder() = default;
+
+void JobReportBuilder::add(const store::AttemptRow& a) {
+  csv_->add(a);
+  figures_.add(a);
+}
+
+std::vector<std::string> JobReportBuilder::finish(store::ReportSource& src, bool html) {
+  // The files in their fixed order; each under its temporary name until all are written.
+  std::vector<std::unique_ptr<AtomicFile>> files;
+  std::vector<std::string> written;  // relative paths, parallel to files
+  auto add_file = [&](std::string rel) -> AtomicFile& {
+    files.push_back(std::make_unique<AtomicFile>(out_dir_ + "/" + rel));
+    written.push_back(std::move(rel));
+    return *files.back();
+  };
+  csv_->finish_processed();
+  const store::ReportData d = figures_.finish(src, job_id_, {});
+
+  store::JobResultRow job;
+  job.name = d.name;
+  job.state = d.state;
+  job.reason = d.reason;
+  job.spec_path = d.spec_path;
+  job.output_path = d.output_path;
+  job.started = d.job_started;
+  job.ended = d.ended;
+  job.total = static_cast<std::int64_t>(d.total);
+  job.succeeded = static_cast<std::int64_t>(d.succeeded);
+  job.failed = static_cast<std::int64_t>(d.failed);
+  job.items_succeeded = static_cast<std::int64_t>(d.items_succeeded);
+  job.items_failed = static_cast<std::int64_t>(d.items_failed);
+  job.attempts = static_cast<std::int64_t>(d.attempts);
+  job.attempts_failed = static_cast<std::int64_t>(d.attempts_failed);
+  add_file("job_result.txt").write(format_job_result(job_id_, job, csv_->first_failed()));
+
+  store::JobProgressRow prog;
+  prog.name = d.name;
+  prog.state = d.state;
+  prog.submit_done = d.total_known;
+  prog.total = d.total;
+  prog.succeeded = d.succeeded;
+  prog.failed = d.failed;
+  prog.items_succeeded = d.items_succeeded;
+  prog.items_failed = d.items_failed;
+  prog.attempts_failed = d.attempts_failed;
+  prog.started = d.job_started;
+  prog.ended = d.ended;
+  const ProgressOverview ov = overview_from_store(job_id_, prog);
+  add_file(progress_overview_name(ov.started)).write(format_progress_overview(ov));
+
+  files.push_back(std::move(processed_));
+  written.emplace_back(kJobReports[0].path);
+  add_file(kJobReports[1].path).write(csv_->process_summary(kJobReports[1].header));
+  add_file(kJobReports[2].path).write(csv_->node_summary(kJobReports[2].header));
+
+  const std::vector<std::string> nodes = src.sample_nodes(job_id_);
+  for (const auto& f : kPerfReports) {
+    for (const auto& node : nodes) {
+      std::string rel = f.path;
+      rel.replace(rel.find("{node}"), 6, node_folder(node));
+      write_csv(src.rows(f.table, job_id_, node), f.header, add_file(std::move(rel)));
+    }
+  }
+  if (html) add_file("report.html").write(render_job_html(d));
+  for (auto& f : files) f->commit();
+  return written;
+}
+
 Expected<std::vector<std::string>> write_job_report(const std::string& db_path,
                                                     std::uint64_t job_id,
                                                     const std::string& out_dir,
                                                     const JobReportOptions& options) {
-  // Every file is written to its temporary name within one read transaction (so all of them
-  // show the same committed state), then renamed into place. The job's attempts are read once:
-  // each goes to processed_mini-batches.csv as it is read and into the figures of the others.
-  std::vector<std::unique_ptr<AtomicFile>> files;
-  std::vector<std::string> written;  // relative paths, parallel to files
-  auto add_file = [&](std::string rel) -> AtomicFile& {
-    files.push_back(std::make_unique<AtomicFile>(out_dir + "/" + rel));
-    written.push_back(std::move(rel));
-    return *files.back();
-  };
+  // Every file is written within one read transaction (so all of them show the same committed
+  // state), from one scan of the job's attempts.
   try {
     store::ReportSource src(db_path);
-    // The fixed order of the files: job_result.txt and the overview first.
-    AtomicFile& result_file = add_file("job_result.txt");
-    const std::size_t overview_at = files.size();
-    files.emplace_back();
-    written.emplace_back();
-    AtomicFile& processed = add_file(kJobReports[0].path);
-    ReportPass pass(processed, kJobReports[0].header, kFirstErrors);
-    store::ReportData d;
-    try {
-      d = store::report_data(src, job_id, {}, [&](const store::AttemptRow& a) { pass.add(a); });
-    } catch (const Failure& f) {
-      if (f.error().code != ErrorCode::NotFound) throw;
+    if (!src.has_job(job_id)) {
       src.finish();
       return make_error(ErrorCode::NotFound,
                         fmt::format("{}: no job {} in this store", db_path, job_id));
     }
-    pass.finish_processed();
-
-    store::JobResultRow job;
-    job.name = d.name;
-    job.state = d.state;
-    job.reason = d.reason;
-    job.spec_path = d.spec_path;
-    job.output_path = d.output_path;
-    job.started = d.job_started;
-    job.ended = d.ended;
-    job.total = static_cast<std::int64_t>(d.total);
-    job.succeeded = static_cast<std::int64_t>(d.succeeded);
-    job.failed = static_cast<std::int64_t>(d.failed);
-    job.items_succeeded = static_cast<std::int64_t>(d.items_succeeded);
-    job.items_failed = static_cast<std::int64_t>(d.items_failed);
-    job.attempts = static_cast<std::int64_t>(d.attempts);
-    job.attempts_failed = static_cast<std::int64_t>(d.attempts_failed);
-    result_file.write(format_job_result(job_id, job, pass.first_failed()));
-
-    store::JobProgressRow prog;
-    prog.name = d.name;
-    prog.state = d.state;
-    prog.submit_done = d.total_known;
-    prog.total = d.total;
-    prog.succeeded = d.succeeded;
-    prog.failed = d.failed;
-    prog.items_succeeded = d.items_succeeded;
-    prog.items_failed = d.items_failed;
-    prog.attempts_failed = d.attempts_failed;
-    prog.started = d.job_started;
-    prog.ended = d.ended;
-    const ProgressOverview ov = overview_from_store(job_id, prog);
-    written[overview_at] = progress_overview_name(ov.started);
-    files[overview_at] = std::make_unique<AtomicFile>(out_dir + "/" + written[overview_at]);
-    files[overview_at]->write(format_progress_overview(ov));
-
-    add_file(kJobReports[1].path).write(pass.process_summary(kJobReports[1].header));
-    add_file(kJobReports[2].path).write(pass.node_summary(kJobReports[2].header));
-
-    const std::vector<std::string> nodes = src.sample_nodes(job_id);
-    for (const auto& f : kPerfReports) {
-      for (const auto& node : nodes) {
-        std::string rel = f.path;
-        rel.replace(rel.find("{node}"), 6, node_folder(node));
-        write_csv(src.rows(f.table, job_id, node), f.header, add_file(std::move(rel)));
-      }
-    }
+    JobReportBuilder b(job_id, out_dir);
+    src.each_attempt(job_id, [&](const store::AttemptRow& a) { b.add(a); });
+    auto written = b.finish(src, options.html);
     src.finish();
-    if (options.html) add_file("report.html").write(render_job_html(d));
-    for (auto& f : files) f->commit();
     return written;
   } catch (const Failure& f) {
     return Unexpected{f.error()};

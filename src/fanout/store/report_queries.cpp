@@ -114,11 +114,14 @@ struct Pass {
     return static_cast<std::uint8_t>(statuses.size() - 1);
   }
 
-  void add(const AttemptRow& a, ReportData& r) {
-    ++r.attempts;
+  std::uint64_t attempts = 0, attempts_failed = 0;
+  double run_cpu_s = 0, run_elapsed_s = 0;
+
+  void add(const AttemptRow& a) {
+    ++attempts;
     const bool ok = a.status == "RUN_DONE";
     if (!ok) {
-      ++r.attempts_failed;
+      ++attempts_failed;
       ++by_status[std::string(a.status)];
       ++by_category[std::string(a.error_category)];
       auto& g = groups[{std::string(a.status), std::string(a.error_category)}];
@@ -163,13 +166,10 @@ struct Pass {
       w.elapsed_s += a.has_elapsed ? a.elapsed_s : 0;
       w.run_s += a.has_run ? a.run_s : 0;
       w.cpu_s += a.has_cpu ? a.cpu_s : 0;
-      if (p.measured) {
-        r.run_cpu_s += a.has_cpu ? a.cpu_s : 0;
-        r.run_elapsed_s += a.elapsed_s;
-      }
-    } else if (p.measured) {
-      r.run_cpu_s += a.has_cpu ? a.cpu_s : 0;
-      r.run_elapsed_s += a.elapsed_s;
+    }
+    if (p.measured) {
+      run_cpu_s += a.has_cpu ? a.cpu_s : 0;
+      run_elapsed_s += a.elapsed_s;
     }
     points.push_back(p);
   }
@@ -193,6 +193,10 @@ void count_in(ReportData::Histogram& h, double v) {
 // Everything drawn from the pass's points: workers in order, t0 and the series' bins, the
 // histograms, the timeline and the failures.
 void finish_pass(Pass& pass, const ReportLimits& limits, ReportData& r) {
+  r.attempts = pass.attempts;
+  r.attempts_failed = pass.attempts_failed;
+  r.run_cpu_s = pass.run_cpu_s;
+  r.run_elapsed_s = pass.run_elapsed_s;
   // Workers by pool, pool id, process; points renumbered to match.
   std::vector<std::uint32_t> order(pass.workers.size());
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -464,22 +468,37 @@ std::string ReportData::setting(const std::string& key, const std::string& fallb
   return fallback;
 }
 
-ReportData report_data(ReportSource& src, std::uint64_t job_id, const ReportLimits& limits,
-                       const std::function<void(const AttemptRow&)>& on_attempt) {
+struct ReportDataPass::State {
+  Pass pass;
+};
+
+ReportDataPass::ReportDataPass() : s_(std::make_unique<State>()) {}
+ReportDataPass::~ReportDataPass() = default;
+
+void ReportDataPass::add(const AttemptRow& a) { s_->pass.add(a); }
+
+ReportData ReportDataPass::finish(ReportSource& src, std::uint64_t job_id,
+                                  const ReportLimits& limits) {
   ReportData r;
   r.snapshot = now_unix();
   read_job(src.db(), job_id, r);
-  Pass pass;
-  pass.messages_per_failure = limits.messages_per_failure;
-  src.each_attempt(job_id, [&](const AttemptRow& a) {
-    if (on_attempt) on_attempt(a);
-    pass.add(a, r);
-  });
-  finish_pass(pass, limits, r);
+  s_->pass.messages_per_failure = limits.messages_per_failure;
+  finish_pass(s_->pass, limits, r);
   read_pools(src.db(), r);
   read_exhausted(src.db(), job_id, limits, r);
   read_resources(src.db(), job_id, limits.resource_bins, r);
+  s_ = std::make_unique<State>();  // the points are no longer needed
   return r;
+}
+
+ReportData report_data(ReportSource& src, std::uint64_t job_id, const ReportLimits& limits,
+                       const std::function<void(const AttemptRow&)>& on_attempt) {
+  ReportDataPass pass;
+  src.each_attempt(job_id, [&](const AttemptRow& a) {
+    if (on_attempt) on_attempt(a);
+    pass.add(a);
+  });
+  return pass.finish(src, job_id, limits);
 }
 
 Expected<ReportData> read_report_data(const std::string& db_path, std::uint64_t job_id,

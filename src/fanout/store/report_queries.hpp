@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -131,6 +132,26 @@ struct ReportLimits {
 
 class ReportSource;
 struct AttemptRow;
+
+// The attempt-driven part of ReportData, gathered one attempt at a time (in id order), while a
+// job runs or in one scan after: what it keeps is about 40 bytes per attempt.
+class ReportDataPass final {
+ public:
+  ReportDataPass();
+  ~ReportDataPass();
+  ReportDataPass(const ReportDataPass&) = delete;
+  ReportDataPass& operator=(const ReportDataPass&) = delete;
+
+  void add(const AttemptRow& a);
+  // Reads the job's row, counts, pools and samples through `src` and completes the figures.
+  // Throws Failure{NotFound} (no such job), Failure{Database}.
+  [[nodiscard]] ReportData finish(ReportSource& src, std::uint64_t job_id,
+                                  const ReportLimits& limits);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 // Reads job `job_id` through `src`'s read transaction in one pass over its attempts, handing
 // each attempt (in id order) to `on_attempt` too, so the report's files and pages come from one
