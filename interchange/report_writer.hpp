@@ -8,6 +8,7 @@
 // loop only; the writer thread reads the store through its own read-only connection.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -32,7 +33,7 @@ class ReportWriter final {
     bool ok = false;
     std::string error{};    // when !ok: why the report could not be written
     std::size_t files = 0;  // files written
-    double wall_s = 0;      // time the report took
+    double wall_s = 0;      // from submit() (the job's final commit) to the report written
     double cpu_s = 0;       // CPU the writer thread used for it
   };
 
@@ -64,6 +65,7 @@ class ReportWriter final {
   struct Request {
     std::uint64_t job_id = 0;
     std::string log_dir{};
+    std::chrono::steady_clock::time_point submitted{};
   };
   struct Watched {
     std::string log_dir{};

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -103,7 +104,7 @@ struct Point {
 constexpr std::uint32_t kNoWorker = 0xffffffffU;
 
 struct Pass {
-  std::vector<Point> points{};
+  std::deque<Point> points{};  // no doubling copies: a million points is 48 MB
   std::vector<ReportData::Worker> workers{};
   std::map<std::pair<std::uint64_t, std::string>, std::uint32_t> worker_index{};
   std::vector<std::string> statuses{};
