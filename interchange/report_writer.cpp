@@ -66,7 +66,7 @@ void ReportWriter::wait_idle() {
 
 namespace {
 
-constexpr auto kTick = std::chrono::milliseconds(200);
+constexpr auto kTick = std::chrono::milliseconds(50);
 // Rows held above a hole before the thread stops building reports as jobs run (a task that
 // runs very long holds every row after it); those jobs' reports are then written in one pass
 // at their end.

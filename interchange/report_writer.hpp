@@ -2,7 +2,7 @@
 // poll loop: a report reads every attempt of its job, which takes seconds for a large job, and
 // the loop must keep dispatching other jobs' tasks meanwhile.
 // While a job runs, the thread builds its report from the attempts committed so far (every
-// 200 ms, in attempt id order: attempt_order.hpp), so that at the job's end only the last
+// 50 ms, in attempt id order: attempt_order.hpp), so that at the job's end only the last
 // attempts and the small files are left: the end of a job costs about what its middle does.
 // Thread rules: watch(), skip(), submit(), take_done() and fd() are called by the interchange
 // loop only; the writer thread reads the store through its own read-only connection.
