@@ -483,7 +483,9 @@ struct ReportDataPass::State {
   Pass pass;
 };
 
-ReportDataPass::ReportDataPass() : s_(std::make_unique<State>()) {}
+ReportDataPass::ReportDataPass(const ReportLimits& limits) : s_(std::make_unique<State>()) {
+  s_->pass.messages_per_failure = limits.messages_per_failure;
+}
 ReportDataPass::~ReportDataPass() = default;
 
 void ReportDataPass::add(const AttemptRow& a) { s_->pass.add(a); }
@@ -515,7 +517,7 @@ ReportData ReportDataPass::finish(ReportSource& src, std::uint64_t job_id,
 
 ReportData report_data(ReportSource& src, std::uint64_t job_id, const ReportLimits& limits,
                        const std::function<void(const AttemptRow&)>& on_attempt) {
-  ReportDataPass pass;
+  ReportDataPass pass(limits);
   src.each_attempt(job_id, [&](const AttemptRow& a) {
     if (on_attempt) on_attempt(a);
     pass.add(a);

@@ -137,7 +137,8 @@ struct AttemptRow;
 // job runs or in one scan after: what it keeps is about 40 bytes per attempt.
 class ReportDataPass final {
  public:
-  ReportDataPass();
+  // `limits.messages_per_failure` applies while attempts are added; the rest at finish().
+  explicit ReportDataPass(const ReportLimits& limits = {});
   ~ReportDataPass();
   ReportDataPass(const ReportDataPass&) = delete;
   ReportDataPass& operator=(const ReportDataPass&) = delete;
