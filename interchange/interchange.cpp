@@ -41,7 +41,7 @@ Interchange::Interchange(Options opts, Logger log)
       pool_sock_(ctx_, net::Socket::Kind::Router),
       eps_(open_sockets()),
       store_(std::make_unique<store::TaskStore>(opts_.db_path, log_)),
-      reports_(std::make_unique<ReportWriter>(opts_.db_path)),
+      reports_(std::make_unique<ReportWriter>(opts_.db_path, store_->max_attempt_id() + 1)),
       // Pool ids are never reused within a store, across restarts too.
       pools_(store_->max_pool_id() + 1),
       ledger_(store_->max_job_id() + 1, store_->max_attempt_id() + 1),
@@ -308,6 +308,8 @@ void Interchange::on_submit_job(const std::string& peer, const std::string& fram
   sessions_.open(job.id, now);
   sessions_.join(job.id, peer);
   store_->create_job(job.id, job.spec, job.started);
+  // Its report is built as its attempts commit (report_writer.hpp).
+  if (!job.spec.log_dir.empty()) reports_->watch(job.id, job.spec.log_dir);
   log_->info("job {} ({}) submitted: runtime {}, entry {}", job.id, job.spec.name, job.spec.runtime,
              job.spec.entry_script);
   send_client(peer, proto::encode(proto::JobAccepted{
@@ -667,6 +669,9 @@ bool Interchange::send_tasks(Pool& pool) {
     // Not queued: back to the queues, so the tasks go to another pool or the next round, with
     // no try used.
     ledger_.untake(batch_.tasks);
+    std::vector<std::uint64_t> ids;  // no attempt will carry these ids
+    for (const auto& t : batch_.tasks) ids.push_back(t.task_id);
+    reports_->skip(ids);
     batch_.tasks.clear();
     ++stats_.would_block;
     if (r == net::SendResult::Unreachable) lose_pool(std::string(pool.peer), "connection closed");

@@ -1,19 +1,28 @@
 // The job reports (the logs/ folder of docs/store.md section 8), written off the interchange's
 // poll loop: a report reads every attempt of its job, which takes seconds for a large job, and
 // the loop must keep dispatching other jobs' tasks meanwhile.
-// Thread rules: submit(), take_done() and fd() are called by the interchange loop only; the
-// writer thread reads the store through its own read-only connection.
+// While a job runs, the thread builds its report from the attempts committed so far (every
+// 50 ms, in attempt id order: attempt_order.hpp), so that at the job's end only the last
+// attempts and the small files are left: the end of a job costs about what its middle does.
+// Thread rules: watch(), skip(), submit(), take_done() and fd() are called by the interchange
+// loop only; the writer thread reads the store through its own read-only connection.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "fanout/report/job_report.hpp"
+#include "fanout/store/report_source.hpp"
 #include "fanout/util/fd.hpp"
+#include "interchange/attempt_order.hpp"
 
 namespace fanout::ix {
 
@@ -24,17 +33,24 @@ class ReportWriter final {
     bool ok = false;
     std::string error{};    // when !ok: why the report could not be written
     std::size_t files = 0;  // files written
-    double wall_s = 0;      // time the report took
+    double wall_s = 0;      // from submit() (the job's final commit) to the report written
     double cpu_s = 0;       // CPU the writer thread used for it
   };
 
   // Starts the writer thread. Throws Failure{Io} when the wake-up descriptor cannot be made.
-  explicit ReportWriter(std::string db_path);
+  // `first_task_id`: the first task id this interchange hands out (the ids below are attempts
+  // of earlier runs).
+  ReportWriter(std::string db_path, std::uint64_t first_task_id);
   // Writes the reports still queued, then joins the thread.
   ~ReportWriter();
   ReportWriter(const ReportWriter&) = delete;
   ReportWriter& operator=(const ReportWriter&) = delete;
 
+  // Starts building the report of `job_id` (just accepted, none of its attempts committed yet)
+  // into `log_dir` while it runs.
+  void watch(std::uint64_t job_id, std::string log_dir);
+  // Task ids taken but never handed out: no attempt will have them.
+  void skip(const std::vector<std::uint64_t>& task_ids);
   // Queues the report of `job_id` into `log_dir`. The job's final state must already be
   // committed to the store.
   void submit(std::uint64_t job_id, std::string log_dir);
@@ -49,14 +65,30 @@ class ReportWriter final {
   struct Request {
     std::uint64_t job_id = 0;
     std::string log_dir{};
+    std::chrono::steady_clock::time_point submitted{};
+  };
+  struct Watched {
+    std::string log_dir{};
+    std::unique_ptr<report::JobReportBuilder> builder{};  // null: one pass at the end
   };
   void run();
+  void take_watches(std::vector<std::pair<std::uint64_t, std::string>> watches);
+  void tick();
+  void give_up(const std::string& why);
+  Done write(const Request& req);
 
   std::string db_path_;
+  std::uint64_t first_task_id_;
   UniqueFd wake_;
   std::mutex mu_;  // guards everything below
   std::condition_variable work_cv_, idle_cv_;
   std::deque<Request> queue_{};
+  std::vector<std::pair<std::uint64_t, std::string>> watch_queue_{};
+  std::vector<std::uint64_t> skip_queue_{};
+  // The writer thread's own (no lock): reports being built, the order, the connection.
+  std::map<std::uint64_t, std::unique_ptr<Watched>> watched_{};
+  std::unique_ptr<AttemptOrder> order_{};
+  std::unique_ptr<store::ReportSource> src_{};
   std::vector<Done> done_{};
   bool busy_ = false;
   bool stop_ = false;

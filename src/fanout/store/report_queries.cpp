@@ -6,20 +6,20 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
 
+#include <tuple>
+
 #include "fanout/store/db.hpp"
-#include "fanout/store/task_store.hpp"
+#include "fanout/store/report_source.hpp"
 #include "fanout/util/error.hpp"
 
 namespace fanout::store {
 
 namespace {
-
-// An attempt whose run() and overhead are measured: the base of the histograms and of tune.
-#define FANOUT_MEASURED "(status = 'RUN_DONE' AND run_s IS NOT NULL AND elapsed_s IS NOT NULL)"
 
 double now_unix() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -32,18 +32,18 @@ std::string first_line(std::string_view s) {
   return std::string(s);
 }
 
+// The job's row and settings.
 void read_job(Db& db, std::uint64_t job_id, ReportData& r) {
   Statement job(db,
                 "SELECT j.name, j.state, j.reason, coalesce(j.spec_path, ''), "
                 "coalesce(j.runtime, ''), coalesce(j.entry_script, ''), "
                 "coalesce(j.output_path, ''), coalesce(j.log_dir, ''), j.submit_done, "
-                "coalesce(j.started, j.created, 0), coalesce(j.ended, 0), c.total, c.submitted, "
-                "c.succeeded, c.failed, c.pending, c.running, c.items_succeeded, c.items_failed, "
-                "c.attempts, c.attempts_failed "
-                "FROM jobs j JOIN job_counts c ON c.job_id = j.id WHERE j.id = ?1");
+                "coalesce(j.started, j.created, 0), coalesce(j.ended, 0), j.total, "
+                "coalesce(j.started, 0) FROM jobs j WHERE j.id = ?1");
   job.bind(1, job_id);
   if (!job.step()) {
-    throw Failure(ErrorCode::NotFound, fmt::format("{}: no job {}", db.path(), job_id));
+    throw Failure(ErrorCode::NotFound,
+                  fmt::format("{}: no job {} in this store", db.path(), job_id));
   }
   r.job_id = job_id;
   r.name = job.column_text(0);
@@ -58,15 +58,7 @@ void read_job(Db& db, std::uint64_t job_id, ReportData& r) {
   r.started = job.column_double(9);
   r.ended = job.column_double(10);
   r.total = job.column_uint64(11);
-  r.submitted = job.column_uint64(12);
-  r.succeeded = job.column_uint64(13);
-  r.failed = job.column_uint64(14);
-  r.pending = job.column_uint64(15);
-  r.running = job.column_uint64(16);
-  r.items_succeeded = job.column_uint64(17);
-  r.items_failed = job.column_uint64(18);
-  r.attempts = job.column_uint64(19);
-  r.attempts_failed = job.column_uint64(20);
+  r.job_started = job.column_double(12);
 
   Statement settings(db, "SELECT key, value FROM job_settings WHERE job_id = ?1 ORDER BY key");
   settings.bind(1, job_id);
@@ -76,33 +68,301 @@ void read_job(Db& db, std::uint64_t job_id, ReportData& r) {
   }
 }
 
-// Workers, pools and the attempt-time statistics.
-void read_workers(Db& db, std::uint64_t job_id, ReportData& r) {
-  Statement w(db,
-              "SELECT pool_id, coalesce(pool, ''), coalesce(node, ''), process, count(*), "
-              "sum(status = 'RUN_DONE'), min(start), max(start + elapsed_s), "
-              "total(elapsed_s), total(run_s), total(cpu_s) "
-              "FROM attempts WHERE job_id = ?1 AND start IS NOT NULL AND coalesce(process, '') "
-              "!= '' GROUP BY pool_id, process ORDER BY pool, pool_id, process");
-  w.bind(1, job_id);
-  while (w.step()) {
-    ReportData::Worker x;
-    x.pool_id = w.column_uint64(0);
-    x.pool = w.column_text(1);
-    x.node = w.column_text(2);
-    x.process = w.column_text(3);
-    x.attempts = w.column_uint64(4);
-    x.succeeded = w.column_uint64(5);
-    x.first_start = w.column_double(6);
-    x.last_end = w.column_double(7);
-    x.elapsed_s = w.column_double(8);
-    x.run_s = w.column_double(9);
-    x.cpu_s = w.column_double(10);
-    r.worker_attempts += x.attempts;
-    r.first_start = r.first_start == 0 ? x.first_start : std::min(r.first_start, x.first_start);
-    r.last_end = std::max(r.last_end, x.last_end);
-    r.workers.push_back(std::move(x));
+// The mini-batch counts of view job_counts: one scan of the job's mini-batches.
+void read_counts(Db& db, std::uint64_t job_id, ReportData& r) {
+  Statement c(db,
+              "SELECT count(*), coalesce(sum(state = 'succeeded'), 0), "
+              "coalesce(sum(state = 'failed'), 0), coalesce(sum(state = 'pending'), 0), "
+              "coalesce(sum(state = 'running'), 0), "
+              "coalesce(sum(CASE WHEN state = 'succeeded' THEN succeeded ELSE 0 END), 0), "
+              "coalesce(sum(CASE state WHEN 'succeeded' THEN failed "
+              "WHEN 'failed' THEN items ELSE 0 END), 0) FROM minibatches WHERE job_id = ?1");
+  c.bind(1, job_id);
+  if (!c.step()) return;
+  r.submitted = c.column_uint64(0);
+  r.total = std::max(r.total, r.submitted);
+  r.succeeded = c.column_uint64(1);
+  r.failed = c.column_uint64(2);
+  r.pending = c.column_uint64(3);
+  r.running = c.column_uint64(4);
+  r.items_succeeded = c.column_uint64(5);
+  r.items_failed = c.column_uint64(6);
+}
+
+// What the pass keeps of one attempt that reached a worker (about 40 bytes; the figures need
+// the job's span and the histograms' ranges, known only at the end).
+struct Point {
+  double start = 0;
+  float elapsed = 0, run = 0, cpu = 0;
+  std::uint32_t worker = 0;  // index into Pass::workers; kNoWorker when it never reached one
+  std::uint32_t attempt = 0;
+  std::uint64_t minibatch = 0;
+  std::uint32_t items = 0;  // items of a RUN_DONE attempt
+  std::uint8_t status = 0;  // index into Pass::statuses
+  bool ok = false, measured = false;
+};
+constexpr std::uint32_t kNoWorker = 0xffffffffU;
+
+struct Pass {
+  std::deque<Point> points{};  // no doubling copies: a million points is 48 MB
+  std::vector<ReportData::Worker> workers{};
+  std::map<std::pair<std::uint64_t, std::string>, std::uint32_t> worker_index{};
+  std::vector<std::string> statuses{};
+  std::map<std::string, std::uint64_t> by_status{}, by_category{};
+  std::map<std::pair<std::string, std::string>, ReportData::FailureGroup> groups{};
+  std::uint32_t messages_per_failure = 3;
+
+  std::uint8_t status_index(std::string_view s) {
+    for (std::size_t i = 0; i < statuses.size(); ++i) {
+      if (statuses[i] == s) return static_cast<std::uint8_t>(i);
+    }
+    if (statuses.size() >= 255) return 254;  // statuses are a handful; never more
+    statuses.emplace_back(s);
+    return static_cast<std::uint8_t>(statuses.size() - 1);
   }
+
+  std::uint64_t attempts = 0, attempts_failed = 0;
+  std::uint64_t done_items_ok = 0, done_items_failed = 0;  // of RUN_DONE attempts
+  double run_cpu_s = 0, run_elapsed_s = 0;
+
+  void add(const AttemptRow& a) {
+    ++attempts;
+    const bool ok = a.status == "RUN_DONE";
+    if (ok) {
+      done_items_ok += a.has_succeeded ? static_cast<std::uint64_t>(a.succeeded) : 0;
+      done_items_failed += a.has_failed ? static_cast<std::uint64_t>(a.failed) : 0;
+    } else {
+      ++attempts_failed;
+      ++by_status[std::string(a.status)];
+      ++by_category[std::string(a.error_category)];
+      auto& g = groups[{std::string(a.status), std::string(a.error_category)}];
+      ++g.count;
+      if (g.first.size() < messages_per_failure) {
+        g.first.push_back(fmt::format("mini-batch {} try {} on {}: {}", a.minibatch_id, a.attempt,
+                                      a.process.empty() ? std::string_view("-") : a.process,
+                                      first_line(a.error_message)));
+      }
+    }
+    if (!a.has_start) return;
+    Point p;
+    p.start = a.start;
+    p.elapsed = a.has_elapsed ? static_cast<float>(a.elapsed_s) : 0.0F;
+    p.run = static_cast<float>(a.run_s);
+    p.cpu = static_cast<float>(a.cpu_s);
+    p.attempt = static_cast<std::uint32_t>(a.attempt);
+    p.minibatch = a.minibatch_id;
+    p.items = ok && a.has_items ? static_cast<std::uint32_t>(a.items) : 0;
+    p.status = status_index(a.status);
+    p.ok = ok;
+    p.measured = ok && a.has_run && a.has_elapsed;
+    p.worker = kNoWorker;
+    if (!a.process.empty()) {
+      auto [it, fresh] = worker_index.try_emplace({a.pool_id, std::string(a.process)},
+                                                  static_cast<std::uint32_t>(workers.size()));
+      if (fresh) {
+        ReportData::Worker w;
+        w.pool_id = a.pool_id;
+        w.pool = a.pool;
+        w.node = a.node;
+        w.process = a.process;
+        w.first_start = a.start;
+        workers.push_back(std::move(w));
+      }
+      p.worker = it->second;
+      auto& w = workers[p.worker];
+      ++w.attempts;
+      w.succeeded += ok ? 1 : 0;
+      w.first_start = std::min(w.first_start, a.start);
+      if (a.has_elapsed) w.last_end = std::max(w.last_end, a.start + a.elapsed_s);
+      w.elapsed_s += a.has_elapsed ? a.elapsed_s : 0;
+      w.run_s += a.has_run ? a.run_s : 0;
+      w.cpu_s += a.has_cpu ? a.cpu_s : 0;
+    }
+    if (p.measured) {
+      run_cpu_s += a.has_cpu ? a.cpu_s : 0;
+      run_elapsed_s += a.elapsed_s;
+    }
+    points.push_back(p);
+  }
+};
+
+// Equal bins from the minimum to the maximum (one bin when they are equal).
+void shape_histogram(ReportData::Histogram& h, std::uint32_t nbins) {
+  if (h.n == 0) return;
+  h.lo = h.min;
+  h.width = h.max > h.min ? (h.max - h.min) / nbins : 0;
+  h.counts.assign(h.width > 0 ? nbins : 1, 0);
+}
+
+void count_in(ReportData::Histogram& h, double v) {
+  if (h.counts.empty()) return;
+  std::int64_t i = h.width > 0 ? static_cast<std::int64_t>((v - h.lo) / h.width) : 0;
+  i = std::clamp<std::int64_t>(i, 0, static_cast<std::int64_t>(h.counts.size()) - 1);
+  ++h.counts[static_cast<std::size_t>(i)];
+}
+
+// Everything drawn from the pass's points: workers in order, t0 and the series' bins, the
+// histograms, the timeline and the failures.
+void finish_pass(Pass& pass, const ReportLimits& limits, ReportData& r) {
+  r.attempts = pass.attempts;
+  r.attempts_failed = pass.attempts_failed;
+  r.run_cpu_s = pass.run_cpu_s;
+  r.run_elapsed_s = pass.run_elapsed_s;
+  // Workers by pool, pool id, process; points renumbered to match.
+  std::vector<std::uint32_t> order(pass.workers.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const auto& x = pass.workers[a];
+    const auto& y = pass.workers[b];
+    return std::tie(x.pool, x.pool_id, x.process) < std::tie(y.pool, y.pool_id, y.process);
+  });
+  std::vector<std::uint32_t> renumber(order.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) {
+    renumber[order[i]] = i;
+    r.workers.push_back(std::move(pass.workers[order[i]]));
+  }
+  for (const auto& w : r.workers) {
+    r.worker_attempts += w.attempts;
+    r.first_start = r.first_start == 0 ? w.first_start : std::min(r.first_start, w.first_start);
+    r.last_end = std::max(r.last_end, w.last_end);
+  }
+
+  // run() and overhead statistics over the measured attempts.
+  auto& rh = r.run_hist;
+  auto& oh = r.overhead_hist;
+  double run_sum = 0, over_sum = 0;
+  for (auto& p : pass.points) {
+    if (p.worker != kNoWorker) p.worker = renumber[p.worker];
+    if (!p.measured) continue;
+    const double run = p.run, over = static_cast<double>(p.elapsed) - p.run;
+    rh.min = rh.n == 0 ? run : std::min(rh.min, run);
+    rh.max = rh.n == 0 ? run : std::max(rh.max, run);
+    oh.min = oh.n == 0 ? over : std::min(oh.min, over);
+    oh.max = oh.n == 0 ? over : std::max(oh.max, over);
+    ++rh.n;
+    ++oh.n;
+    run_sum += run;
+    over_sum += over;
+  }
+  if (rh.n > 0) {
+    rh.mean = run_sum / static_cast<double>(rh.n);
+    oh.mean = over_sum / static_cast<double>(oh.n);
+  }
+  shape_histogram(rh, limits.histogram_bins);
+  shape_histogram(oh, limits.histogram_bins);
+
+  // The series' time bins, from t0 to the job's end (or the snapshot).
+  r.t0 = r.started > 0 ? r.started : r.first_start;
+  if (r.first_start > 0) r.t0 = std::min(r.t0, r.first_start);
+  const double end = std::max(r.last_end, r.ended > 0 ? r.ended : r.snapshot);
+  const std::uint32_t nbins = limits.series_bins;
+  r.bin_s = std::max(end - r.t0, 1e-3) / nbins;
+  r.bins.resize(nbins + 1);  // the end itself falls into one more bin
+  for (std::size_t i = 0; i < r.bins.size(); ++i) r.bins[i].t = static_cast<double>(i) * r.bin_s;
+  const auto last = static_cast<std::int64_t>(r.bins.size()) - 1;
+  auto bin_of = [&](double t) {
+    return static_cast<std::size_t>(std::clamp<std::int64_t>(
+        static_cast<std::int64_t>(std::floor((t - r.t0) / r.bin_s)), 0, last));
+  };
+  std::int64_t max_retries = 3;
+  try {
+    max_retries = std::stoll(r.setting("max_retries", "3"));
+  } catch (const std::exception&) {
+    max_retries = 3;
+  }
+
+  // The timeline: one bar per attempt, or per worker and time bin when there are many.
+  const bool binned = r.worker_attempts > limits.max_timeline_attempts;
+  std::uint64_t tl_bins = 0;
+  std::vector<double> busy;               // binned: worker × bin busy seconds
+  std::vector<std::uint64_t> tl_n, tl_f;  // binned: attempts, failed ones
+  if (binned && !r.workers.empty()) {
+    r.timeline_binned = true;
+    tl_bins = std::clamp<std::uint64_t>(limits.max_timeline_segments / r.workers.size(), 10, 400);
+    r.timeline_bin_s = std::max(r.last_end - r.t0, 1e-3) / static_cast<double>(tl_bins);
+    busy.assign(r.workers.size() * tl_bins, 0);
+    tl_n.assign(busy.size(), 0);
+    tl_f.assign(busy.size(), 0);
+  }
+  for (const auto& p : pass.points) {
+    auto& s = r.bins[bin_of(p.start)];
+    ++s.started;
+    auto& e = r.bins[bin_of(p.start + p.elapsed)];
+    ++e.ended;
+    e.succeeded += p.ok ? 1 : 0;
+    e.items += p.items;
+    e.failed += p.ok ? 0 : 1;
+    e.finished += (p.ok || p.attempt > max_retries) ? 1 : 0;
+    if (p.measured) {
+      count_in(rh, p.run);
+      count_in(oh, static_cast<double>(p.elapsed) - p.run);
+    }
+    if (p.worker == kNoWorker || r.workers.empty()) continue;
+    if (!binned) {
+      r.segments.push_back({.worker = p.worker,
+                            .t_start = p.start - r.t0,
+                            .t_end = p.start - r.t0 + p.elapsed,
+                            .status = pass.statuses[p.status],
+                            .minibatch = p.minibatch,
+                            .attempts = 1});
+      continue;
+    }
+    const auto b = static_cast<std::uint64_t>(std::clamp<std::int64_t>(
+        static_cast<std::int64_t>(std::floor((p.start - r.t0) / r.timeline_bin_s)), 0,
+        static_cast<std::int64_t>(tl_bins) - 1));
+    const std::size_t k = p.worker * tl_bins + b;
+    busy[k] += p.elapsed;
+    ++tl_n[k];
+    tl_f[k] += p.ok ? 0 : 1;
+  }
+  if (!binned) {
+    std::stable_sort(r.segments.begin(), r.segments.end(),
+                     [](const auto& a, const auto& b) { return a.t_start < b.t_start; });
+  } else {
+    for (std::size_t k = 0; k < tl_n.size(); ++k) {
+      if (tl_n[k] == 0) continue;
+      const double t = static_cast<double>(k % tl_bins) * r.timeline_bin_s;
+      // Busy time counts in the bin the attempt started in; an attempt longer than a bin fills it.
+      r.segments.push_back({.worker = static_cast<std::uint32_t>(k / tl_bins),
+                            .t_start = t,
+                            .t_end = t + std::min(busy[k], r.timeline_bin_s),
+                            .status = tl_f[k] > 0 ? "FAILED" : "RUN_DONE",
+                            .minibatch = 0,
+                            .attempts = tl_n[k]});
+    }
+  }
+
+  // At a bin's start: running = started before it − ended before it.
+  if (r.worker_attempts > 0 || !pass.points.empty()) {
+    const auto total = static_cast<std::int64_t>(r.total_known ? r.total : r.submitted);
+    std::int64_t started = 0, ended = 0, finished = 0;
+    for (auto& b : r.bins) {
+      b.running = started - ended;
+      b.queued = std::max<std::int64_t>(0, total - finished - b.running);
+      started += static_cast<std::int64_t>(b.started);
+      ended += static_cast<std::int64_t>(b.ended);
+      finished += static_cast<std::int64_t>(b.finished);
+    }
+  }
+
+  // Failures: most frequent first, then by name.
+  auto by_count = [](std::map<std::string, std::uint64_t>& m, std::size_t limit) {
+    std::vector<std::pair<std::string, std::uint64_t>> v(m.begin(), m.end());
+    std::stable_sort(v.begin(), v.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    if (v.size() > limit) v.resize(limit);
+    return v;
+  };
+  r.by_status = by_count(pass.by_status, 1000);
+  r.by_category = by_count(pass.by_category, 50);
+  for (auto& [key, g] : pass.groups) {
+    g.status = key.first;
+    g.category = key.second;
+    r.failures.push_back(std::move(g));
+  }
+  std::stable_sort(r.failures.begin(), r.failures.end(),
+                   [](const auto& a, const auto& b) { return a.count > b.count; });
+  if (r.failures.size() > 20) r.failures.resize(20);
 }
 
 // The pools that ran the workers' attempts, with their totals.
@@ -144,333 +404,10 @@ void read_pools(Db& db, ReportData& r) {
   }
 }
 
-// For a job of many attempts, one scan grouped by worker and time bin gives the workers, the
-// binned timeline and the attempts started per bin of the series (a scan of a million attempts
-// costs about as much as their grouping, so three queries become one).
-void read_workers_binned(Db& db, std::uint64_t job_id, const ReportLimits& limits, ReportData& r) {
-  const double end = r.ended > 0 ? r.ended : r.snapshot;
-  r.bin_s = std::max(end - r.t0, 1e-3) / limits.series_bins;
-  r.bins.resize(limits.series_bins + 1);
-  for (std::size_t i = 0; i < r.bins.size(); ++i) r.bins[i].t = static_cast<double>(i) * r.bin_s;
-  const auto last_bin = static_cast<std::int64_t>(r.bins.size()) - 1;
-  r.timeline_binned = true;
-  r.timeline_bin_s = r.bin_s;
-  Statement a(db,
-              "SELECT pool_id, coalesce(pool, ''), coalesce(node, ''), process, "
-              "CAST((start - ?2) / ?3 AS INTEGER) AS b, count(*), sum(status = 'RUN_DONE'), "
-              "min(start), max(start + elapsed_s), total(elapsed_s), total(run_s), "
-              "total(cpu_s), sum(" FANOUT_MEASURED "), min(CASE WHEN " FANOUT_MEASURED
-              " THEN run_s END), "
-              "max(CASE WHEN " FANOUT_MEASURED " THEN run_s END), total(CASE WHEN " FANOUT_MEASURED
-              " THEN run_s END), "
-              "min(CASE WHEN " FANOUT_MEASURED
-              " THEN elapsed_s - run_s END), "
-              "max(CASE WHEN " FANOUT_MEASURED
-              " THEN elapsed_s - run_s END), "
-              "total(CASE WHEN " FANOUT_MEASURED
-              " THEN elapsed_s - run_s END), "
-              "total(CASE WHEN " FANOUT_MEASURED
-              " THEN cpu_s END), total(CASE WHEN " FANOUT_MEASURED
-              " THEN elapsed_s END) "
-              "FROM attempts WHERE job_id = ?1 AND start IS NOT NULL AND "
-              "coalesce(process, '') != '' GROUP BY pool_id, process, b "
-              "ORDER BY pool, pool_id, process, b");
-  a.bind(1, job_id).bind(2, r.t0).bind(3, r.bin_s);
-  // Per worker, the busy seconds of each bin it started attempts in.
-  std::vector<std::vector<std::pair<std::int64_t, double>>> busy;
-  std::vector<std::vector<std::uint64_t>> failed_in;
-  while (a.step()) {
-    if (r.workers.empty() || r.workers.back().pool_id != a.column_uint64(0) ||
-        r.workers.back().process != a.column_text(3)) {
-      ReportData::Worker x;
-      x.pool_id = a.column_uint64(0);
-      x.pool = a.column_text(1);
-      x.node = a.column_text(2);
-      x.process = a.column_text(3);
-      x.first_start = a.column_double(7);
-      r.workers.push_back(std::move(x));
-    }
-    auto& x = r.workers.back();
-    const auto n = a.column_uint64(5);
-    const auto ok = a.column_uint64(6);
-    x.attempts += n;
-    x.succeeded += ok;
-    x.first_start = std::min(x.first_start, a.column_double(7));
-    x.last_end = std::max(x.last_end, a.column_double(8));
-    x.elapsed_s += a.column_double(9);
-    x.run_s += a.column_double(10);
-    x.cpu_s += a.column_double(11);
-    r.worker_attempts += n;
-    if (const auto m = a.column_uint64(12); m > 0) {
-      auto merge = [&](ReportData::Histogram& h, int col) {
-        h.min = h.n == 0 ? a.column_double(col) : std::min(h.min, a.column_double(col));
-        h.max = h.n == 0 ? a.column_double(col + 1) : std::max(h.max, a.column_double(col + 1));
-        h.mean += a.column_double(col + 2);  // a sum until the end
-        h.n += m;
-      };
-      merge(r.run_hist, 13);
-      merge(r.overhead_hist, 16);
-      r.run_cpu_s += a.column_double(19);
-      r.run_elapsed_s += a.column_double(20);
-    }
-    const std::int64_t b = std::clamp<std::int64_t>(a.column_int64(4), 0, last_bin);
-    r.bins[static_cast<std::size_t>(b)].started += n;
-    r.segments.push_back({.worker = static_cast<std::uint32_t>(r.workers.size() - 1),
-                          .t_start = static_cast<double>(b) * r.bin_s,
-                          .t_end = a.column_double(9),  // busy seconds, bounded below
-                          .status = n > ok ? "FAILED" : "RUN_DONE",
-                          .minibatch = 0,
-                          .attempts = n});
-  }
-  for (auto* h : {&r.run_hist, &r.overhead_hist}) {
-    if (h->n > 0) h->mean /= static_cast<double>(h->n);
-  }
-  for (const auto& x : r.workers) {
-    r.first_start = r.first_start == 0 ? x.first_start : std::min(r.first_start, x.first_start);
-    r.last_end = std::max(r.last_end, x.last_end);
-  }
-  // Too many bars for the page: merge k neighbouring bins of each worker into one, so that at
-  // most workers × ceil(bins / k) bars remain.
-  std::size_t k = 1;
-  if (r.segments.size() > limits.max_timeline_segments) {
-    const std::size_t cells = r.workers.size() * r.bins.size();
-    k = (cells + limits.max_timeline_segments - 1) / limits.max_timeline_segments;
-  }
-  if (k > 1) {
-    r.timeline_bin_s = r.bin_s * static_cast<double>(k);
-    std::vector<ReportData::Segment> merged;
-    for (auto& seg : r.segments) {
-      const auto group = static_cast<std::int64_t>(seg.t_start / r.timeline_bin_s + 1e-9);
-      const double t = static_cast<double>(group) * r.timeline_bin_s;
-      if (!merged.empty() && merged.back().worker == seg.worker && merged.back().t_start == t) {
-        auto& m = merged.back();
-        m.t_end += seg.t_end;
-        m.attempts += seg.attempts;
-        if (seg.status != "RUN_DONE") m.status = seg.status;
-      } else {
-        seg.t_start = t;
-        merged.push_back(std::move(seg));
-      }
-    }
-    r.segments = std::move(merged);
-  }
-  // Busy time is counted in the bin the attempt started in; an attempt longer than a bin fills
-  // it.
-  for (auto& seg : r.segments) seg.t_end = seg.t_start + std::min(seg.t_end, r.timeline_bin_s);
-}
-
-// Statistics of run() time and overhead over the successful attempts (the per-attempt path;
-// read_workers_binned() gathers them in its own scan).
-void read_run_stats(Db& db, std::uint64_t job_id, ReportData& r) {
-  Statement s(
-      db,
-      "SELECT count(*), min(run_s), max(run_s), avg(run_s), "
-      "min(elapsed_s - run_s), max(elapsed_s - run_s), avg(elapsed_s - run_s), "
-      "total(cpu_s), total(elapsed_s) FROM attempts WHERE job_id = ?1 AND " FANOUT_MEASURED);
-  s.bind(1, job_id);
-  if (!s.step() || s.column_int64(0) == 0) return;
-  auto init = [&](ReportData::Histogram& h, int col) {
-    h.n = s.column_uint64(0);
-    h.min = s.column_double(col);
-    h.max = s.column_double(col + 1);
-    h.mean = s.column_double(col + 2);
-  };
-  init(r.run_hist, 1);
-  init(r.overhead_hist, 4);
-  r.run_cpu_s = s.column_double(7);
-  r.run_elapsed_s = s.column_double(8);
-}
-
-// Equal bins from the minimum to the maximum (one bin when they are equal).
-void shape_histogram(ReportData::Histogram& h, std::uint32_t nbins) {
-  if (h.n == 0) return;
-  h.lo = h.min;
-  h.width = h.max > h.min ? (h.max - h.min) / nbins : 0;
-  h.counts.assign(h.width > 0 ? nbins : 1, 0);
-}
-
-// Sizes the time bins of the series from t0 to the job's end (the per-attempt path).
-void size_bins(std::uint32_t nbins, ReportData& r) {
-  const double end = std::max(r.last_end, r.ended > 0 ? r.ended : r.snapshot);
-  r.bin_s = std::max(end - r.t0, 1e-3) / nbins;
-  // Bins are floor((time − t0) / bin_s); the end itself falls into one more bin.
-  r.bins.resize(nbins + 1);
-  for (std::size_t i = 0; i < r.bins.size(); ++i) r.bins[i].t = static_cast<double>(i) * r.bin_s;
-}
-
-// One scan grouped by the bin an attempt ended in and its run() and overhead bins gives the
-// series' ends and both histograms (each GROUP BY of a million rows is a sort of them).
-void read_ends_and_histograms(Db& db, std::uint64_t job_id, std::uint32_t hist_bins,
-                              ReportData& r) {
-  if (r.worker_attempts == 0 && r.run_hist.n == 0) return;
-  std::int64_t max_retries = 3;
-  try {
-    max_retries = std::stoll(r.setting("max_retries", "3"));
-  } catch (const std::exception&) {
-    max_retries = 3;
-  }
-  const auto last = static_cast<std::int64_t>(r.bins.size()) - 1;
-  Statement q(db,
-              "SELECT CAST((start + elapsed_s - ?2) / ?3 AS INTEGER) AS b, "
-              "CASE WHEN NOT " FANOUT_MEASURED
-              " THEN -1 WHEN ?5 > 0 THEN "
-              "min(CAST((run_s - ?4) / ?5 AS INTEGER), ?8) ELSE 0 END AS rb, "
-              "CASE WHEN NOT " FANOUT_MEASURED
-              " THEN -1 WHEN ?7 > 0 THEN "
-              "min(CAST((elapsed_s - run_s - ?6) / ?7 AS INTEGER), ?8) ELSE 0 END AS ob, "
-              "count(*), sum(status = 'RUN_DONE'), "
-              "total(CASE WHEN status = 'RUN_DONE' THEN items END), sum(status != 'RUN_DONE'), "
-              "sum(status = 'RUN_DONE' OR attempt > ?9) FROM attempts "
-              "WHERE job_id = ?1 AND start IS NOT NULL GROUP BY b, rb, ob");
-  q.bind(1, job_id)
-      .bind(2, r.t0)
-      .bind(3, r.bin_s)
-      .bind(4, r.run_hist.lo)
-      .bind(5, r.run_hist.width)
-      .bind(6, r.overhead_hist.lo)
-      .bind(7, r.overhead_hist.width)
-      .bind(8, static_cast<std::int64_t>(hist_bins) - 1)
-      .bind(9, max_retries);
-  while (q.step()) {
-    const auto n = q.column_uint64(3);
-    auto& b =
-        r.bins[static_cast<std::size_t>(std::clamp<std::int64_t>(q.column_int64(0), 0, last))];
-    b.ended += n;
-    b.succeeded += q.column_uint64(4);
-    b.items += static_cast<std::uint64_t>(q.column_double(5));
-    b.failed += q.column_uint64(6);
-    b.finished += q.column_uint64(7);
-    auto add = [n](ReportData::Histogram& x, std::int64_t i) {
-      if (i < 0 || x.counts.empty()) return;
-      i = std::min<std::int64_t>(i, static_cast<std::int64_t>(x.counts.size()) - 1);
-      x.counts[static_cast<std::size_t>(i)] += n;
-    };
-    add(r.run_hist, q.column_int64(1));
-    add(r.overhead_hist, q.column_int64(2));
-  }
-}
-
-// Attempts started per bin (the per-attempt path), then running and queued at each bin's start.
-void finish_series(Db& db, std::uint64_t job_id, bool count_starts, ReportData& r) {
-  if (r.worker_attempts == 0) return;
-  const auto last = static_cast<std::int64_t>(r.bins.size()) - 1;
-  if (count_starts) {
-    Statement starts(db,
-                     "SELECT CAST((start - ?2) / ?3 AS INTEGER) AS b, count(*) FROM attempts "
-                     "WHERE job_id = ?1 AND start IS NOT NULL GROUP BY b");
-    starts.bind(1, job_id).bind(2, r.t0).bind(3, r.bin_s);
-    while (starts.step()) {
-      r.bins[static_cast<std::size_t>(std::clamp<std::int64_t>(starts.column_int64(0), 0, last))]
-          .started += starts.column_uint64(1);
-    }
-  }
-  // At a bin's start: running = started before it − ended before it.
-  const auto total = static_cast<std::int64_t>(r.total_known ? r.total : r.submitted);
-  std::int64_t started = 0, ended = 0, finished = 0;
-  for (auto& b : r.bins) {
-    b.running = started - ended;
-    b.queued = std::max<std::int64_t>(0, total - finished - b.running);
-    started += static_cast<std::int64_t>(b.started);
-    ended += static_cast<std::int64_t>(b.ended);
-    finished += static_cast<std::int64_t>(b.finished);
-  }
-}
-
-// One bar per attempt, or per worker and time bin when there are too many attempts.
-void read_timeline(Db& db, std::uint64_t job_id, const ReportLimits& limits, ReportData& r) {
-  if (r.workers.empty()) return;
-  std::map<std::pair<std::uint64_t, std::string>, std::uint32_t> index;
-  for (std::uint32_t i = 0; i < r.workers.size(); ++i) {
-    index[{r.workers[i].pool_id, r.workers[i].process}] = i;
-  }
-  if (r.worker_attempts <= limits.max_timeline_attempts) {
-    Statement a(db,
-                "SELECT pool_id, process, start, coalesce(elapsed_s, 0), status, minibatch_id "
-                "FROM attempts WHERE job_id = ?1 AND start IS NOT NULL AND "
-                "coalesce(process, '') != '' ORDER BY start, id");
-    a.bind(1, job_id);
-    while (a.step()) {
-      auto it = index.find({a.column_uint64(0), std::string(a.column_text(1))});
-      if (it == index.end()) continue;
-      const double s = a.column_double(2) - r.t0;
-      r.segments.push_back({.worker = it->second,
-                            .t_start = s,
-                            .t_end = s + a.column_double(3),
-                            .status = std::string(a.column_text(4)),
-                            .minibatch = a.column_uint64(5),
-                            .attempts = 1});
-    }
-    return;
-  }
-  r.timeline_binned = true;
-  const auto nbins = std::clamp<std::uint64_t>(
-      limits.max_timeline_segments / std::max<std::size_t>(r.workers.size(), 1), 10, 400);
-  const double span = std::max(r.last_end - r.t0, 1e-3);
-  r.timeline_bin_s = span / static_cast<double>(nbins);
-  Statement a(db,
-              "SELECT pool_id, process, CAST((start - ?2) / ?3 AS INTEGER) AS b, "
-              "total(elapsed_s), sum(status != 'RUN_DONE'), count(*) FROM attempts "
-              "WHERE job_id = ?1 AND start IS NOT NULL AND coalesce(process, '') != '' "
-              "GROUP BY pool_id, process, b");
-  a.bind(1, job_id).bind(2, r.t0).bind(3, r.timeline_bin_s);
-  while (a.step()) {
-    auto it = index.find({a.column_uint64(0), std::string(a.column_text(1))});
-    if (it == index.end()) continue;
-    const double t = static_cast<double>(a.column_int64(2)) * r.timeline_bin_s;
-    // Busy time is counted in the bin the attempt started in; an attempt longer than a bin
-    // fills it.
-    const double busy = std::min(a.column_double(3), r.timeline_bin_s);
-    r.segments.push_back({.worker = it->second,
-                          .t_start = t,
-                          .t_end = t + busy,
-                          .status = a.column_int64(4) > 0 ? "FAILED" : "RUN_DONE",
-                          .minibatch = 0,
-                          .attempts = a.column_uint64(5)});
-  }
-}
-
-void read_failures(Db& db, std::uint64_t job_id, const ReportLimits& limits, ReportData& r) {
-  if (r.attempts_failed == 0) return;
-  Statement s(db,
-              "SELECT status, count(*) FROM attempts WHERE job_id = ?1 AND status != 'RUN_DONE' "
-              "GROUP BY status ORDER BY 2 DESC, 1");
-  s.bind(1, job_id);
-  while (s.step()) r.by_status.emplace_back(std::string(s.column_text(0)), s.column_uint64(1));
-  Statement c(db,
-              "SELECT coalesce(error_category, ''), count(*) FROM attempts WHERE job_id = ?1 AND "
-              "status != 'RUN_DONE' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 50");
-  c.bind(1, job_id);
-  while (c.step()) r.by_category.emplace_back(std::string(c.column_text(0)), c.column_uint64(1));
-
-  // The first messages of each (status, category), in one pass over the failed attempts.
-  Statement g(db,
-              "SELECT status, cat, n, minibatch_id, attempt, process, error_message FROM ("
-              "SELECT status, coalesce(error_category, '') AS cat, minibatch_id, attempt, "
-              "coalesce(process, '') AS process, coalesce(error_message, '') AS error_message, "
-              "row_number() OVER (PARTITION BY status, coalesce(error_category, '') "
-              "ORDER BY start, id) AS rn, count(*) OVER (PARTITION BY status, "
-              "coalesce(error_category, '')) AS n "
-              "FROM attempts WHERE job_id = ?1 AND status != 'RUN_DONE') WHERE rn <= ?2 "
-              "ORDER BY n DESC, status, cat, rn");
-  g.bind(1, job_id).bind(2, static_cast<std::int64_t>(limits.messages_per_failure));
-  while (g.step()) {
-    if (r.failures.empty() || r.failures.back().status != g.column_text(0) ||
-        r.failures.back().category != g.column_text(1)) {
-      if (r.failures.size() >= 20) break;
-      r.failures.push_back({.status = std::string(g.column_text(0)),
-                            .category = std::string(g.column_text(1)),
-                            .count = g.column_uint64(2),
-                            .first = {}});
-    }
-    r.failures.back().first.push_back(
-        fmt::format("mini-batch {} try {} on {}: {}", g.column_int64(3), g.column_int64(4),
-                    g.column_text(5).empty() ? std::string_view("-") : g.column_text(5),
-                    first_line(g.column_text(6))));
-  }
-
-  Statement n(db, "SELECT count(*) FROM minibatches WHERE job_id = ?1 AND state = 'failed'");
-  n.bind(1, job_id);
-  if (n.step()) r.exhausted_count = n.column_uint64(0);
+// The mini-batches that exhausted their tries (counted by read_job()): the first ones.
+void read_exhausted(Db& db, std::uint64_t job_id, const ReportLimits& limits, ReportData& r) {
+  r.exhausted_count = r.failed;
+  if (r.failed == 0) return;
   Statement e(db,
               "SELECT m.id, m.tries, m.items, (SELECT a.status || ': ' || "
               "coalesce(a.error_message, '') FROM attempts a WHERE a.job_id = m.job_id AND "
@@ -533,8 +470,6 @@ void read_resources(Db& db, std::uint64_t job_id, std::uint32_t nbins, ReportDat
   }
 }
 
-#undef FANOUT_MEASURED
-
 }  // namespace
 
 std::string ReportData::setting(const std::string& key, const std::string& fallback) const {
@@ -544,48 +479,59 @@ std::string ReportData::setting(const std::string& key, const std::string& fallb
   return fallback;
 }
 
+struct ReportDataPass::State {
+  Pass pass;
+};
+
+ReportDataPass::ReportDataPass(const ReportLimits& limits) : s_(std::make_unique<State>()) {
+  s_->pass.messages_per_failure = limits.messages_per_failure;
+}
+ReportDataPass::~ReportDataPass() = default;
+
+void ReportDataPass::add(const AttemptRow& a) { s_->pass.add(a); }
+
+ReportData ReportDataPass::finish(ReportSource& src, std::uint64_t job_id,
+                                  const ReportLimits& limits) {
+  ReportData r;
+  r.snapshot = now_unix();
+  read_job(src.db(), job_id, r);
+  const Pass& p = s_->pass;
+  if (r.ended > 0 && r.state == "succeeded" && r.total_known && p.attempts_failed == 0 &&
+      p.attempts == r.total) {
+    // Every attempt succeeded and there is one per mini-batch: each mini-batch's row holds its
+    // attempt's counts (the writer records both from the one result), so the counts follow
+    // from the pass without a scan of the mini-batches.
+    r.submitted = r.succeeded = r.total;
+    r.items_succeeded = p.done_items_ok;
+    r.items_failed = p.done_items_failed;
+  } else {
+    read_counts(src.db(), job_id, r);
+  }
+  finish_pass(s_->pass, limits, r);
+  read_pools(src.db(), r);
+  read_exhausted(src.db(), job_id, limits, r);
+  read_resources(src.db(), job_id, limits.resource_bins, r);
+  s_ = std::make_unique<State>();  // the points are no longer needed
+  return r;
+}
+
+ReportData report_data(ReportSource& src, std::uint64_t job_id, const ReportLimits& limits,
+                       const std::function<void(const AttemptRow&)>& on_attempt) {
+  ReportDataPass pass(limits);
+  src.each_attempt(job_id, [&](const AttemptRow& a) {
+    if (on_attempt) on_attempt(a);
+    pass.add(a);
+  });
+  return pass.finish(src, job_id, limits);
+}
+
 Expected<ReportData> read_report_data(const std::string& db_path, std::uint64_t job_id,
                                       const ReportLimits& limits) {
   try {
-    std::error_code ec;
-    if (!std::filesystem::exists(db_path, ec)) {
-      return make_error(ErrorCode::NotFound, db_path + ": no such store");
-    }
-    Db db(db_path, Db::Mode::ReadOnly);
-    db.exec("PRAGMA busy_timeout = 5000", "set busy_timeout");
-    const auto version = db.query_int("PRAGMA user_version");
-    if (version != kSchemaVersion) {
-      return make_error(ErrorCode::Version,
-                        fmt::format("{}: store schema version {}; this fanout reads version {}",
-                                    db_path, version, kSchemaVersion));
-    }
     // One read transaction: every figure is of the same moment, even while the job runs.
-    db.exec("BEGIN", "begin the report's read transaction");
-    ReportData r;
-    r.snapshot = now_unix();
-    read_job(db, job_id, r);
-    if (r.attempts > limits.max_timeline_attempts && r.started > 0) {
-      r.t0 = r.started;
-      read_workers_binned(db, job_id, limits, r);
-    } else {
-      read_workers(db, job_id, r);
-      r.t0 = r.started > 0 ? r.started : r.first_start;
-      if (r.first_start > 0) r.t0 = std::min(r.t0, r.first_start);
-    }
-    read_pools(db, r);
-    const bool binned = r.timeline_binned;  // stats, bins and starts already read
-    if (!binned) {
-      read_run_stats(db, job_id, r);
-      size_bins(limits.series_bins, r);
-    }
-    shape_histogram(r.run_hist, limits.histogram_bins);
-    shape_histogram(r.overhead_hist, limits.histogram_bins);
-    read_ends_and_histograms(db, job_id, limits.histogram_bins, r);
-    finish_series(db, job_id, !binned, r);
-    if (!binned) read_timeline(db, job_id, limits, r);
-    read_failures(db, job_id, limits, r);
-    read_resources(db, job_id, limits.resource_bins, r);
-    db.exec("COMMIT", "end the report's read transaction");
+    ReportSource src(db_path);
+    ReportData r = report_data(src, job_id, limits, {});
+    src.finish();
     return r;
   } catch (const Failure& f) {
     return make_error(f.error().code, f.error().message);

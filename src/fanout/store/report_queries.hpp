@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,7 +85,8 @@ struct ReportData {
   bool total_known = false;
   std::uint64_t total = 0, submitted = 0, succeeded = 0, failed = 0, pending = 0, running = 0;
   std::uint64_t items_succeeded = 0, items_failed = 0, attempts = 0, attempts_failed = 0;
-  double started = 0, ended = 0;  // ended 0 while the job runs
+  double started = 0, ended = 0;  // ended 0 while the job runs; started falls back to created
+  double job_started = 0;         // jobs.started itself, 0 when not set
   double snapshot = 0;            // when this was read
   double t0 = 0;                  // origin of every "t": the job's start (or first attempt)
 
@@ -126,6 +129,38 @@ struct ReportLimits {
   std::uint32_t max_exhausted = 50;
   std::uint32_t resource_bins = 300;  // resource samples are averaged into this many bins
 };
+
+class ReportSource;
+struct AttemptRow;
+
+// The attempt-driven part of ReportData, gathered one attempt at a time (in id order), while a
+// job runs or in one scan after: what it keeps is about 40 bytes per attempt.
+class ReportDataPass final {
+ public:
+  // `limits.messages_per_failure` applies while attempts are added; the rest at finish().
+  explicit ReportDataPass(const ReportLimits& limits = {});
+  ~ReportDataPass();
+  ReportDataPass(const ReportDataPass&) = delete;
+  ReportDataPass& operator=(const ReportDataPass&) = delete;
+
+  void add(const AttemptRow& a);
+  // Reads the job's row, counts, pools and samples through `src` and completes the figures.
+  // Throws Failure{NotFound} (no such job), Failure{Database}.
+  [[nodiscard]] ReportData finish(ReportSource& src, std::uint64_t job_id,
+                                  const ReportLimits& limits);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// Reads job `job_id` through `src`'s read transaction in one pass over its attempts, handing
+// each attempt (in id order) to `on_attempt` too, so the report's files and pages come from one
+// scan. The pass keeps about 40 bytes per attempt until it returns. Throws Failure{NotFound}
+// (no such job), Failure{Database}.
+[[nodiscard]] ReportData report_data(ReportSource& src, std::uint64_t job_id,
+                                     const ReportLimits& limits,
+                                     const std::function<void(const AttemptRow&)>& on_attempt);
 
 // Reads job `job_id` from the store at `db_path` (read-only; a running job gives a snapshot).
 // Errors: NotFound (no store, no such job), Version (another schema version), Database.

@@ -1,6 +1,7 @@
 // The report's queries. See report_source.hpp; the views are in docs/store.md, section 7.
 #include "fanout/store/report_source.hpp"
 
+#include <string>
 #include <utility>
 
 #include "fanout/store/detail/read_only.hpp"
@@ -162,6 +163,79 @@ ReportRows ReportSource::rows(ReportTable t, std::uint64_t job_id, std::string_v
   if (q.per_node) st->bind(2, node);
   return ReportRows(*st, q.columns);
 }
+
+Statement& ReportSource::attempts_statement(AttemptQuery q, std::uint64_t arg) {
+  auto& st = attempts_[static_cast<std::size_t>(q)];
+  if (!st) {
+    static constexpr const char* kColumns =
+        "SELECT a.id, a.job_id, a.minibatch_id, a.attempt, a.status, a.pool_id, a.pool, a.node, "
+        "a.process, a.worker_pid, a.start, a.elapsed_s, a.cpu_s, a.run_s, a.items, "
+        "a.succeeded, a.failed, a.error_category, a.error_message, i.detail "
+        "FROM attempts a LEFT JOIN minibatch_inputs i ON i.job_id = a.job_id AND "
+        "i.minibatch_id = a.minibatch_id WHERE ";
+    // OfJob: a rowid range scan over the job's ids (tasks get ids as they are handed out), not
+    // the (job_id, minibatch_id) index and a sort: the rows come in id order as stored.
+    static constexpr const char* kWhere[] = {
+        "a.id BETWEEN (SELECT min(id) FROM attempts WHERE job_id = ?1) AND "
+        "(SELECT max(id) FROM attempts WHERE job_id = ?1) AND +a.job_id = ?1 ORDER BY a.id",
+        "a.id > ?1 ORDER BY a.id",
+        "a.id = ?1",
+    };
+    st = std::make_unique<Statement>(*db_,
+                                     std::string(kColumns) + kWhere[static_cast<std::size_t>(q)]);
+  }
+  st->reset();
+  st->bind(1, arg);
+  return *st;
+}
+
+void ReportSource::fill_attempt(Statement& st, AttemptRow& r) {
+  r.id = st.column_uint64(0);
+  r.job_id = st.column_uint64(1);
+  r.minibatch_id = st.column_uint64(2);
+  r.attempt = st.column_int64(3);
+  r.status = st.column_text(4);
+  r.has_pool_id = !st.is_null(5);
+  r.pool_id = st.column_uint64(5);
+  r.has_pool = !st.is_null(6);
+  r.pool = st.column_text(6);
+  r.has_node = !st.is_null(7);
+  r.node = st.column_text(7);
+  r.process = st.column_text(8);
+  r.has_pid = !st.is_null(9);
+  r.worker_pid = st.column_int64(9);
+  r.has_start = !st.is_null(10);
+  r.start = st.column_double(10);
+  r.has_elapsed = !st.is_null(11);
+  r.elapsed_s = st.column_double(11);
+  r.has_cpu = !st.is_null(12);
+  r.cpu_s = st.column_double(12);
+  r.has_run = !st.is_null(13);
+  r.run_s = st.column_double(13);
+  r.has_items = !st.is_null(14);
+  r.items = st.column_int64(14);
+  r.has_succeeded = !st.is_null(15);
+  r.succeeded = st.column_int64(15);
+  r.has_failed = !st.is_null(16);
+  r.failed = st.column_int64(16);
+  r.error_category = st.column_text(17);
+  r.error_message = st.column_text(18);
+  r.has_detail = !st.is_null(19);
+  r.detail = st.column_text(19);
+}
+
+bool ReportSource::has_job(std::uint64_t job_id) {
+  Statement st(*db_, "SELECT 1 FROM jobs WHERE id = ?1");
+  st.bind(1, job_id);
+  return st.step();
+}
+
+std::uint64_t ReportSource::max_attempt_id() {
+  Statement st(*db_, "SELECT coalesce(max(id), 0) FROM attempts");
+  return st.step() ? st.column_uint64(0) : 0;
+}
+
+void ReportSource::begin() { db_->exec("BEGIN", "begin the report's read transaction"); }
 
 void ReportSource::finish() { db_->exec("COMMIT", "end the report's read transaction"); }
 

@@ -65,6 +65,18 @@ struct JobResultRow {
   std::int64_t attempts = 0, attempts_failed = 0;
 };
 
+// One attempt as the report's single pass reads it (report_data()): raw columns, NULLs flagged.
+// The views are valid until the pass moves on.
+struct AttemptRow {
+  std::uint64_t id = 0, job_id = 0, minibatch_id = 0, pool_id = 0;
+  std::int64_t attempt = 0, worker_pid = 0, items = 0, succeeded = 0, failed = 0;
+  double start = 0, elapsed_s = 0, cpu_s = 0, run_s = 0;
+  std::string_view status{}, pool{}, node{}, process{}, error_category{}, error_message{}, detail{};
+  bool has_pool_id = false, has_pool = false, has_node = false, has_pid = false, has_start = false,
+       has_elapsed = false, has_cpu = false, has_run = false, has_items = false,
+       has_succeeded = false, has_failed = false, has_detail = false;
+};
+
 // A failed attempt, as job_result.txt lists the first ones.
 struct FailedAttemptRow {
   std::int64_t minibatch = 0;
@@ -96,6 +108,8 @@ class ReportSource final {
   ReportSource& operator=(const ReportSource&) = delete;
 
   // Each throws Failure{Database} when its query fails.
+  // Whether the store has the job.
+  [[nodiscard]] bool has_job(std::uint64_t job_id);
   // The job's row; nullopt when the store has no such job.
   [[nodiscard]] std::optional<JobResultRow> job_result(std::uint64_t job_id);
   // The job's first `limit` failed attempts, in the order they happened.
@@ -109,11 +123,53 @@ class ReportSource final {
   // `node` is bound, not copied: it must stay valid until the rows are read.
   [[nodiscard]] ReportRows rows(ReportTable t, std::uint64_t job_id, std::string_view node = {});
 
+  // Calls `fn` for each attempt of the job, in attempt id order (the order tasks were handed
+  // out), with its mini-batch's detail: the one scan of `attempts` a report makes.
+  template <typename Fn>
+  void each_attempt(std::uint64_t job_id, Fn&& fn) {
+    scan(AttemptQuery::OfJob, job_id, fn);
+  }
+  // Calls `fn` for each attempt of any job with an id above `after`, in id order.
+  template <typename Fn>
+  void each_attempt_after(std::uint64_t after, Fn&& fn) {
+    scan(AttemptQuery::After, after, fn);
+  }
+  // Calls `fn` for the attempt `id` when it is committed; false when it is not.
+  template <typename Fn>
+  bool attempt_by_id(std::uint64_t id, Fn&& fn) {
+    return scan(AttemptQuery::ById, id, fn) > 0;
+  }
+  // The connection, for the report queries (report_queries.cpp) within this transaction.
+  [[nodiscard]] Db& db() noexcept { return *db_; }
+
+  // The highest attempt id in the store (0 when none).
+  [[nodiscard]] std::uint64_t max_attempt_id();
+  // Begins a new read transaction after finish(), which sees what was committed since.
+  // Throws Failure{Database}.
+  void begin();
   // Ends the read transaction. Throws Failure{Database}.
   void finish();
 
  private:
+  enum class AttemptQuery : std::uint8_t { OfJob, After, ById };
+  template <typename Fn>
+  std::size_t scan(AttemptQuery q, std::uint64_t arg, Fn& fn) {
+    Statement& st = attempts_statement(q, arg);
+    AttemptRow row;
+    std::size_t n = 0;
+    while (st.step()) {
+      fill_attempt(st, row);
+      ++n;
+      fn(static_cast<const AttemptRow&>(row));
+    }
+    st.reset();
+    return n;
+  }
+  Statement& attempts_statement(AttemptQuery q, std::uint64_t arg);
+  static void fill_attempt(Statement& st, AttemptRow& row);
+
   std::unique_ptr<Db> db_;
+  std::array<std::unique_ptr<Statement>, 3> attempts_{};
   std::array<std::unique_ptr<Statement>, kReportTables> tables_{};  // prepared on first use
 };
 

@@ -45,7 +45,7 @@ TEST_CASE("report.job_report.writes_every_file_and_regenerates_byte_for_byte") {
                                           "Elapsed Seconds", "Process Seconds",
                                           "Run Method Seconds", "Status", "Error Category",
                                           "Error Message", "Mini-batch Detail"});
-  // Ordered by start: the failing first try of mini-batch 1 is the second row, its message
+  // In attempt id order: the failing first try of mini-batch 1 is the second row, its message
   // with its comma, quotes and line breaks intact.
   CHECK(pm[2][0] == "1");
   CHECK(pm[2][10] == "RUN_EXCEPTION");

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <string>
 
+#include "fanout/store/db.hpp"
 #include "fanout/util/error.hpp"
 
 #include "report_history.hpp"
@@ -100,4 +101,35 @@ TEST_CASE("store.report_queries.missing_job_and_store") {
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code == fanout::ErrorCode::NotFound);
   CHECK(missing.error().message.find("no job 99") != std::string::npos);
+}
+
+TEST_CASE("store.report_queries.counts_of_a_clean_job_agree_with_the_mini_batch_scan") {
+  // A succeeded job whose attempts all succeeded, one per mini-batch, takes its counts from
+  // the pass; any other job from a scan of its mini-batches. Both must say the same.
+  fanout::test::ScratchDir dir("queries");
+  const auto path = write_store(dir, uniform(2, 30, kSettings, {}));
+  auto clean = store::read_report_data(path, 1);
+  REQUIRE(clean);
+  CHECK(clean->total == 60);
+  CHECK(clean->submitted == 60);
+  CHECK(clean->succeeded == 60);
+  CHECK(clean->failed == 0);
+  CHECK(clean->pending == 0);
+  CHECK(clean->items_succeeded == 600);
+  CHECK(clean->items_failed == 0);
+  {
+    // One more attempt, a failed one: the scan's counts, which must be the same.
+    fanout::store::Db db(path, fanout::store::Db::Mode::ReadWriteCreate);
+    db.exec(
+        "INSERT INTO attempts (job_id, minibatch_id, attempt, status, start, elapsed_s) "
+        "VALUES (1, 0, 2, 'POOL_LOST', 1000, 0)");
+  }
+  auto scanned = store::read_report_data(path, 1);
+  REQUIRE(scanned);
+  CHECK(scanned->attempts_failed == 1);
+  CHECK(scanned->total == clean->total);
+  CHECK(scanned->submitted == clean->submitted);
+  CHECK(scanned->succeeded == clean->succeeded);
+  CHECK(scanned->items_succeeded == clean->items_succeeded);
+  CHECK(scanned->items_failed == clean->items_failed);
 }
