@@ -6,8 +6,10 @@
 #include <memory>
 
 #include "fanout/report/csv.hpp"
+#include "fanout/report/job_error.hpp"
 #include "fanout/report/job_result.hpp"
 #include "fanout/report/progress_overview.hpp"
+#include "fanout/store/error_summary.hpp"
 #include "fanout/store/report_source.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/error.hpp"
@@ -101,6 +103,12 @@ Expected<std::vector<std::string>> write_job_report(const std::string& db_path,
       }
     }
     src.finish();
+    // ParallelRunStep's error summary. Read after the report's transaction: the job has ended
+    // when the interchange writes it, so both reads see the same attempts.
+    auto errors = store::read_error_summary(db_path, job_id);
+    if (!errors) return Unexpected{errors.error()};
+    add_file("job_error.txt").write(format_job_error(job_id, *errors));
+    for (auto& [rel, text] : process_error_files(*errors)) add_file(std::move(rel)).write(text);
     for (auto& f : files) f->commit();
     return written;
   } catch (const Failure& f) {
