@@ -14,6 +14,7 @@
 #include "client/session.hpp"
 #include "fanout/protocol/job_state.hpp"
 #include "fanout/store/job_settings.hpp"
+#include "fanout/store/job_status.hpp"
 #include "fanout/store/reader.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
@@ -59,11 +60,17 @@ proto::JobEnded ended_from_store(const store::JobSummary& j) {
   e.progress.failed = j.failed;
   e.progress.items_succeeded = j.items_succeeded;
   e.progress.items_failed = j.items_failed;
+  e.progress.attempts_failed = j.attempts_failed;
   return e;
 }
 
-int report_from_store(const store::JobSummary& j) {
-  return report_ended(ended_from_store(j), j.output_path, j.log_dir);
+int report_from_store(const store::JobSummary& j, const std::string& db, bool allow_partial) {
+  return report_ended(ended_from_store(j), j.output_path, j.log_dir, db, allow_partial);
+}
+
+// `cancel`'s exit status once the job ended: 0 if it ended cancelled by this command.
+int cancel_status(const proto::JobEnded& ended) {
+  return proto::parse_job_state(ended.state) == proto::JobState::Cancelled ? 0 : kExitFailed;
 }
 
 // The client endpoint recorded in the job's run folder (the parent of its logs/ folder).
@@ -81,14 +88,21 @@ int report_session(const Session& session, ProgressPrinter& printer, const std::
   const SessionPolicy& state = session.policy();
   const std::uint64_t job_id = state.job_id();
   switch (state.end()) {
-    case SessionEnd::Ended:
+    case SessionEnd::Ended: {
       printer.update(state.ended()->progress, true);
       printer.finish();
       log->debug("job {} ended: {}", job_id, state.ended()->state);
-      return report_ended(*state.ended(), output_path, log_dir);
-    case SessionEnd::EndedInStore:
+      const int rc =
+          report_ended(*state.ended(), output_path, log_dir, opts.db, opts.allow_partial);
+      return opts.cancel ? cancel_status(*state.ended()) : rc;
+    }
+    case SessionEnd::EndedInStore: {
       printer.finish();
-      return report_ended(*state.ended(), in_store->output_path, in_store->log_dir);
+      const int rc = report_ended(*state.ended(), in_store->output_path, in_store->log_dir, opts.db,
+                                  opts.allow_partial);
+      // Ended before this cancel reached it (a cancelled state there is someone else's).
+      return opts.cancel ? kExitFailed : rc;
+    }
     case SessionEnd::Rejected:
       printer.finish();
       std::fprintf(stderr, "error: interchange at %s: %s\n", endpoint.c_str(),
@@ -117,20 +131,21 @@ int follow_on(const std::string& endpoint, std::uint64_t job_id, const FollowOpt
   std::optional<store::JobSummary> in_store;  // the job as the store holds it once ended
   std::optional<Session> connected;
   try {
-    connected.emplace(
-        endpoint,
-        Session::Options{.rules = SessionRules{.submits = false, .give_up_after = kNoAnswerLimit},
-                         .embedded = emb,
-                         .security = opts.security,
-                         .printer = &printer,
-                         .ended_in_store = [&]() -> std::optional<proto::JobEnded> {
-                           std::string err;
-                           auto j = job_in_store(opts.db, job_id, err);
-                           if (!j || !is_ended(j->state)) return std::nullopt;
-                           in_store = std::move(j);
-                           return ended_from_store(*in_store);
-                         }},
-        log);
+    connected.emplace(endpoint,
+                      Session::Options{.rules = SessionRules{.submits = false,
+                                                             .give_up_after = kNoAnswerLimit,
+                                                             .allow_partial = opts.allow_partial},
+                                       .embedded = emb,
+                                       .security = opts.security,
+                                       .printer = &printer,
+                                       .ended_in_store = [&]() -> std::optional<proto::JobEnded> {
+                                         std::string err;
+                                         auto j = job_in_store(opts.db, job_id, err);
+                                         if (!j || !is_ended(j->state)) return std::nullopt;
+                                         in_store = std::move(j);
+                                         return ended_from_store(*in_store);
+                                       }},
+                      log);
   } catch (const Failure& f) {  // a key missing or open to others, --insecure off loopback
     std::fprintf(stderr, "error: %s\n", f.what());
     return 3;
@@ -169,32 +184,44 @@ void write_job_pointer(const std::string& run_dir, const std::string& endpoint,
 }
 
 int report_ended(const proto::JobEnded& ended, const std::string& output_path,
-                 const std::string& log_dir) {
+                 const std::string& log_dir, const std::string& db, bool allow_partial) {
   const auto& p = ended.progress;
+  // One count of attempts everywhere (docs/store.md, job_counts): each succeeded mini-batch has
+  // exactly one RUN_DONE attempt, every other attempt (failed, lost, cancelled) is a failed one.
   std::fprintf(stderr,
                "fanout: job %llu %s: %s\n  mini-batches: %llu succeeded, %llu failed of %llu; "
-               "items: %llu succeeded, %llu failed; failed attempts: %llu\n",
+               "items: %llu succeeded, %llu failed; attempts: %llu (%llu failed)\n",
                static_cast<unsigned long long>(ended.job_id), ended.state.c_str(),
                ended.reason.c_str(), static_cast<unsigned long long>(p.succeeded),
                static_cast<unsigned long long>(p.failed),
                static_cast<unsigned long long>(p.submitted),
                static_cast<unsigned long long>(p.items_succeeded),
                static_cast<unsigned long long>(p.items_failed),
+               static_cast<unsigned long long>(p.succeeded + p.attempts_failed),
                static_cast<unsigned long long>(p.attempts_failed));
+  if (p.attempts_failed > 0 && ended.state != "succeeded" && !db.empty() && fs::exists(db)) {
+    if (auto st = store::read_job_status(db, ended.job_id); st && st->first_error) {
+      const auto& e = *st->first_error;
+      std::fprintf(
+          stderr, "  first error: mini-batch %llu try %llu on %s: %s: %s\n",
+          static_cast<unsigned long long>(e.minibatch), static_cast<unsigned long long>(e.attempt),
+          e.process.empty() ? "-" : e.process.c_str(), e.status.c_str(), e.message.c_str());
+    }
+  }
   if (!output_path.empty()) std::fprintf(stderr, "  output: %s\n", output_path.c_str());
   if (!log_dir.empty()) std::fprintf(stderr, "  logs: %s\n", log_dir.c_str());
-  return proto::parse_job_state(ended.state) == proto::JobState::Succeeded ? 0 : 1;
+  return exit_status(ended.state, allow_partial);
 }
 
 int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log) {
   std::string error;
   auto job = job_in_store(opts.db, job_id, error);
   if (job && is_ended(job->state)) {
-    if (opts.cancel) {
-      std::fprintf(stderr, "fanout: job %llu already ended\n",
-                   static_cast<unsigned long long>(job_id));
-    }
-    return report_from_store(*job);
+    const int rc = report_from_store(*job, opts.db, opts.allow_partial);
+    if (!opts.cancel) return rc;
+    std::fprintf(stderr, "fanout: job %llu had already ended; nothing cancelled\n",
+                 static_cast<unsigned long long>(job_id));
+    return kExitFailed;
   }
   std::string endpoint = opts.interchange;
   if (endpoint.empty()) {
@@ -222,10 +249,13 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
     std::fprintf(stderr, "error: %s\n", error.c_str());
     return 2;
   }
-  if (is_ended(job->state)) {
-    std::fprintf(stderr, "fanout: job %llu already ended; nothing to resume\n",
-                 static_cast<unsigned long long>(job_id));
-    return report_from_store(*job);
+  // A succeeded job has nothing that failed or never ran.
+  if (is_ended(job->state) && (!opts.failed || job->state == "succeeded")) {
+    const bool hint = job->state != "succeeded";  // --failed would re-run what failed
+    std::fprintf(stderr, "fanout: job %llu already ended %s; nothing to resume%s\n",
+                 static_cast<unsigned long long>(job_id), job->state.c_str(),
+                 hint ? " (--failed re-runs its failed mini-batches)" : "");
+    return report_from_store(*job, opts.db, opts.allow_partial);
   }
   // The settings the job was submitted with say how to run its pools.
   store::JobSettings recorded;
@@ -238,7 +268,8 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
     }
     log->warn("{}; resuming with the default settings", f.what());
   }
-  const RunSettings rs = resumed_settings(recorded, opts.workers, opts.pools, opts.python);
+  RunSettings rs = resumed_settings(recorded, opts.workers, opts.pools, opts.python);
+  if (opts.failed) rs.reopen_failed = job_id;
   const std::string run_dir = fs::path(job->log_dir).parent_path().string();
   if (!opts.quiet) {
     std::fprintf(stderr, "fanout: resuming job %llu (%s) on %s, %u pool(s) x %u workers\n",
@@ -255,6 +286,7 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
   FollowOptions fo;
   fo.db = opts.db;
   fo.quiet = opts.quiet;
+  fo.allow_partial = opts.allow_partial;
   return follow_on(emb->client_endpoint(), job_id, fo, &*emb, log);
 }
 

@@ -42,6 +42,8 @@ struct Options {
   bool exit_when_idle = false;     // embedded mode: exit once every job ended and clients left
   std::string shutdown_token{};    // a client Shutdown must carry it; empty: refused
   net::Security security{};        // Curve on tcp:// endpoints; see docs/security.md
+  // `fanout resume --failed`: jobs whose failed mini-batches are reopened before recovery.
+  std::vector<std::uint64_t> reopen_failed{};
 };
 
 // Counters logged at INFO every stats_interval when they changed (STYLE.md section 7).

@@ -14,13 +14,14 @@ FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
   auto u32 = [&](const Entry& x, std::int64_t lo) {
     return static_cast<std::uint32_t>(r.integer(x, lo, kMaxU32));
   };
-  Fields f = r.fields(
-      e, {"prefetch", "poll_ms", "heartbeat_period_ms", "heartbeat_threshold_ms", "python", "db",
-          "run_dir", "log_level", "workers", "row_separator", "row_header", "priority"});
+  Fields f = r.fields(e, {"prefetch", "poll_ms", "heartbeat_period_ms", "heartbeat_threshold_ms",
+                          "python", "db", "run_dir", "log_level", "workers", "row_separator",
+                          "row_header", "priority", "allow_partial"});
   FanoutSettings s;
   if (const Entry* x = f.get("prefetch")) s.prefetch = u32(*x, 0);
   if (const Entry* x = f.get("poll_ms")) s.poll_ms = u32(*x, 1);
   if (const Entry* x = f.get("priority")) s.priority = u32(*x, 1);
+  if (const Entry* x = f.get("allow_partial")) s.allow_partial = r.boolean(*x);
   if (const Entry* x = f.get("heartbeat_period_ms")) s.heartbeat_period_ms = u32(*x, 1);
   if (const Entry* x = f.get("heartbeat_threshold_ms")) s.heartbeat_threshold_ms = u32(*x, 1);
   if (s.heartbeat_threshold_ms <= s.heartbeat_period_ms) {

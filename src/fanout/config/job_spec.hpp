@@ -41,6 +41,7 @@ struct FanoutSettings {
   std::string row_separator = " ";  // DataFrame rows: column separator
   bool row_header = false;          // DataFrame rows: write a header line
   std::uint32_t priority = 1;       // weight in the interchange's fair share between jobs
+  bool allow_partial = false;       // a `partial` job exits 0, as in ParallelRunStep
 };
 
 struct JobConfig {

@@ -46,6 +46,9 @@ class TaskStore final {
   // is truncated to the end of the last committed mini-batch's rows (created if missing). Pools
   // still `connected` (to the previous interchange process) are marked `lost`.
   [[nodiscard]] std::vector<UnfinishedJob> recover();
+  // Before recover(): `fanout resume --failed` (detail::reopen_failed). Returns the mini-batches
+  // put back to pending; throws Failure{NotFound} for an unknown job.
+  std::uint64_t reopen_failed(std::uint64_t job_id);
 
   // ---- queued writes (any thread) ----
   void create_job(std::uint64_t job_id, const proto::JobSpec& spec, double created);
