@@ -132,7 +132,7 @@ double run_probe(const std::vector<std::string>& argv, const std::string& dir, L
   auto child = ChildProcess::spawn(
       SpawnOptions{.argv = argv, .stdin_file = "null", .stdout_file = out, .stderr_file = out});
   if (!child) {
-    reason = fmt::format("cannot run {}: {}", argv[0], child.error().message);
+    reason = child.error().message;  // "cannot run <program>...: <why>"
   } else {
     auto st = child->wait();
     auto text = read_file(out);

@@ -66,7 +66,8 @@ std::string spawn_what(const SpawnOptions& opts) {
   std::string what = opts.argv[0];
   if (!opts.cwd.empty()) what += " in " + opts.cwd;
   for (const auto* f : {&opts.stdin_file, &opts.stdout_file, &opts.stderr_file}) {
-    if (!f->empty() && *f != "null") what += ", " + *f;
+    if (f->empty() || *f == "null" || (f == &opts.stderr_file && *f == opts.stdout_file)) continue;
+    what += ", " + *f;
   }
   return what;
 }
