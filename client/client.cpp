@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -30,7 +31,6 @@
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
-#include "fanout/util/json.hpp"
 
 namespace fanout::client {
 
@@ -138,13 +138,13 @@ Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov) {
       .stdin_file = "null",
       .stdout_file = "",
   });
-  if (!checker) return Unexpected{checker.error()};
+  if (!checker) {  // posix_spawnp found no such program
+    return make_error(ErrorCode::InvalidArgument, cfg.spec_path + ": fanout.python: interpreter '" +
+                                                      cfg.fanout.python +
+                                                      "' not found: " + checker.error().message);
+  }
   auto st = checker->wait();
   const std::string where = cfg.spec_path + ": task.entry_script: " + script;
-  if (st.code == 127) {
-    return make_error(ErrorCode::InvalidArgument, cfg.spec_path + ": fanout.python: interpreter '" +
-                                                      cfg.fanout.python + "' not found");
-  }
   if (st.code == 4) {
     return make_error(ErrorCode::InvalidArgument, where + ": does not define run(mini_batch)");
   }
@@ -215,7 +215,9 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   proto::JobSpec spec = job_spec(cfg, run_dir.empty() ? std::string() : run_dir + "/logs");
   spec.interchange_run_dir = run_dir.empty();
 
-  for (const auto& n : cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());
+  if (!ov.quiet) {
+    for (const auto& n : cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());
+  }
 
   std::optional<Embedded> embedded;
   std::string endpoint = ov.interchange;
@@ -229,25 +231,26 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     return 3;
   }
 
+  const bool allow_partial = ov.allow_partial || cfg.fanout.allow_partial;
   ProgressPrinter printer(ov.quiet  ? ProgressMode::Quiet
                           : ov.json ? ProgressMode::Json
                                     : ProgressMode::Human);
   std::optional<Session> connected;
   try {
-    connected.emplace(endpoint,
-                      Session::Options{.rules = SessionRules{.submits = true},
-                                       .embedded = embedded ? &*embedded : nullptr,
-                                       .security = ov.security,
-                                       .printer = &printer,
-                                       .interrupts = &g_interrupts,
-                                       // An interchange that restarted after the job's end
-                                       // was committed does not know it: the store does.
-                                       .ended_in_store = [&]() -> std::optional<proto::JobEnded> {
-                                         if (!connected) return std::nullopt;
-                                         return job_ended_in_store(db,
-                                                                   connected->policy().job_id());
-                                       }},
-                      log);
+    connected.emplace(
+        endpoint,
+        Session::Options{.rules = SessionRules{.submits = true, .allow_partial = allow_partial},
+                         .embedded = embedded ? &*embedded : nullptr,
+                         .security = ov.security,
+                         .printer = &printer,
+                         .interrupts = &g_interrupts,
+                         // An interchange that restarted after the job's end
+                         // was committed does not know it: the store does.
+                         .ended_in_store = [&]() -> std::optional<proto::JobEnded> {
+                           if (!connected) return std::nullopt;
+                           return job_ended_in_store(db, connected->policy().job_id());
+                         }},
+        log);
   } catch (const Failure& f) {  // a key missing or open to others, --insecure off loopback
     std::fprintf(stderr, "error: %s\n", f.what());
     return 3;
@@ -336,7 +339,7 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     if (state.end() == SessionEnd::EndedInStore) write_missing_reports(db, job_id, spec.log_dir);
     (void)report_ended(*state.ended(),
                        spec.output_path.empty() ? output_folder(cfg) : spec.output_path,
-                       spec.log_dir);
+                       spec.log_dir, ov.interchange.empty() ? db : std::string(), allow_partial);
   } else if (state.end() == SessionEnd::LeftRunning && job_id != 0) {
     std::fprintf(stderr,
                  "\nfanout: job %llu left running; follow it with: fanout wait %llu --db %s\n",
@@ -375,19 +378,26 @@ int print_history(const std::string& db, std::size_t limit, const std::string& s
     store::StoreReader reader(db);
     auto jobs = reader.history(limit, state);
     if (json) {
-      std::string out = "[";
-      for (std::size_t i = 0; i < jobs.size(); ++i) {
-        const auto& j = jobs[i];
-        if (i > 0) out += ",";
-        out += fmt::format(
-            "{{\"id\":{},\"name\":{},\"state\":{},\"reason\":{},\"created\":{},\"ended\":{},"
-            "\"total\":{},\"succeeded\":{},\"failed\":{},\"items_succeeded\":{},"
-            "\"items_failed\":{},\"attempts\":{}}}",
-            j.id, json_quote(j.name), json_quote(j.state), json_quote(j.reason), j.created, j.ended,
-            j.total, j.succeeded, j.failed, j.items_succeeded, j.items_failed, j.attempts);
+      auto out = nlohmann::ordered_json::array();
+      for (const auto& j : jobs) {
+        out.push_back({{"id", j.id},
+                       {"name", j.name},
+                       {"state", j.state},
+                       {"reason", j.reason},
+                       {"created", j.created},
+                       // null while the job runs: it has no end yet.
+                       {"ended", j.ended > 0 ? nlohmann::ordered_json(j.ended) : nullptr},
+                       {"total", j.total},
+                       {"succeeded", j.succeeded},
+                       {"failed", j.failed},
+                       {"items_succeeded", j.items_succeeded},
+                       {"items_failed", j.items_failed},
+                       {"attempts", j.attempts},
+                       {"attempts_failed", j.attempts_failed}});
       }
-      out += "]\n";
-      std::fputs(out.c_str(), stdout);
+      const std::string text =
+          out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+      std::fputs(text.c_str(), stdout);
       return 0;
     }
     std::printf("%-6s %-24s %-10s %-20s %14s %10s %10s\n", "ID", "NAME", "STATE", "STARTED (UTC)",

@@ -84,6 +84,10 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
     so.argv.push_back("--window");
     so.argv.push_back(std::to_string(rs.window));
   }
+  if (rs.reopen_failed > 0) {
+    so.argv.push_back("--reopen-failed");
+    so.argv.push_back(std::to_string(rs.reopen_failed));
+  }
   // Where the interchange listens, and the flags the pools need to reach it.
   std::vector<std::string> security_flags;
   switch (rs.transport) {

@@ -29,11 +29,14 @@ std::string end_summary(const proto::JobEnded& ended) {
     items =
         fmt::format("{} succeeded, {} failed", grouped(p.items_succeeded), grouped(p.items_failed));
   }
+  // One count of attempts everywhere (docs/store.md, job_counts): each succeeded mini-batch has
+  // exactly one RUN_DONE attempt, every other attempt (failed, lost, cancelled) is a failed one.
   return fmt::format(
-      "fanout: job {} {}: {}\n  mini-batches: {} succeeded, {} failed of {}; items: {}; failed "
-      "attempts: {}\n",
+      "fanout: job {} {}: {}\n  mini-batches: {} succeeded, {} failed of {}; items: {}; "
+      "attempts: {} ({} failed)\n",
       ended.job_id, ended.state, ended.reason, grouped(p.succeeded), grouped(p.failed),
-      grouped(p.submitted), items, grouped(p.attempts_failed));
+      grouped(p.submitted), items, grouped(p.succeeded + p.attempts_failed),
+      grouped(p.attempts_failed));
 }
 
 }  // namespace fanout::client

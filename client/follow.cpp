@@ -24,6 +24,7 @@
 #include "fanout/report/html_report.hpp"
 #include "fanout/report/job_report.hpp"
 #include "fanout/store/job_settings.hpp"
+#include "fanout/store/job_status.hpp"
 #include "fanout/store/reader.hpp"
 #include "fanout/store/report_queries.hpp"
 #include "fanout/util/atomic_file.hpp"
@@ -95,11 +96,17 @@ proto::JobEnded ended_from_store(const store::JobSummary& j) {
   e.progress.failed = j.failed;
   e.progress.items_succeeded = j.items_succeeded;
   e.progress.items_failed = j.items_failed;
+  e.progress.attempts_failed = j.attempts_failed;
   return e;
 }
 
-int report_from_store(const store::JobSummary& j) {
-  return report_ended(ended_from_store(j), j.output_path, j.log_dir);
+int report_from_store(const store::JobSummary& j, const std::string& db, bool allow_partial) {
+  return report_ended(ended_from_store(j), j.output_path, j.log_dir, db, allow_partial);
+}
+
+// `cancel`'s exit status once the job ended: 0 if it ended cancelled by this command.
+int cancel_status(const proto::JobEnded& ended) {
+  return proto::parse_job_state(ended.state) == proto::JobState::Cancelled ? 0 : kExitFailed;
 }
 
 // The client endpoint recorded in the job's run folder (the parent of its logs/ folder).
@@ -117,15 +124,22 @@ int report_session(const Session& session, ProgressPrinter& printer, const std::
   const SessionPolicy& state = session.policy();
   const std::uint64_t job_id = state.job_id();
   switch (state.end()) {
-    case SessionEnd::Ended:
+    case SessionEnd::Ended: {
       printer.update(state.ended()->progress, true);
       printer.finish();
       log->debug("job {} ended: {}", job_id, state.ended()->state);
-      return report_ended(*state.ended(), output_path, log_dir);
-    case SessionEnd::EndedInStore:
+      const int rc =
+          report_ended(*state.ended(), output_path, log_dir, opts.db, opts.allow_partial);
+      return opts.cancel ? cancel_status(*state.ended()) : rc;
+    }
+    case SessionEnd::EndedInStore: {
       printer.finish();
       write_missing_reports(opts.db, job_id, in_store->log_dir);
-      return report_ended(*state.ended(), in_store->output_path, in_store->log_dir);
+      const int rc = report_ended(*state.ended(), in_store->output_path, in_store->log_dir, opts.db,
+                                  opts.allow_partial);
+      // Ended before this cancel reached it (a cancelled state there is someone else's).
+      return opts.cancel ? kExitFailed : rc;
+    }
     case SessionEnd::Rejected:
       printer.finish();
       std::fprintf(stderr, "error: interchange at %s: %s\n", endpoint.c_str(),
@@ -257,7 +271,8 @@ int follow_on(const std::string& endpoint, std::uint64_t job_id, const FollowOpt
     connected.emplace(endpoint,
                       Session::Options{.rules = SessionRules{.submits = false,
                                                              .give_up_after = kNoAnswerLimit,
-                                                             .interrupt_cancels = false},
+                                                             .interrupt_cancels = false,
+                                                             .allow_partial = opts.allow_partial},
                                        .embedded = emb,
                                        .security = opts.security,
                                        .printer = &printer,
@@ -336,23 +351,33 @@ void write_job_pointer(const std::string& run_dir, const std::string& endpoint,
 }
 
 int report_ended(const proto::JobEnded& ended, const std::string& output_path,
-                 const std::string& log_dir) {
+                 const std::string& log_dir, const std::string& db, bool allow_partial) {
+  const auto& p = ended.progress;
   std::fputs(end_summary(ended).c_str(), stderr);
+  if (p.attempts_failed > 0 && ended.state != "succeeded" && !db.empty() && fs::exists(db)) {
+    if (auto st = store::read_job_status(db, ended.job_id); st && st->first_error) {
+      const auto& e = *st->first_error;
+      std::fprintf(
+          stderr, "  first error: mini-batch %llu try %llu on %s: %s: %s\n",
+          static_cast<unsigned long long>(e.minibatch), static_cast<unsigned long long>(e.attempt),
+          e.process.empty() ? "-" : e.process.c_str(), e.status.c_str(), e.message.c_str());
+    }
+  }
   if (!output_path.empty()) std::fprintf(stderr, "  output: %s\n", output_path.c_str());
   if (!log_dir.empty()) std::fprintf(stderr, "  logs: %s\n", log_dir.c_str());
-  return proto::parse_job_state(ended.state) == proto::JobState::Succeeded ? 0 : 1;
+  return exit_status(ended.state, allow_partial);
 }
 
 int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log) {
   std::string error;
   auto job = job_in_store(opts.db, job_id, error);
   if (job && is_ended(job->state)) {
-    if (opts.cancel) {
-      std::fprintf(stderr, "fanout: job %llu already ended\n",
-                   static_cast<unsigned long long>(job_id));
-    }
     write_missing_reports(opts.db, job_id, job->log_dir);
-    return report_from_store(*job);
+    const int rc = report_from_store(*job, opts.db, opts.allow_partial);
+    if (!opts.cancel) return rc;
+    std::fprintf(stderr, "fanout: job %llu had already ended; nothing cancelled\n",
+                 static_cast<unsigned long long>(job_id));
+    return kExitFailed;
   }
   if (job && opts.interchange.empty()) {
     // On the interchange's host a dead one is known at once: nothing would ever answer.
@@ -396,10 +421,13 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
     std::fprintf(stderr, "error: %s\n", error.c_str());
     return 2;
   }
-  if (is_ended(job->state)) {
-    std::fprintf(stderr, "fanout: job %llu already ended; nothing to resume\n",
-                 static_cast<unsigned long long>(job_id));
-    return report_from_store(*job);
+  // A succeeded job has nothing that failed or never ran.
+  if (is_ended(job->state) && (!opts.failed || job->state == "succeeded")) {
+    const bool hint = job->state != "succeeded";  // --failed would re-run what failed
+    std::fprintf(stderr, "fanout: job %llu already ended %s; nothing to resume%s\n",
+                 static_cast<unsigned long long>(job_id), job->state.c_str(),
+                 hint ? " (--failed re-runs its failed mini-batches)" : "");
+    return report_from_store(*job, opts.db, opts.allow_partial);
   }
   // The settings the job was submitted with say how to run its pools.
   store::JobSettings recorded;
@@ -412,7 +440,8 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
     }
     log->warn("{}; resuming with the default settings", f.what());
   }
-  const RunSettings rs = resumed_settings(recorded, opts.workers, opts.pools, opts.python);
+  RunSettings rs = resumed_settings(recorded, opts.workers, opts.pools, opts.python);
+  if (opts.failed) rs.reopen_failed = job_id;
   // A client killed while submitting left the job without all its mini-batches: the job file
   // gives them again (its listing is deterministic), or the job cannot finish.
   std::optional<Unsubmitted> rest;
@@ -440,6 +469,7 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
   fo.db = opts.db;
   fo.quiet = opts.quiet;
   fo.resumed = true;
+  fo.allow_partial = opts.allow_partial;
   return follow_on(emb->client_endpoint(), job_id, fo, &*emb, log, rest ? &*rest : nullptr);
 }
 

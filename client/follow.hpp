@@ -18,23 +18,27 @@ namespace fanout::client {
 void write_job_pointer(const std::string& run_dir, const std::string& endpoint,
                        std::uint64_t job_id);
 
-// Prints the job's end (state, reason, counts, output and logs) and returns the exit code:
-// 0 succeeded, 1 failed or cancelled.
+// Prints the job's end (state, reason, counts, output and logs, and, when the store `db` can be
+// read here, the job's first real error) and returns exit_status(state, allow_partial).
 int report_ended(const proto::JobEnded& ended, const std::string& output_path,
-                 const std::string& log_dir);
+                 const std::string& log_dir, const std::string& db = {},
+                 bool allow_partial = false);
 
 struct FollowOptions {
   std::string db{};           // the store: the job's run folder and, once ended, its result
   std::string interchange{};  // client endpoint; empty: from the run folder's interchange.ready
   bool cancel = false;        // send CancelJob first
   bool quiet = false;
-  bool resumed = false;      // set by resume_job: the interchange is its private one
-  net::Security security{};  // for a tcp:// interchange (docs/security.md)
+  bool resumed = false;        // set by resume_job: the interchange is its private one
+  bool allow_partial = false;  // a partial job exits 0
+  net::Security security{};    // for a tcp:// interchange (docs/security.md)
 };
 
 // `fanout wait JOB` / `fanout cancel JOB`: attaches to the job's interchange and follows the job
-// to its end. A job the store holds as ended is reported from the store. Returns 0 succeeded, 1
-// failed or cancelled, 2 unknown job or bad arguments, 3 no interchange reachable.
+// to its end. A job the store holds as ended is reported from the store. `wait` returns the
+// job's exit_status() (0 succeeded, 4 partial, 1 failed or cancelled); `cancel` returns 0 when it
+// cancelled the job and 1 when the job had already ended (or ended otherwise first): nothing was
+// cancelled. Both: 2 unknown job or bad arguments, 3 no interchange reachable.
 int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log);
 
 // Writes the reports (logs/: job_result.txt, the CSVs, report.html) of job `job_id`, ended in
@@ -52,6 +56,10 @@ struct ResumeOptions {
   std::uint32_t workers = 0;  // per pool; 0: the job's
   std::uint32_t pools = 0;    // 0: the job's instance_count
   bool quiet = false;
+  bool allow_partial = false;
+  // --failed: also re-run the mini-batches that failed, of a job that may have ended (failed,
+  // cancelled, partial); the output keeps its rows and gets only the new ones.
+  bool failed = false;
 };
 
 // `fanout resume JOB --db X`: starts a private interchange on the store (it resumes every

@@ -1,6 +1,7 @@
 // fanout: the client CLI. Parses arguments and calls into client_core.
 #include <CLI/CLI.hpp>
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -23,6 +24,12 @@ int main(int argc, char** argv) {
   CLI::App app{"fanout: run a program over a large input in parallel"};
   app.require_subcommand(1);
   app.set_version_flag("--version", FANOUT_VERSION);
+  // Allowed values, shared by the options that take them.
+  const auto log_levels = CLI::IsMember(
+      {"trace", "debug", "info", "warn", "warning", "error", "critical", "off"}, CLI::ignore_case);
+  const auto job_states = CLI::IsMember({"running", "succeeded", "partial", "failed", "cancelled"});
+  const auto job_ids = CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max());
+  const auto counts = CLI::Range(1u, 1000000u);  // workers, pools
 
   fanout::client::RunOverrides ov;
   std::string job_file, log_level = "warning";
@@ -65,10 +72,13 @@ int main(int argc, char** argv) {
                   "~/.local/share/fanout/fanout.db)");
   run->add_option("--python", ov.python, "Python interpreter for the workers");
   run->add_option("--run-dir", ov.run_dir, "folder for the job's logs (default: beside the db)");
-  run->add_option("--prefetch", ov.prefetch, "mini-batches each pool holds beyond free workers");
-  run->add_option("--poll-ms", ov.poll_ms, "poll period of the pools");
-  run->add_option("--workers,-j", ov.workers, "worker processes per pool");
-  run->add_option("--pools", ov.pools, "local pools (overrides resources.instance_count)");
+  run->add_option("--prefetch", ov.prefetch, "mini-batches each pool holds beyond free workers")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
+  run->add_option("--poll-ms", ov.poll_ms, "poll period of the pools")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{60000}));
+  run->add_option("--workers,-j", ov.workers, "worker processes per pool")->check(counts);
+  run->add_option("--pools", ov.pools, "local pools (overrides resources.instance_count)")
+      ->check(counts);
   run->add_option("--priority", ov.priority,
                   "the job's weight in the interchange's fair share between running jobs "
                   "(fanout.priority; default 1)")
@@ -93,9 +103,14 @@ int main(int argc, char** argv) {
                   "mini-batches the private interchange lets this client submit ahead of those "
                   "finished (default: its own, 20000)")
       ->check(CLI::Range(1u, 100000000u));
-  run->add_flag("--quiet,-q", ov.quiet, "no progress output");
+  run->add_flag("--quiet,-q", ov.quiet, "no progress output and no note: lines");
+  run->add_flag("--allow-partial", ov.allow_partial,
+                "exit 0 when some mini-batches failed within the thresholds (job state partial; "
+                "also fanout.allow_partial)");
   run->add_flag("--json", ov.json, "progress as JSON events on stdout, one object per line");
-  run->add_option("--log-level", log_level, "the client's own log level")->capture_default_str();
+  run->add_option("--log-level", log_level, "the client's own log level")
+      ->check(log_levels)
+      ->capture_default_str();
   // Curve keys for a tcp:// --interchange (docs/security.md).
   auto add_key_options = [](CLI::App* cmd, fanout::net::Security& sec) {
     cmd->add_option("--keys", sec.keys_dir,
@@ -128,20 +143,23 @@ int main(int argc, char** argv) {
   bool json = false;
   auto* hist = app.add_subcommand("history", "recent jobs in the store");
   hist->add_option("--db", db, "SQLite store");
-  hist->add_option("--limit,-n", limit, "jobs to show")->capture_default_str();
-  hist->add_option("--state", state, "only jobs in this state");
+  hist->add_option("--limit,-n", limit, "jobs to show (0: all)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1000000000}))
+      ->capture_default_str();
+  hist->add_option("--state", state, "only jobs in this state")->check(job_states);
   hist->add_flag("--json", json, "machine-readable output");
 
   std::uint64_t job_id = 0;
   fanout::client::FollowOptions fo;
   auto* wait = app.add_subcommand("wait", "follow a running job to its end (reattach)");
-  wait->add_option("job", job_id, "the job id")->required();
+  wait->add_option("job", job_id, "the job id")->required()->check(job_ids);
   wait->add_option("--db", fo.db, "SQLite store (default: as for run)");
   wait->add_option("--interchange", fo.interchange,
                    "client endpoint (default: from the job's run folder)");
   wait->add_flag("--quiet,-q", fo.quiet, "no progress output");
+  wait->add_flag("--allow-partial", fo.allow_partial, "exit 0 when the job ends partial");
   auto* cancel = app.add_subcommand("cancel", "stop a running job");
-  cancel->add_option("job", job_id, "the job id")->required();
+  cancel->add_option("job", job_id, "the job id")->required()->check(job_ids);
   cancel->add_option("--db", fo.db, "SQLite store (default: as for run)");
   cancel->add_option("--interchange", fo.interchange,
                      "client endpoint (default: from the job's run folder)");
@@ -150,22 +168,30 @@ int main(int argc, char** argv) {
   add_key_options(cancel, fo.security);
   fanout::client::ResumeOptions ro;
   auto* resume = app.add_subcommand(
-      "resume", "finish an unfinished job on a private interchange (after a crash)");
-  resume->add_option("job", job_id, "the job id")->required();
+      "resume",
+      "finish an unfinished job on a private interchange (after a crash); --failed: re-run "
+      "what failed");
+  resume->add_option("job", job_id, "the job id")->required()->check(job_ids);
   resume->add_option("--db", ro.db, "SQLite store (default: as for run)");
   resume->add_option("--python", ro.python, "Python interpreter for the workers");
-  resume->add_option("--workers", ro.workers, "worker processes per pool (default: the job's)");
-  resume->add_option("--pools", ro.pools, "local pools (default: the job's instance_count)");
+  resume->add_option("--workers", ro.workers, "worker processes per pool (default: the job's)")
+      ->check(counts);
+  resume->add_option("--pools", ro.pools, "local pools (default: the job's instance_count)")
+      ->check(counts);
   resume->add_flag("--quiet,-q", ro.quiet, "no progress output");
+  resume->add_flag("--allow-partial", ro.allow_partial, "exit 0 when the job ends partial");
+  resume->add_flag("--failed", ro.failed,
+                   "also re-run the mini-batches that failed, of an ended job too (failed, "
+                   "cancelled, partial); the output gets only their rows");
   bool status_json = false;
   auto* status = app.add_subcommand("status", "a job's counts, rate, pools and last errors");
-  status->add_option("job", job_id, "the job id")->required();
+  status->add_option("job", job_id, "the job id")->required()->check(job_ids);
   status->add_option("--db", db, "SQLite store");
   status->add_flag("--json", status_json, "machine-readable output");
 
   std::string report_out;
   auto* report = app.add_subcommand("report", "regenerate a job's logs folder from the store");
-  report->add_option("job", job_id, "the job id")->required();
+  report->add_option("job", job_id, "the job id")->required()->check(job_ids);
   report->add_option("--out", report_out, "folder to write to (default: the job's logs folder)");
   report->add_option("--db", db, "SQLite store");
   bool report_html = false;
@@ -173,40 +199,55 @@ int main(int argc, char** argv) {
   std::vector<std::uint64_t> compare_ids;
   std::string compare_html;
   auto* compare = app.add_subcommand("compare", "compare runs: settings that differ, effect");
-  compare->add_option("jobs", compare_ids, "job ids")->required();
+  compare->add_option("jobs", compare_ids, "job ids")->required()->check(job_ids);
   compare->add_option("--html", compare_html, "also write the comparison page to this file");
   compare->add_option("--db", db, "SQLite store");
   fanout::report::TuneOptions to;
   std::string tune_write;
   auto* tune =
       app.add_subcommand("tune", "what to change in a job's settings, from what it measured");
-  tune->add_option("job", job_id, "the job id")->required();
-  tune->add_option("--target-duration", to.target_duration_s, "desired duration (s): node count");
-  tune->add_option("--cores", to.cores, "cores per node (default: this machine's, if it ran here)");
+  tune->add_option("job", job_id, "the job id")->required()->check(job_ids);
+  tune->add_option("--target-duration", to.target_duration_s, "desired duration (s): node count")
+      ->check(CLI::PositiveNumber);
+  tune->add_option("--cores", to.cores, "cores per node (default: this machine's, if it ran here)")
+      ->check(counts);
   tune->add_option("--write", tune_write, "write the suggested settings (YAML) to this file");
   tune->add_option("--db", db, "SQLite store");
   fanout::client::PerfOptions po;
   bool no_ceiling = false, no_baseline = false;
   auto* perf = app.add_subcommand(
       "perf", "benchmark: push no-op mini-batches through the real path and report the rates");
-  perf->add_option("--tasks,-n", po.tasks, "mini-batches")->capture_default_str();
-  perf->add_option("--time", po.seconds, "submit for this many seconds instead of --tasks");
+  perf->add_option("--tasks,-n", po.tasks, "mini-batches")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1000000000000}))
+      ->capture_default_str();
+  perf->add_option("--time", po.seconds, "submit for this many seconds instead of --tasks")
+      ->check(CLI::PositiveNumber);
   perf->add_option("--runtime", po.runtime, "noop (native builtin:noop) or python (empty run())")
+      ->check(CLI::IsMember({"noop", "python"}))
       ->capture_default_str();
   perf->add_option("--python", po.python, "interpreter for --runtime python")
       ->capture_default_str();
-  perf->add_option("--workers", po.workers, "workers per pool")->capture_default_str();
-  perf->add_option("--pools", po.pools, "local pools")->capture_default_str();
+  perf->add_option("--workers", po.workers, "workers per pool")
+      ->check(counts)
+      ->capture_default_str();
+  perf->add_option("--pools", po.pools, "local pools")->check(counts)->capture_default_str();
   perf->add_option("--prefetch", po.prefetch,
-                   "mini-batches per pool beyond free workers (default 256)");
-  perf->add_option("--poll-ms", po.poll_ms, "poll period of the pools")->capture_default_str();
+                   "mini-batches per pool beyond free workers (default 256)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
+  perf->add_option("--poll-ms", po.poll_ms, "poll period of the pools")
+      ->check(CLI::Range(1u, 60000u))
+      ->capture_default_str();
   perf->add_option("--log-level", po.log_level, "log level of the interchange and pools")
+      ->check(log_levels)
       ->capture_default_str();
   perf->add_option("--sleep-ms", po.sleep_ms, "each mini-batch sleeps this long")
+      ->check(CLI::Range(0u, 3600000u))
       ->capture_default_str();
   perf->add_option("--items-per-batch", po.items_per_batch, "items per mini-batch")
+      ->check(counts)
       ->capture_default_str();
-  perf->add_option("--window", po.window, "the interchange's client window (default: its own)");
+  perf->add_option("--window", po.window, "the interchange's client window (default: its own)")
+      ->check(counts);
   perf->add_flag("--json", po.json, "one JSON object per run on stdout");
   perf->add_flag("--sweep", po.sweep, "vary each tuning knob in turn and print its effect");
   perf->add_flag("--no-ceiling", no_ceiling, "skip the ZeroMQ relay probe");
@@ -215,7 +256,12 @@ int main(int argc, char** argv) {
                  "also run over Curve-encrypted TCP and print its ratio to plaintext TCP");
   perf->add_option("--keep", po.keep_dir, "keep the store and logs in this folder");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every command-line error exits 2 (README, exit status).
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   auto level = fanout::parse_log_level(log_level);
   if (!level) {

@@ -124,24 +124,35 @@ struct RunStats {
 };
 
 // Runs a helper program to completion and returns the value of its "rate=" line (0 on failure).
-double run_probe(const std::vector<std::string>& argv, const std::string& dir, Logger& log) {
+// The probe's rate, or 0 with the reason in `why` (when given) if it could not run.
+double run_probe(const std::vector<std::string>& argv, const std::string& dir, Logger& log,
+                 std::string* why = nullptr) {
   const std::string out = dir + "/probe.out";
   std::error_code ec;
   fs::remove(out, ec);
+  std::string reason;
+  double rate = 0;
   auto child = ChildProcess::spawn(
       SpawnOptions{.argv = argv, .stdin_file = "null", .stdout_file = out, .stderr_file = out});
   if (!child) {
-    log->warn("cannot run {}: {}", argv[0], child.error().message);
-    return 0;
+    reason = child.error().message;  // "cannot run <program>...: <why>"
+  } else {
+    auto st = child->wait();
+    auto text = read_file(out);
+    if (!st.success() || !text) {
+      std::string tail = text ? *text : std::string();
+      if (const auto nl = tail.find('\n'); nl != std::string::npos) tail.resize(nl);
+      reason =
+          fmt::format("{} failed ({}){}{}", argv[0], st.describe(), tail.empty() ? "" : ": ", tail);
+    } else if (auto k = text->rfind("rate="); k == std::string::npos) {
+      reason = fmt::format("{} printed no rate= line", argv[0]);
+    } else {
+      rate = std::strtod(text->c_str() + k + 5, nullptr);
+    }
   }
-  auto st = child->wait();
-  auto text = read_file(out);
-  if (!st.success() || !text) {
-    log->warn("{} failed ({}): {}", argv[0], st.describe(), text ? *text : std::string());
-    return 0;
-  }
-  auto k = text->rfind("rate=");
-  return k == std::string::npos ? 0 : std::strtod(text->c_str() + k + 5, nullptr);
+  if (!reason.empty()) log->warn("{}", reason);
+  if (why != nullptr) *why = reason;
+  return rate;
 }
 
 std::string tools_dir() {
@@ -366,6 +377,7 @@ struct Ceiling {
   std::uint64_t window = 0;
   double rate = 0;
   double wide_rate = 0;
+  std::string why_not{};  // why the probe did not run (skipped, or the error), "" when it ran
 };
 
 constexpr std::uint64_t kWideWindow = 10000;
@@ -381,7 +393,9 @@ Ceiling run_ceiling(const PerfOptions& o, const std::string& root, Logger& log) 
   const std::string relay = find_binary("FANOUT_ZMQ_RELAY_BIN", "fanout-zmq-relay", "tools");
   Ceiling c;
   c.window = in_flight(o);
-  c.rate = run_probe({relay, "--tasks", "200000", "--window", std::to_string(c.window)}, root, log);
+  c.rate = run_probe({relay, "--tasks", "200000", "--window", std::to_string(c.window)}, root, log,
+                     &c.why_not);
+  if (c.rate <= 0) return c;
   c.wide_rate =
       run_probe({relay, "--tasks", "200000", "--window", std::to_string(kWideWindow)}, root, log);
   return c;
@@ -450,6 +464,8 @@ void print_run(const PerfOptions& o, const RunStats& rs, const Ceiling& ceiling,
         "  ceiling (3-process ZeroMQ relay, same run, %llu in flight like fanout) %.0f msg/s: "
         "fanout = %.3f x ceiling\n",
         static_cast<unsigned long long>(ceiling.window), ceiling.rate, rate / ceiling.rate);
+  } else {
+    std::printf("  ceiling: not measured: %s\n", ceiling.why_not.c_str());
   }
   if (ceiling.wide_rate > 0) {
     std::printf("  the same relay with %llu in flight %.0f msg/s: fanout = %.3f x that\n",
@@ -570,7 +586,7 @@ int run_perf(const PerfOptions& opts, Logger log) {
   } else {
     // The ceiling and the baseline run first, in the same session, so ratios compare like with
     // like on a machine whose load changes.
-    Ceiling ceiling;
+    Ceiling ceiling{.why_not = "skipped (--no-ceiling)"};
     double baseline = 0;
     if (o.ceiling) ceiling = run_ceiling(o, root, log);
     if (o.baseline && o.runtime == "python") {

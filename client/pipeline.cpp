@@ -96,8 +96,8 @@ int run_pipeline(const std::string& path, const RunOverrides& ov, Logger log) {
       return 2;
     }
   }
-  for (const auto& n : p->notices) std::fprintf(stderr, "note: %s\n", n.c_str());
   if (!ov.quiet) {
+    for (const auto& n : p->notices) std::fprintf(stderr, "note: %s\n", n.c_str());
     std::string order;
     for (const auto& s : p->steps) order += (order.empty() ? "" : " -> ") + s.name;
     std::fprintf(stderr, "fanout: pipeline '%s': %s; outputs under %s\n", p->name.c_str(),

@@ -27,6 +27,7 @@ struct RunOverrides {
   std::uint32_t priority = 0;  // overrides fanout.priority when > 0
   std::uint32_t window = 0;    // the embedded interchange's --window; 0: its default
   bool quiet = false;
+  bool allow_partial = false;     // a `partial` job exits 0 (also fanout.allow_partial)
   bool json = false;              // progress as JSON events on stdout (see client/progress.hpp)
   net::Security security{};       // for a tcp:// --interchange (docs/security.md)
   bool share_with_group = false;  // the store and run folder readable by the group too
@@ -58,6 +59,7 @@ struct RunSettings {
   std::string python{};                    // the pools' --python; empty: their default
   double resource_monitor_interval_s = 0;  // the pools sample from their start; 0: off
   std::uint32_t window = 0;                // the interchange's --window; 0: its default
+  std::uint64_t reopen_failed = 0;         // the interchange's --reopen-failed; 0: none
   Transport transport = Transport::Ipc;    // how the interchange listens
   // Launchers other than local (docs/cluster.md): the interchange listens for pools on
   // tcp://pool_address:* with Curve and the keys of `keys_dir` (the user's key folder).

@@ -160,11 +160,18 @@ std::optional<std::uint64_t> SessionPolicy::take_resubmit() {
   return from;
 }
 
+int exit_status(std::string_view state, bool allow_partial) {
+  const auto st = proto::parse_job_state(state);
+  if (st == proto::JobState::Succeeded) return 0;
+  if (st == proto::JobState::Partial) return allow_partial ? 0 : kExitPartial;
+  return kExitFailed;
+}
+
 int SessionPolicy::exit_code() const {
   switch (end_) {
     case SessionEnd::Ended:
     case SessionEnd::EndedInStore:
-      return proto::parse_job_state(ended_->state) == proto::JobState::Succeeded ? 0 : 1;
+      return exit_status(ended_->state, rules_.allow_partial);
     case SessionEnd::Rejected:
       // A job this client submitted and lost is an infrastructure failure; a job id the user
       // gave that no interchange knows, or a submission refused for one of its fields (e.g.

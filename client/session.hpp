@@ -13,6 +13,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "fanout/net/security.hpp"
 #include "fanout/net/socket.hpp"
@@ -53,7 +54,19 @@ struct SessionRules {
   // The first interrupt asks to cancel the job (run), or ends the session leaving the job as it
   // is (wait, cancel, resume: they stop following; resume stops its private interchange).
   bool interrupt_cancels = true;
+  // A `partial` job exits 0 (ParallelRunStep's success) instead of kExitPartial.
+  bool allow_partial = false;
 };
+
+// The exit statuses of `fanout` (README, "Exit status"). A job's own: see exit_status().
+inline constexpr int kExitFailed = 1;   // the job failed (a threshold, a timeout) or cancelled
+inline constexpr int kExitUsage = 2;    // bad command line or input; nothing was started
+inline constexpr int kExitInfra = 3;    // the interchange, the pools or the store failed us
+inline constexpr int kExitPartial = 4;  // every mini-batch finished, some failed (in limits)
+
+// The exit status of a job that ended in `state` (proto::JobState's spelling): 0 succeeded,
+// kExitPartial partial (0 with `allow_partial`), kExitFailed failed, cancelled or unknown.
+[[nodiscard]] int exit_status(std::string_view state, bool allow_partial);
 
 // The decisions of a session, from what arrived and the time: whether to probe, whether a
 // Reject ends the session, from where to resubmit after an interchange restart, how much the

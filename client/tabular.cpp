@@ -1,15 +1,19 @@
 // Tabular and partitioned inputs for `fanout run`. See tabular.hpp.
 #include "client/tabular.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <system_error>
 #include <utility>
 
 #include "client/listing.hpp"
+#include "client/text_encoding.hpp"
 #include "fanout/partition/row_cutter.hpp"
 #include "fanout/util/json.hpp"
 
@@ -35,21 +39,20 @@ Expected<File> open_at(const std::string& path, std::uint64_t offset) {
   return f;
 }
 
-// Single-byte encodings are widened to UTF-8 so that names and key values travel as JSON text.
-std::string to_utf8(const std::string& encoding, std::string_view s) {
-  if (encoding != "latin1" && encoding != "iso88591" && encoding != "windows1252") {
-    return std::string(s);
+// The table's conversion to UTF-8 (column names and key values travel as JSON text, and must be
+// the text the worker decodes), or the error naming the encoding.
+Expected<std::unique_ptr<ToUtf8>> converter(const config::TableSpec& t) {
+  try {
+    return std::make_unique<ToUtf8>(t.encoding);
+  } catch (const Failure& f) {
+    return make_error(ErrorCode::InvalidArgument,
+                      t.source + ": read_delimited.encoding: " + f.error().message);
   }
-  std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else {
-      out += static_cast<char>(0xC0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    }
-  }
-  return out;
+}
+
+// "<path>: row N: byte 0x81 at byte 3 is not valid windows1252": never a silent drop.
+Error undecodable(const std::string& path, std::uint64_t row, const Error& e) {
+  return Error{ErrorCode::InvalidArgument, fmt::format("{}: row {}: {}", path, row, e.message)};
 }
 
 // A file's layout: where its data starts and its column names (before keep/drop).
@@ -58,6 +61,7 @@ struct FileInfo {
   std::uint64_t data_start = 0;
   std::vector<std::string> columns{};
   std::vector<std::pair<std::string, std::string>> path_values{};
+  std::uint64_t header_rows = 0;  // 1 when the file's first row is its header
 };
 
 // Reads the first row of `path` from `offset` (the whole file if it has one row). Returns the
@@ -106,7 +110,14 @@ Expected<FileInfo> file_info(const config::TableSpec& t, const std::string& path
       }
     } else {
       info.data_start += row->size();
-      for (auto& c : fields) info.columns.push_back(to_utf8(t.encoding, c));
+      info.header_rows = 1;
+      auto conv = converter(t);
+      if (!conv) return Unexpected{conv.error()};
+      for (auto& c : fields) {
+        auto name = (**conv)(c);
+        if (!name) return Unexpected{undecodable(path, 1, name.error())};
+        info.columns.push_back(std::move(*name));
+      }
     }
   }
   if (first != nullptr && t.header != "all_files_different_headers") {
@@ -438,15 +449,30 @@ Expected<std::uint64_t> stream_table(const config::JobConfig& cfg, const config:
     }
     std::string combo;
     std::vector<std::string> key_values(field.size());
+    auto conv = converter(t);
+    if (!conv) return Unexpected{conv.error()};
+    std::optional<Error> bad;  // the first row that does not decode: the listing stops there
+    std::uint64_t row_no = fi.header_rows;
     auto r = for_each_row(path, fi.data_start, [&](std::string_view row, std::uint64_t begin) {
-      if (blank(row)) return;
+      ++row_no;
+      if (bad || blank(row)) return;
+      // The whole row must decode, not only its keys: the worker decodes all of it.
+      if (auto whole = (**conv)(row); !whole) {
+        bad = undecodable(path, row_no, whole.error());
+        return;
+      }
       auto fields = part::split_row(row, delim);
       combo.clear();
       for (std::size_t k = 0; k < field.size(); ++k) {
         const auto col = static_cast<std::size_t>(field[k]);
-        key_values[k] = field[k] < 0          ? fixed[k]
-                        : col < fields.size() ? to_utf8(t.encoding, fields[col])
-                                              : std::string();
+        if (field[k] < 0) {
+          key_values[k] = fixed[k];
+        } else if (col < fields.size()) {
+          auto v = (**conv)(fields[col]);
+          key_values[k] = v ? std::move(*v) : std::string();
+        } else {
+          key_values[k].clear();
+        }
         combo += key_values[k];
         combo += '\x1f';
       }
@@ -468,6 +494,7 @@ Expected<std::uint64_t> stream_table(const config::JobConfig& cfg, const config:
       }
     });
     if (!r) return Unexpected{r.error()};
+    if (bad) return Unexpected{*bad};
   }
   for (const auto& g : groups) {
     std::vector<Part> parts;

@@ -71,6 +71,10 @@ Interchange::Endpoints Interchange::open_sockets() {
 void Interchange::recover() {
   const auto now = Clock::now();
   std::vector<std::uint64_t> ids;
+  for (auto id : opts_.reopen_failed) {
+    const auto n = store_->reopen_failed(id);
+    log_->info("job {}: {} failed mini-batches reopened (resume --failed)", id, n);
+  }
   for (auto& u : store_->recover()) {
     Job& job = ledger_.resume(std::move(u), now);
     sessions_.open(job.id, now);

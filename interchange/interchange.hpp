@@ -48,6 +48,8 @@ struct Options {
   // The store's owner lock main() took (store/owner_lock.hpp): where this interchange listens is
   // published there once bound. Null: nothing published (tests).
   store::OwnerLock* owner = nullptr;
+  // `fanout resume --failed`: jobs whose failed mini-batches are reopened before recovery.
+  std::vector<std::uint64_t> reopen_failed{};
 };
 
 // Counters logged at INFO every stats_interval when they changed (STYLE.md section 7).

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
 namespace fanout::ix {
 
@@ -172,8 +173,19 @@ Completion JobLedger::complete(std::uint64_t pool_id, proto::TaskResult& r, Cloc
     c.batch = BatchState::Succeeded;
     return c;
   }
+  const std::uint64_t index = task.index;
   c.batch = fail(job, std::move(task));
   c.gave_up = c.batch == BatchState::Failed;
+  if (r.status != static_cast<std::uint8_t>(AttemptStatus::LoadException)) {
+    job.other_failures = true;
+  } else if (c.gave_up && job.succeeded == 0 && !job.other_failures && job.init_failure.empty()) {
+    std::string_view first = r.error_message;
+    first = first.substr(0, first.find('\n'));
+    job.init_failure = fmt::format(
+        "init() failed on every worker start: mini-batch {} used its {} tries and none "
+        "succeeded: {}",
+        index, job.spec.max_tries, first.substr(0, 300));
+  }
   return c;
 }
 
@@ -226,6 +238,7 @@ std::size_t JobLedger::hand_back(const std::vector<std::uint64_t>& task_ids) {
 
 std::optional<Verdict> JobLedger::verdict(const Job& job) {
   if (proto::is_ended(job.state)) return std::nullopt;
+  if (!job.init_failure.empty()) return Verdict{JobState::Failed, job.init_failure};
   const auto& s = job.spec;
   if (s.error_threshold >= 0 && job.items_failed > static_cast<std::uint64_t>(s.error_threshold)) {
     return Verdict{JobState::Failed, fmt::format("error_threshold exceeded: {} failed items > {}",
@@ -251,10 +264,11 @@ std::optional<Verdict> JobLedger::verdict(const Job& job) {
   }
   // Within the thresholds: done once the whole input is known and every mini-batch finished.
   if (!job.submit_done || job.succeeded + job.failed < job.total) return std::nullopt;
-  return Verdict{JobState::Succeeded,
-                 job.failed == 0
-                     ? std::string("all mini-batches succeeded")
-                     : fmt::format("{} mini-batches failed, within the thresholds", job.failed)};
+  // Failed mini-batches within the thresholds: ParallelRunStep's success, recorded as partial.
+  if (job.failed == 0) return Verdict{JobState::Succeeded, "all mini-batches succeeded"};
+  return Verdict{
+      JobState::Partial,
+      fmt::format("{} of {} mini-batches failed, within the thresholds", job.failed, job.total)};
 }
 
 std::vector<std::pair<std::uint64_t, Verdict>> JobLedger::timed_out(Clock::time_point now) const {

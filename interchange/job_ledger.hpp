@@ -49,6 +49,12 @@ struct Job {
   Clock::time_point last_finished_at{};  // an attempt of this job last finished (or accepted_at)
   bool dispatched = false;               // a task of this job was sent to a pool
   double started = 0;  // Unix seconds; 0 when resumed after a restart (not known here)
+  // Fail fast on init(): set when a mini-batch used its last try on a failed worker start
+  // (LOAD_EXCEPTION) while no mini-batch of the job has succeeded and no attempt failed any other
+  // way, i.e. init() fails wherever it runs. Holds that error's first line; verdict() fails the
+  // job with it instead of spending every other mini-batch's tries on the same error.
+  bool other_failures = false;  // an attempt failed other than by LOAD_EXCEPTION
+  std::string init_failure{};
 };
 
 // How a job ends, once decided.

@@ -18,6 +18,7 @@ void on_signal(int) {
 
 int main(int argc, char** argv) {
   CLI::App app{"fanout-interchange: brokers mini-batches between clients and worker pools"};
+  app.set_version_flag("--version", FANOUT_VERSION);
   fanout::ix::Options opts;
   std::string log_level = "info", log_file;
   unsigned hb_ms = 2000, hb_threshold_ms = 10000, stats_ms = 30000;
@@ -27,12 +28,23 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--db", opts.db_path, "SQLite store")->required();
   app.add_option("--ready-file", opts.ready_file, "write bound endpoints here once ready");
-  app.add_option("--heartbeat-period-ms", hb_ms)->capture_default_str();
-  app.add_option("--heartbeat-threshold-ms", hb_threshold_ms)->capture_default_str();
-  app.add_option("--stats-interval-ms", stats_ms)->capture_default_str();
-  app.add_option("--window", opts.window, "mini-batches a client may queue per job")
+  app.add_option("--heartbeat-period-ms", hb_ms, "heartbeat period towards pools")
+      ->check(CLI::Range(1u, 3600000u))
       ->capture_default_str();
-  app.add_option("--log-level", log_level)->capture_default_str();
+  app.add_option("--heartbeat-threshold-ms", hb_threshold_ms,
+                 "a pool silent this long is lost (must exceed the period)")
+      ->check(CLI::Range(1u, 86400000u))
+      ->capture_default_str();
+  app.add_option("--stats-interval-ms", stats_ms, "log a stats line this often")
+      ->capture_default_str();
+  app.add_option("--window", opts.window, "mini-batches a client may queue per job")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "log level")
+      ->check(
+          CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "critical", "off"},
+                        CLI::ignore_case))
+      ->capture_default_str();
   app.add_option("--log-file", log_file, "append logs here instead of stderr");
   app.add_option("--keys", opts.security.keys_dir,
                  "key folder for Curve on tcp:// endpoints (default: $FANOUT_KEYS, else "
@@ -44,7 +56,16 @@ int main(int argc, char** argv) {
                "create the store readable by the group too (default: its owner only)");
   app.add_flag("--exit-when-idle", opts.exit_when_idle,
                "embedded mode: exit once the last job ended");
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--reopen-failed", opts.reopen_failed,
+                 "before resuming: put this job's failed mini-batches back to pending and the job "
+                 "back to running (fanout resume --failed; repeatable)")
+      ->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every command-line error exits 2 (README, exit status).
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   auto level = fanout::parse_log_level(log_level);
   if (!level) {

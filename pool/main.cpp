@@ -40,6 +40,7 @@ std::string find_worker_bin() {
 
 int main(int argc, char** argv) {
   CLI::App app{"fanout-pool: runs mini-batches from an interchange in worker processes"};
+  app.set_version_flag("--version", FANOUT_VERSION);
   fanout::pool::Options opts;
   std::string log_level = "info", log_file;
   unsigned poll_ms = 10, hb_ms = 2000, hb_threshold_ms = 10000, grace_ms = 2000;
@@ -47,15 +48,24 @@ int main(int argc, char** argv) {
   app.add_option("--interchange", opts.interchange, "the interchange's pool endpoint")->required();
   app.add_option("--name", opts.name, "pool name (default: host-pid)");
   app.add_option("--node", opts.node, "node name (default: host name)");
-  app.add_option("--workers", opts.workers, "worker processes (default: cores)");
+  app.add_option("--workers", opts.workers, "worker processes (default: cores)")
+      ->check(CLI::Range(1u, 100000u));
   app.add_option("--first-process", opts.first_process,
                  "number of the first worker, processNNN (pools sharing a node number apart)")
       ->capture_default_str();
   app.add_option("--prefetch", opts.prefetch, "tasks held beyond free workers")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--poll-ms", poll_ms)->capture_default_str();
-  app.add_option("--heartbeat-period-ms", hb_ms)->capture_default_str();
-  app.add_option("--heartbeat-threshold-ms", hb_threshold_ms)->capture_default_str();
+  app.add_option("--poll-ms", poll_ms, "poll period when idle")
+      ->check(CLI::Range(1u, 60000u))
+      ->capture_default_str();
+  app.add_option("--heartbeat-period-ms", hb_ms, "heartbeat period towards the interchange")
+      ->check(CLI::Range(1u, 3600000u))
+      ->capture_default_str();
+  app.add_option("--heartbeat-threshold-ms", hb_threshold_ms,
+                 "the interchange silent this long is lost (must exceed the period)")
+      ->check(CLI::Range(1u, 86400000u))
+      ->capture_default_str();
   app.add_option("--kill-grace-ms", grace_ms, "SIGTERM to SIGKILL for a timed-out worker")
       ->capture_default_str();
   app.add_option("--drain-grace-ms", drain_grace_ms,
@@ -64,7 +74,11 @@ int main(int argc, char** argv) {
   app.add_option("--python", opts.python, "interpreter for python workers (overrides the job)");
   app.add_option("--shim-dir", opts.shim_dir, "folder of fanout_worker.py");
   app.add_option("--worker-bin", opts.worker_bin, "fanout-worker (command and native runtimes)");
-  app.add_option("--log-level", log_level)->capture_default_str();
+  app.add_option("--log-level", log_level, "log level")
+      ->check(
+          CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "critical", "off"},
+                        CLI::ignore_case))
+      ->capture_default_str();
   app.add_option("--log-file", log_file, "append logs here instead of stderr");
   app.add_option("--keys", opts.security.keys_dir,
                  "key folder for Curve on a tcp:// interchange (default: $FANOUT_KEYS, else "
@@ -79,7 +93,12 @@ int main(int argc, char** argv) {
                  "that ask for it)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every command-line error exits 2 (README, exit status).
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   auto level = fanout::parse_log_level(log_level);
   if (!level) {

@@ -393,7 +393,7 @@ void Pool::on_message(const std::string& frame) {
              proto::type_name(static_cast<std::uint8_t>(h->type)));
 }
 
-bool Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
+std::string Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
   const auto& spec = jobs_.at(job_id);
   const std::string process = fmt::format("process{:03}", slot + opts_.first_process);
   const WorkerLaunch l = make_launch(
@@ -402,12 +402,12 @@ bool Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
   auto w = Worker::start(l, job_id, process);
   if (!w) {
     log_->error("cannot start a worker for job {}: {}", job_id, w.error().message);
-    return false;
+    return w.error().message;
   }
   ++stats_.workers_started;
   SPDLOG_LOGGER_DEBUG(log_, "started {} (pid {}) for job {}", process, w->pid(), job_id);
   slots_[slot] = std::move(*w);
-  return true;
+  return {};
 }
 
 // A worker may hold more tasks in its pipe while it runs a task of a job whose tasks are short:
@@ -477,9 +477,10 @@ void Pool::assign() {
       }
     }
     if (free_slot) {
-      if (!start_worker(*free_slot, it->job_id)) {
+      if (auto why = start_worker(*free_slot, it->job_id); !why.empty()) {
+        // posix_spawn says why (a missing interpreter, a folder that cannot be entered).
         fail_task(*it, AttemptStatus::LoadException, "WorkerStartError",
-                  "the worker process could not be started", "", 0, local_unix_now());
+                  "the worker process could not be started: " + why, "", 0, local_unix_now());
         it = queue_.erase(it);
       }
       continue;  // re-examine this task: the new worker is Starting

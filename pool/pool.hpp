@@ -89,7 +89,8 @@ class Pool final {
   static std::size_t pipeline_depth(double mean_task_s);
   // How many more tasks may wait in the pipe of `w` (0: none). See pool.cpp.
   [[nodiscard]] std::size_t pipeline_room(const Worker& w) const;
-  bool start_worker(std::size_t slot, std::uint64_t job_id);
+  // Starts a worker in `slot`; "" on success, else why it could not be started.
+  std::string start_worker(std::size_t slot, std::uint64_t job_id);
   // When the busy worker's task overruns, and whether the bound is the task overhead timeout
   // (else the run timeout). Nothing when the worker is not busy or its job has no such bound.
   struct TaskDeadline {

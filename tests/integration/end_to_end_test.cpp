@@ -126,8 +126,13 @@ def run(mini_batch):
   const std::string db = dir / "fanout.db";
   auto r = fanout_run(dir, "job.yaml", db);
   INFO("stderr:\n" << r.err);
-  // Thresholds are -1 (ignore), so the job succeeds with one failed mini-batch, as in PRS.
-  CHECK(r.status.code == 0);
+  // Thresholds are -1 (ignore), so the job does not fail with one failed mini-batch, as in PRS,
+  // but it is not plainly a success either: state partial, exit 4 (issue 17 item 1).
+  CHECK(r.status.code == 4);
+  CHECK(sql_column(db, "select state from jobs")[0] == "partial");
+  CHECK(r.err.find("first error: mini-batch 1 try 1 on ") != std::string::npos);
+  CHECK(r.err.find("RUN_EXCEPTION: ValueError: cannot score file00010.txt") != std::string::npos);
+  CHECK(r.err.find("attempts: 4 (2 failed)") != std::string::npos);
   CHECK(read_lines(dir / "out/scores.txt").size() == 20);
   CHECK(sql_int(db, "select count(*) from minibatches where state='failed'") == 1);
   CHECK(sql_int(db, "select tries from minibatches where state='failed'") == 2);
@@ -138,4 +143,38 @@ def run(mini_batch):
   CHECK(msg[0].find("Traceback") != std::string::npos);
   CHECK(sql_column(db, "select error_category from attempts where status='RUN_EXCEPTION'")[0] ==
         "ValueError");
+  // resume --failed (issue 17 item 3): with the script fixed, only the failed mini-batch runs
+  // again; its rows are appended, the others' are not repeated, and the job ends succeeded.
+  write_file(dir / "src/score.py", R"PY(
+import os
+def run(mini_batch):
+    return [os.path.basename(p) for p in mini_batch]
+)PY");
+  auto again_failed = run_capture(
+      {fanout_bin(), "resume", "1", "--failed", "--db", db, "--python", python_bin(), "--quiet"},
+      dir.path());
+  INFO("resume stderr:\n" << again_failed.err);
+  CHECK(again_failed.status.code == 0);
+  CHECK(sql_column(db, "select state from jobs where id = 1")[0] == "succeeded");
+  CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 3);
+  CHECK(sql_int(db, "select count(*) from attempts where minibatch_id = 1") == 3);
+  const auto rows = read_lines(dir / "out/scores.txt");
+  CHECK(rows.size() == 30);
+  CHECK(std::set<std::string>(rows.begin(), rows.end()).size() == 30);
+  auto nothing = run_capture({fanout_bin(), "resume", "1", "--failed", "--db", db}, dir.path());
+  CHECK(nothing.status.code == 0);
+  CHECK(nothing.err.find("nothing to resume") != std::string::npos);
+
+  // --allow-partial: ParallelRunStep's exit 0 for the same outcome.
+  write_file(dir / "src/score.py", R"PY(
+import os
+def run(mini_batch):
+    if any("file00010" in p for p in mini_batch):
+        raise ValueError("cannot score " + os.path.basename(mini_batch[0]))
+    return [os.path.basename(p) for p in mini_batch]
+)PY");
+  auto again = fanout_run(dir, "job.yaml", db, {"--allow-partial"});
+  INFO("stderr:\n" << again.err);
+  CHECK(again.status.code == 0);
+  CHECK(sql_column(db, "select state from jobs where id = 2")[0] == "partial");
 }

@@ -302,7 +302,8 @@ TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_i
   auto c = run_capture({fanout_bin(), "cancel", std::to_string(job), "--db", db}, dir.path(), {},
                        std::chrono::seconds(60));
   INFO("cancel stderr:\n" << c.err << c2.logs());
-  CHECK(c.status.code == 1);
+  // cancel's exit statuses (README, issue 17 item 4): 0 it cancelled the job ...
+  CHECK(c.status.code == 0);
   CHECK(c.err.find("cancelled") != std::string::npos);
   auto st = slow.wait_for(std::chrono::seconds(60));
   REQUIRE(st.has_value());
@@ -311,6 +312,12 @@ TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_i
         std::vector<std::string>{"cancelled"});
   CHECK(sql_int(db, "select count(*) from attempts where status='CANCELLED' and job_id=" +
                         std::to_string(job)) == 1);
+  // ... 1 the job had already ended: nothing cancelled; 2 no such job.
+  auto again = run_capture({fanout_bin(), "cancel", std::to_string(job), "--db", db}, dir.path());
+  INFO("second cancel stderr:\n" << again.err);
+  CHECK(again.status.code == 1);
+  CHECK(again.err.find("had already ended; nothing cancelled") != std::string::npos);
+  CHECK(run_capture({fanout_bin(), "cancel", "999", "--db", db}, dir.path()).status.code == 2);
 }
 
 TEST_CASE("integration.interchange_restart.embedded_job_outlives_its_client_and_wait_follows") {

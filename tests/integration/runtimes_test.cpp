@@ -77,7 +77,8 @@ TEST_CASE("integration.runtimes.command_failure_records_stderr_tail") {
                       "\"$FANOUT_MINI_BATCH\"\n"));
   auto r = run_job(dir);
   INFO("stderr:\n" << r.err);
-  CHECK(r.status.code == 0);  // thresholds ignore failures by default, as in ParallelRunStep
+  // Thresholds ignore failures by default, as in ParallelRunStep: the job ends partial, exit 4.
+  CHECK(r.status.code == 4);
   const std::string db = dir / "fanout.db";
   CHECK(read_lines(dir / "out/rows.txt").size() == 20);
   CHECK(sql_int(db, "select count(*) from minibatches where state='failed'") == 1);
@@ -103,7 +104,7 @@ TEST_CASE("integration.runtimes.command_timeout_kills_the_command") {
   write_file(dir / "job.yaml", yaml);
   auto r = run_job(dir);
   INFO("stderr:\n" << r.err);
-  CHECK(r.status.code == 0);
+  CHECK(r.status.code == 4);  // one of two mini-batches failed: partial
   const std::string db = dir / "fanout.db";
   CHECK(sql_int(db, "select count(*) from attempts where status='RUN_TIMEOUT'") == 2);
   CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 1);
@@ -144,7 +145,7 @@ TEST_CASE("integration.runtimes.native_failures_and_timeouts") {
                                           "\n  program_arguments: --fail-on file00013\n"));
     auto r = run_job(dir);
     INFO("stderr:\n" << r.err);
-    CHECK(r.status.code == 0);
+    CHECK(r.status.code == 4);  // partial
     const std::string db = dir / "fanout.db";
     CHECK(read_lines(dir / "out/rows.txt").size() == 20);
     CHECK(sql_int(db, "select count(*) from attempts where status='RUN_EXCEPTION'") == 2);
@@ -166,6 +167,13 @@ TEST_CASE("integration.runtimes.native_failures_and_timeouts") {
     auto msg = sql_column(db, "select error_message from attempts where status='LOAD_EXCEPTION'");
     REQUIRE(!msg.empty());
     CHECK(msg[0].find("InitError: asked to fail") != std::string::npos);
+    // init() fails everywhere: the job fails with that error (issue 17 item 1), exit 1.
+    CHECK(r.status.code == 1);
+    CHECK(sql_column(db, "select state from jobs")[0] == "failed");
+    const auto reason = sql_column(db, "select reason from jobs")[0];
+    CHECK(reason.rfind("init() failed on every worker start: mini-batch 0 used its 2 tries", 0) ==
+          0);
+    CHECK(reason.find("InitError: asked to fail") != std::string::npos);
   }
   SUBCASE("run overruns the timeout") {
     TempDir dir("rt-native-timeout");

@@ -41,12 +41,14 @@ FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
                           "exclusive",
                           "scheduler_options",
                           "worker_init",
-                          "interchange_address"});
+                          "interchange_address",
+                          "allow_partial"});
   FanoutSettings s;
   s.launch = read_launcher_settings(r, f);
   if (const Entry* x = f.get("prefetch")) s.prefetch = u32(*x, 0);
   if (const Entry* x = f.get("poll_ms")) s.poll_ms = u32(*x, 1);
   if (const Entry* x = f.get("priority")) s.priority = u32(*x, 1);
+  if (const Entry* x = f.get("allow_partial")) s.allow_partial = r.boolean(*x);
   if (const Entry* x = f.get("heartbeat_period_ms")) s.heartbeat_period_ms = u32(*x, 1);
   if (const Entry* x = f.get("heartbeat_threshold_ms")) s.heartbeat_threshold_ms = u32(*x, 1);
   if (s.heartbeat_threshold_ms <= s.heartbeat_period_ms) {

@@ -66,6 +66,7 @@ struct FanoutSettings {
   bool row_header = false;          // DataFrame rows: write a header line
   std::uint32_t priority = 1;       // weight in the interchange's fair share between jobs
   LauncherSettings launch{};        // where the pools run
+  bool allow_partial = false;       // a `partial` job exits 0, as in ParallelRunStep
 };
 
 struct JobConfig {

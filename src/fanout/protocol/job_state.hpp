@@ -7,15 +7,19 @@
 
 namespace fanout::proto {
 
-enum class JobState : unsigned char { Running, Succeeded, Failed, Cancelled };
+// Partial: every mini-batch finished and no threshold was crossed, but some mini-batches failed
+// (ParallelRunStep calls this a success; fanout records it apart and exits with its own status).
+enum class JobState : unsigned char { Running, Succeeded, Partial, Failed, Cancelled };
 
-// The store's and the wire's spelling: "running", "succeeded", "failed", "cancelled".
+// The store's and the wire's spelling: "running", "succeeded", "partial", "failed", "cancelled".
 [[nodiscard]] constexpr std::string_view to_string(JobState s) noexcept {
   switch (s) {
     case JobState::Running:
       return "running";
     case JobState::Succeeded:
       return "succeeded";
+    case JobState::Partial:
+      return "partial";
     case JobState::Failed:
       return "failed";
     case JobState::Cancelled:
@@ -26,8 +30,8 @@ enum class JobState : unsigned char { Running, Succeeded, Failed, Cancelled };
 
 // The state spelt `s`, or nullopt for any other string.
 [[nodiscard]] constexpr std::optional<JobState> parse_job_state(std::string_view s) noexcept {
-  for (JobState st :
-       {JobState::Running, JobState::Succeeded, JobState::Failed, JobState::Cancelled}) {
+  for (JobState st : {JobState::Running, JobState::Succeeded, JobState::Partial, JobState::Failed,
+                      JobState::Cancelled}) {
     if (to_string(st) == s) return st;
   }
   return std::nullopt;

@@ -26,7 +26,7 @@ h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:1.8em;border
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 8px;text-align:left;
 vertical-align:top;font-size:.9em}th{background:#f3f3f3}td.n{text-align:right}
 .chart{position:relative;width:100%;margin:.5em 0 1em 0}.note{color:#666;font-size:.9em}
-.state-succeeded{color:#1a7f37}.state-failed{color:#cf222e}.state-cancelled{color:#9a6700}
+.state-succeeded{color:#1a7f37}.state-partial{color:#bc4c00}.state-failed{color:#cf222e}.state-cancelled{color:#9a6700}
 .state-running{color:#0969da}.grid{display:grid;grid-template-columns:1fr 1fr;gap:1em}
 pre{white-space:pre-wrap;font-size:.85em;margin:0}
 )css";

@@ -7,9 +7,11 @@
 
 #include "fanout/report/csv.hpp"
 #include "fanout/report/html_report.hpp"
+#include "fanout/report/job_error.hpp"
 #include "fanout/report/job_result.hpp"
 #include "fanout/report/progress_overview.hpp"
 #include "fanout/report/report_pass.hpp"
+#include "fanout/store/error_summary.hpp"
 #include "fanout/store/report_queries.hpp"
 #include "fanout/store/report_source.hpp"
 #include "fanout/util/atomic_file.hpp"
@@ -137,6 +139,12 @@ std::vector<std::string> JobReportBuilder::finish(store::ReportSource& src, bool
     }
   }
   if (html) add_file("report.html").write(render_job_html(d));
+  // ParallelRunStep's error summary; a job without failed attempts needs no query for it (the
+  // job's end stays as fast as its middle).
+  const store::ErrorSummary errors =
+      d.attempts_failed > 0 ? store::read_error_summary(src, job_id_) : store::ErrorSummary{};
+  add_file("job_error.txt").write(format_job_error(job_id_, errors));
+  for (auto& [rel, text] : process_error_files(errors)) add_file(std::move(rel)).write(text);
   for (auto& f : files) f->commit();
   return written;
 }

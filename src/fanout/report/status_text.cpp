@@ -2,42 +2,55 @@
 #include "fanout/report/status_text.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "fanout/util/clock.hpp"
-#include "fanout/util/json.hpp"
 
 namespace fanout::report {
 
 std::string format_status_json(const store::JobStatus& s) {
-  std::string out = fmt::format(
-      R"({{"id":{},"name":{},"state":{},"reason":{},"total":{},"total_known":{},"succeeded":{},)"
-      R"("failed":{},"pending":{},"running":{},"items_succeeded":{},"items_failed":{},)"
-      R"("attempts":{},"attempts_failed":{},"started":{:.3f},"ended":{:.3f},"elapsed_s":{:.3f},)"
-      R"("minibatches_per_s":{:.3f},"items_per_s":{:.3f},"eta_s":{:.1f},"processes":{},)"
-      R"("log_dir":{},"output_path":{},"pools":[)",
-      s.id, json_quote(s.name), json_quote(s.state), json_quote(s.reason), s.total,
-      s.total_known ? "true" : "false", s.succeeded, s.failed, s.pending, s.running,
-      s.items_succeeded, s.items_failed, s.attempts, s.attempts_failed, s.started, s.ended,
-      s.elapsed_s, s.minibatches_per_s, s.items_per_s, s.eta_s, s.processes, json_quote(s.log_dir),
-      json_quote(s.output_path));
-  for (std::size_t i = 0; i < s.pools.size(); ++i) {
-    const auto& p = s.pools[i];
-    if (i > 0) out += ",";
-    out += fmt::format(R"({{"name":{},"node":{},"state":{},"workers":{},"attempts":{}}})",
-                       json_quote(p.name), json_quote(p.node), json_quote(p.state), p.workers,
-                       p.attempts);
+  using Json = nlohmann::ordered_json;
+  auto pools = Json::array();
+  for (const auto& p : s.pools) {
+    pools.push_back({{"name", p.name},
+                     {"node", p.node},
+                     {"state", p.state},
+                     {"workers", p.workers},
+                     {"attempts", p.attempts}});
   }
-  out += R"(],"last_errors":[)";
-  for (std::size_t i = 0; i < s.last_errors.size(); ++i) {
-    const auto& e = s.last_errors[i];
-    if (i > 0) out += ",";
-    out += fmt::format(
-        R"({{"minibatch":{},"attempt":{},"process":{},"status":{},"message":{},"time":{}}})",
-        e.minibatch, e.attempt, json_quote(e.process), json_quote(e.status), json_quote(e.message),
-        json_quote(e.time));
-  }
-  out += "]}\n";
-  return out;
+  auto error = [](const store::JobStatus::ErrorLine& e) {
+    return Json{{"minibatch", e.minibatch}, {"attempt", e.attempt}, {"process", e.process},
+                {"status", e.status},       {"message", e.message}, {"time", e.time}};
+  };
+  auto errors = Json::array();
+  for (const auto& e : s.last_errors) errors.push_back(error(e));
+  const Json out = {{"id", s.id},
+                    {"name", s.name},
+                    {"state", s.state},
+                    {"reason", s.reason},
+                    {"total", s.total},
+                    {"total_known", s.total_known},
+                    {"succeeded", s.succeeded},
+                    {"failed", s.failed},
+                    {"pending", s.pending},
+                    {"running", s.running},
+                    {"items_succeeded", s.items_succeeded},
+                    {"items_failed", s.items_failed},
+                    {"attempts", s.attempts},
+                    {"attempts_failed", s.attempts_failed},
+                    {"started", s.started},
+                    {"ended", s.ended > 0 ? Json(s.ended) : Json(nullptr)},  // null while running
+                    {"elapsed_s", s.elapsed_s},
+                    {"minibatches_per_s", s.minibatches_per_s},
+                    {"items_per_s", s.items_per_s},
+                    {"eta_s", s.eta_s},
+                    {"processes", s.processes},
+                    {"log_dir", s.log_dir},
+                    {"output_path", s.output_path},
+                    {"pools", std::move(pools)},
+                    {"last_errors", std::move(errors)},
+                    {"first_error", s.first_error ? error(*s.first_error) : Json(nullptr)}};
+  return out.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 std::string format_status_text(const store::JobStatus& s) {
@@ -69,6 +82,12 @@ std::string format_status_text(const store::JobStatus& s) {
   out += fmt::format("\n  worker processes that ran attempts: {}\n", s.processes);
   if (!s.output_path.empty()) out += fmt::format("  output: {}\n", s.output_path);
   if (!s.log_dir.empty()) out += fmt::format("  logs: {}\n", s.log_dir);
+  if (s.first_error) {
+    const auto& e = *s.first_error;
+    out +=
+        fmt::format("  first error: {} mini-batch {} try {} on {}: {}: {}\n", e.time, e.minibatch,
+                    e.attempt, e.process.empty() ? "-" : e.process, e.status, e.message);
+  }
   out += "  last errors:";
   if (s.last_errors.empty()) out += " none";
   for (const auto& e : s.last_errors) {

@@ -12,6 +12,23 @@
 
 namespace fanout::store {
 
+namespace {
+
+// An error line from a row of (minibatch_id, picked_count, process, status, error_message,
+// process_start_time): the message's first line, at most 300 bytes.
+JobStatus::ErrorLine error_line(const Statement& st) {
+  std::string_view msg = st.column_text(4);
+  msg = msg.substr(0, msg.find('\n'));
+  return JobStatus::ErrorLine{st.column_uint64(0),
+                              st.column_uint64(1),
+                              std::string(st.column_text(2)),
+                              std::string(st.column_text(3)),
+                              std::string(msg.substr(0, 300)),
+                              std::string(st.column_text(5))};
+}
+
+}  // namespace
+
 Expected<JobStatus> read_job_status(const std::string& db_path, std::uint64_t job_id) {
   try {
     const auto conn = detail::open_read_only_current(db_path);
@@ -80,16 +97,19 @@ Expected<JobStatus> read_job_status(const std::string& db_path, std::uint64_t jo
                    "SELECT minibatch_id, picked_count, process, status, error_message, "
                    "process_start_time FROM processed_minibatches "
                    "WHERE job_id = ?1 AND status != 'RUN_DONE' "
-                   "ORDER BY start DESC, attempt_id DESC LIMIT 5");
+                   "ORDER BY status = 'CANCELLED', start DESC, attempt_id DESC LIMIT 5");
       st.bind(1, job_id);
-      while (st.step()) {
-        std::string_view msg = st.column_text(4);
-        msg = msg.substr(0, msg.find('\n'));
-        s.last_errors.push_back(
-            JobStatus::ErrorLine{st.column_uint64(0), st.column_uint64(1),
-                                 std::string(st.column_text(2)), std::string(st.column_text(3)),
-                                 std::string(msg.substr(0, 300)), std::string(st.column_text(5))});
-      }
+      // Real errors first: the attempts a job's end stopped (CANCELLED) say only that it ended.
+      while (st.step()) s.last_errors.push_back(error_line(st));
+    }
+    {
+      Statement st(db,
+                   "SELECT minibatch_id, picked_count, process, status, error_message, "
+                   "process_start_time FROM processed_minibatches "
+                   "WHERE job_id = ?1 AND status NOT IN ('RUN_DONE', 'CANCELLED') "
+                   "ORDER BY start, attempt_id LIMIT 1");
+      st.bind(1, job_id);
+      if (st.step()) s.first_error = error_line(st);
     }
     db.exec("COMMIT", "end a read transaction");
     return s;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,9 @@ struct JobStatus {
   double eta_s = -1;            // -1: unknown or finished
   std::uint64_t processes = 0;  // distinct worker processes that ran an attempt
   std::vector<PoolUse> pools{};
-  std::vector<ErrorLine> last_errors{};  // newest first, at most 5
+  // At most 5: real errors newest first, then CANCELLED attempts (stopped by the job's end).
+  std::vector<ErrorLine> last_errors{};
+  std::optional<ErrorLine> first_error{};  // the oldest failed attempt that is not CANCELLED
 };
 
 // Reads a job's status from the store at `db_path` (read-only). Errors: NotFound (no store, no

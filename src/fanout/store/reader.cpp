@@ -39,7 +39,8 @@ struct StoreReader::Impl {
     newest_in_state.emplace(
         db, std::string(kSummaryColumns) + "WHERE state = ?2 ORDER BY id DESC LIMIT ?1");
     counts.emplace(db,
-                   "SELECT total, succeeded, failed, items_succeeded, items_failed, attempts "
+                   "SELECT total, succeeded, failed, items_succeeded, items_failed, attempts, "
+                   "attempts_failed "
                    "FROM job_counts WHERE job_id = ?1");
   }
 
@@ -62,6 +63,7 @@ struct StoreReader::Impl {
       j.items_succeeded = counts->column_uint64(3);
       j.items_failed = counts->column_uint64(4);
       j.attempts = counts->column_uint64(5);
+      j.attempts_failed = counts->column_uint64(6);
     }
     counts->reset();
     return j;

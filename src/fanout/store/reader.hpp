@@ -24,6 +24,7 @@ struct JobSummary {
   std::uint64_t succeeded = 0, failed = 0;  // mini-batches
   std::uint64_t items_succeeded = 0, items_failed = 0;
   std::uint64_t attempts = 0;
+  std::uint64_t attempts_failed = 0;  // attempts not RUN_DONE (failed, lost, cancelled)
   std::string output_path{};
   std::string log_dir{};
 };

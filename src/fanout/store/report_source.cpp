@@ -105,7 +105,9 @@ std::vector<FailedAttemptRow> ReportSource::first_failed_attempts(std::uint64_t 
   Statement errors(*db_,
                    "SELECT minibatch_id, picked_count, status, error_message, process "
                    "FROM processed_minibatches "
-                   "WHERE job_id = ?1 AND status != 'RUN_DONE' ORDER BY start, attempt_id "
+                   "WHERE job_id = ?1 AND status != 'RUN_DONE' "
+                   // Real errors first; CANCELLED attempts only say the job ended.
+                   "ORDER BY status = 'CANCELLED', start, attempt_id "
                    "LIMIT ?2");
   errors.bind(1, job_id).bind(2, static_cast<std::uint64_t>(limit));
   std::vector<FailedAttemptRow> out;

@@ -152,6 +152,11 @@ std::vector<std::pair<std::uint64_t, std::string>> TaskStore::unreported_jobs() 
   return out;
 }
 
+std::uint64_t TaskStore::reopen_failed(std::uint64_t job_id) {
+  std::lock_guard lk(impl_->db_mu);
+  return detail::reopen_failed(impl_->db, job_id);
+}
+
 void TaskStore::create_job(std::uint64_t job_id, const proto::JobSpec& spec, double created) {
   impl_->queue.push(std::make_unique<detail::CreateJob>(detail::CreateJob{job_id, spec, created}));
 }

@@ -51,6 +51,10 @@ class TaskStore final {
   // logs/ folder, oldest first.
   [[nodiscard]] std::vector<std::pair<std::uint64_t, std::string>> unreported_jobs();
 
+  // Before recover(): `fanout resume --failed` (detail::reopen_failed). Returns the mini-batches
+  // put back to pending; throws Failure{NotFound} for an unknown job.
+  std::uint64_t reopen_failed(std::uint64_t job_id);
+
   // ---- queued writes (any thread) ----
   void create_job(std::uint64_t job_id, const proto::JobSpec& spec, double created);
   void add_minibatches(std::uint64_t job_id, std::vector<proto::MiniBatch> batches);

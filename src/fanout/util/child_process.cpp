@@ -1,15 +1,18 @@
-// ChildProcess: fork/exec with fd remapping, and reaping that never leaves zombies.
+// ChildProcess: posix_spawn with fd remapping, and reaping that never leaves zombies.
 #include "fanout/util/child_process.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <thread>
+
+#include "fanout/util/fd.hpp"
 
 extern char** environ;
 
@@ -42,21 +45,41 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
 
 namespace {
 
-// Opens `path` for the child and moves it onto `target`. Only async-signal-safe calls.
-void redirect(const std::string& path, int target, int flags) {
-  int fd = ::open(path.c_str(), flags, 0644);
-  if (fd < 0) ::_exit(126);
-  if (fd != target) {
-    ::dup2(fd, target);
-    ::close(fd);
+// posix_spawn's attributes and file actions, destroyed on every path.
+struct SpawnAttr {
+  posix_spawnattr_t a{};
+  SpawnAttr() { ::posix_spawnattr_init(&a); }
+  ~SpawnAttr() { ::posix_spawnattr_destroy(&a); }
+  SpawnAttr(const SpawnAttr&) = delete;
+  SpawnAttr& operator=(const SpawnAttr&) = delete;
+};
+struct FileActions {
+  posix_spawn_file_actions_t fa{};
+  FileActions() { ::posix_spawn_file_actions_init(&fa); }
+  ~FileActions() { ::posix_spawn_file_actions_destroy(&fa); }
+  FileActions(const FileActions&) = delete;
+  FileActions& operator=(const FileActions&) = delete;
+};
+
+// What the child is told when something other than exec fails.
+std::string spawn_what(const SpawnOptions& opts) {
+  std::string what = opts.argv[0];
+  if (!opts.cwd.empty()) what += " in " + opts.cwd;
+  for (const auto* f : {&opts.stdin_file, &opts.stdout_file, &opts.stderr_file}) {
+    if (f->empty() || *f == "null" || (f == &opts.stderr_file && *f == opts.stdout_file)) continue;
+    what += ", " + *f;
   }
+  return what;
 }
 
 }  // namespace
 
 Expected<ChildProcess> ChildProcess::spawn(const SpawnOptions& opts) {
   if (opts.argv.empty()) return make_error(ErrorCode::InvalidArgument, "spawn: empty argv");
-  // Everything the child needs is prepared before fork: after it only async-signal-safe calls.
+  // posix_spawn (glibc: clone(CLONE_VM | CLONE_VFORK) + exec) instead of fork + exec from a
+  // multithreaded process: nothing of the parent's runs in the child between the two, so no
+  // lock another thread held (malloc, ZeroMQ) can be met there, and glibc blocks every signal
+  // across the clone.
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view kv(*e);
@@ -77,56 +100,62 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnOptions& opts) {
   std::vector<char*> argv;
   for (auto& s : argv_copy) argv.push_back(s.data());
   argv.push_back(nullptr);
-  // Resolve argv[0] through PATH now (execvpe would use the child's PATH, which is the same).
-  // Reserved before fork(): after it, the child may not allocate (another thread of the parent,
-  // such as a ZeroMQ I/O thread, may hold the malloc lock).
-  std::vector<std::pair<int, int>> moved;
-  moved.reserve(opts.fd_map.size());
-  // Block every signal across fork(): until the child has reset the parent's handlers, a signal
-  // sent to it (stop() right after spawn) would run one of them there and be lost. A signal that
-  // arrives meanwhile stays pending and is delivered, with its default action, once unblocked.
+
+  SpawnAttr attr;
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  // Every signal unblocked, and every disposition the default (what the parent ignores, such as
+  // SIGPIPE, too; exec resets the handled ones): the child starts as a fresh program would. Only
+  // an ignored SIGHUP is inherited, as nohup(1) means it to be.
+  sigset_t none;
+  sigemptyset(&none);
+  ::posix_spawnattr_setsigmask(&attr.a, &none);
   sigset_t all;
-  sigset_t saved;
   sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &saved);
-  pid_t pid = ::fork();
-  if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-  if (pid < 0) return make_error(ErrorCode::Io, std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    if (opts.new_process_group) ::setpgid(0, 0);
-    // Restore default dispositions: every handler of the parent, and what it ignored here.
-    for (int sig = 1; sig < NSIG; ++sig) {
-      struct sigaction sa {};
-      if (::sigaction(sig, nullptr, &sa) == 0 && sa.sa_handler != SIG_DFL &&
-          sa.sa_handler != SIG_IGN) {
-        ::signal(sig, SIG_DFL);
-      }
+  sigdelset(&all, SIGKILL);
+  sigdelset(&all, SIGSTOP);
+  sigdelset(&all, SIGHUP);
+  ::posix_spawnattr_setsigdefault(&attr.a, &all);
+  if (opts.new_process_group) {
+    flags |= POSIX_SPAWN_SETPGROUP;
+    ::posix_spawnattr_setpgroup(&attr.a, 0);
+  }
+  ::posix_spawnattr_setflags(&attr.a, flags);
+
+  FileActions fa;
+  // fd_map: each source is first duplicated here above the target range, close-on-exec, so that
+  // maps like {3->4, 4->3} work; the child's dup2 onto the target clears close-on-exec there.
+  std::vector<UniqueFd> staged;
+  staged.reserve(opts.fd_map.size());
+  for (const auto& [from, to] : opts.fd_map) {
+    const int tmp = ::fcntl(from, F_DUPFD_CLOEXEC, 100);
+    if (tmp < 0) {
+      return make_error(ErrorCode::Io, fmt::format("spawn {}: fd {}: {}", opts.argv[0], from,
+                                                   std::strerror(errno)));
     }
-    ::signal(SIGPIPE, SIG_DFL);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    // Move mapped fds above the target range first so that maps like {3->4, 4->3} work.
-    for (const auto& [from, to] : opts.fd_map) {
-      int tmp = ::fcntl(from, F_DUPFD, 100);
-      moved.emplace_back(tmp, to);
-    }
-    for (const auto& [tmp, to] : moved) {
-      ::dup2(tmp, to);  // dup2 clears FD_CLOEXEC on the target
-      ::close(tmp);
-    }
-    if (opts.stdin_file == "null") {
-      redirect("/dev/null", 0, O_RDONLY);
-    } else if (!opts.stdin_file.empty()) {
-      redirect(opts.stdin_file, 0, O_RDONLY);
-    }
-    if (!opts.stdout_file.empty()) redirect(opts.stdout_file, 1, O_WRONLY | O_CREAT | O_APPEND);
-    if (!opts.stderr_file.empty()) redirect(opts.stderr_file, 2, O_WRONLY | O_CREAT | O_APPEND);
-    if (!opts.cwd.empty() && ::chdir(opts.cwd.c_str()) != 0) ::_exit(126);
-    ::execvpe(argv[0], argv.data(), envp.data());
-    ::_exit(127);
+    staged.emplace_back(tmp);
+    ::posix_spawn_file_actions_adddup2(&fa.fa, tmp, to);
+  }
+  if (opts.stdin_file == "null") {
+    ::posix_spawn_file_actions_addopen(&fa.fa, 0, "/dev/null", O_RDONLY, 0);
+  } else if (!opts.stdin_file.empty()) {
+    ::posix_spawn_file_actions_addopen(&fa.fa, 0, opts.stdin_file.c_str(), O_RDONLY, 0);
+  }
+  const int append = O_WRONLY | O_CREAT | O_APPEND;
+  if (!opts.stdout_file.empty()) {
+    ::posix_spawn_file_actions_addopen(&fa.fa, 1, opts.stdout_file.c_str(), append, 0644);
+  }
+  if (!opts.stderr_file.empty()) {
+    ::posix_spawn_file_actions_addopen(&fa.fa, 2, opts.stderr_file.c_str(), append, 0644);
+  }
+  if (!opts.cwd.empty()) ::posix_spawn_file_actions_addchdir_np(&fa.fa, opts.cwd.c_str());
+
+  pid_t pid = -1;
+  // argv[0] is searched in the parent's PATH (as execvpe did with the same environment).
+  const int rc = ::posix_spawnp(&pid, argv[0], &fa.fa, &attr.a, argv.data(), envp.data());
+  if (rc != 0) {
+    // glibc reports a failed file action or exec here: nothing was started.
+    return make_error(ErrorCode::Io,
+                      fmt::format("cannot run {}: {}", spawn_what(opts), std::strerror(rc)));
   }
   return ChildProcess(pid);
 }

@@ -43,7 +43,10 @@ class ChildProcess final {
   ChildProcess& operator=(const ChildProcess&) = delete;
   ~ChildProcess() { stop(); }
 
-  // Starts a program. Error{Io} when fork fails; an exec failure shows as exit code 127.
+  // Starts a program with posix_spawnp: every signal unblocked and at its default disposition,
+  // in a new process group if asked, fds remapped and files opened as `opts` says. Error{Io}
+  // "cannot run <argv[0]>...: <why>" when nothing could be started: the program is not found or
+  // not executable, a redirect file or `cwd` cannot be opened.
   [[nodiscard]] static Expected<ChildProcess> spawn(const SpawnOptions& opts);
 
   [[nodiscard]] bool valid() const noexcept { return pid_ > 0; }

@@ -40,7 +40,7 @@ TEST_CASE("client.end_summary.run_returning_no_rows_is_not_worded_as_failures") 
   CAPTURE(s);
   CHECK(s.find("run() returned 0 results for 11,979 items") != std::string::npos);
   CHECK(s.find("0 succeeded, 11979 failed") == std::string::npos);
-  CHECK(s.find("failed attempts: 2") != std::string::npos);
+  CHECK(s.find("attempts: 1,200 (2 failed)") != std::string::npos);
 }
 
 TEST_CASE("client.end_summary.failed_mini_batches_keep_the_plain_counts") {

@@ -393,3 +393,15 @@ TEST_CASE("resume finishes a cut submission from the count the interchange has")
   p.sent_tasks(10);
   CHECK(p.credit() == 0);
 }
+
+TEST_CASE("client.session.exit_status_of_each_job_state") {
+  using fanout::client::exit_status;
+  CHECK(exit_status("succeeded", false) == 0);
+  CHECK(exit_status("partial", false) == fanout::client::kExitPartial);  // not plainly success
+  CHECK(fanout::client::kExitPartial == 4);
+  CHECK(exit_status("partial", true) == 0);  // --allow-partial: ParallelRunStep's exit 0
+  CHECK(exit_status("failed", true) == 1);
+  CHECK(exit_status("cancelled", false) == 1);
+  CHECK(exit_status("running", false) == 1);
+  CHECK(exit_status("bogus", false) == 1);
+}

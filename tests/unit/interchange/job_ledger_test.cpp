@@ -264,8 +264,8 @@ TEST_CASE("interchange.job_ledger.thresholds") {
       finish(fresh, take(fresh, job, 1)[0], AttemptStatus::RunException);
       auto v = JobLedger::verdict(job);
       REQUIRE(v.has_value());
-      CHECK(v->state == JobState::Succeeded);
-      CHECK(v->reason == "2 mini-batches failed, within the thresholds");
+      CHECK(v->state == JobState::Partial);  // not plainly "succeeded" (issue 17 item 1)
+      CHECK(v->reason == "2 of 2 mini-batches failed, within the thresholds");
     }
   }
 }
@@ -406,8 +406,40 @@ TEST_CASE("interchange.job_ledger.ending_a_job_cancels_its_attempts_under_their_
   CHECK(ended.stopped[0].result.status == static_cast<std::uint8_t>(AttemptStatus::Cancelled));
   CHECK(ended.stopped[0].result.error_category == "CANCELLED");
   CHECK(ended.stopped[0].result.error_message == "stopped: the job cancelled: by a client");
+  CHECK(ended.job.attempts_failed == 2);  // the one count: every attempt that is not RUN_DONE
   CHECK(l.find(id) == nullptr);
   CHECK_FALSE(finish(l, t[0], AttemptStatus::RunDone, 5).ours);     // late now
   CHECK(finish(l, other_task[0], AttemptStatus::RunDone, 3).ours);  // the other job runs on
   CHECK_FALSE(JobLedger::verdict(ended.job).has_value());  // an ended job gets no new verdict
+}
+
+TEST_CASE("interchange.job_ledger.init_failing_everywhere_fails_the_job_fast") {
+  JobLedger l(1, 1);
+  Job& job = job_with(l, 40, true, spec(2));
+  auto fail_load = [&](const Task& t) {
+    auto r = result_of(t, AttemptStatus::LoadException);
+    r.error_message = "ValueError: no model\nTraceback ...";
+    return l.complete(1, r, t0);
+  };
+  CHECK_FALSE(fail_load(take(l, job, 1)[0]).gave_up);  // mini-batch 0, try 1 of 2
+  CHECK_FALSE(JobLedger::verdict(job).has_value());
+  CHECK(fail_load(take(l, job, 1)[0]).gave_up);  // its last try: 38 others never ran
+  auto v = JobLedger::verdict(job);
+  REQUIRE(v.has_value());
+  CHECK(v->state == JobState::Failed);
+  CHECK(v->reason ==
+        "init() failed on every worker start: mini-batch 0 used its 2 tries and none "
+        "succeeded: ValueError: no model");
+}
+
+TEST_CASE("interchange.job_ledger.init_failing_after_a_success_is_not_fail_fast") {
+  JobLedger l(1, 1);
+  Job& job = job_with(l, 3, true, spec(1));
+  finish(l, take(l, job, 1)[0], AttemptStatus::RunDone);
+  finish(l, take(l, job, 1)[0], AttemptStatus::LoadException);
+  CHECK_FALSE(JobLedger::verdict(job).has_value());  // init() works somewhere: run the rest
+  finish(l, take(l, job, 1)[0], AttemptStatus::RunDone);
+  auto v = JobLedger::verdict(job);
+  REQUIRE(v.has_value());
+  CHECK(v->state == JobState::Partial);
 }

@@ -6,15 +6,16 @@
 using fanout::proto::JobState;
 
 TEST_CASE("protocol.job_state.round_trips_every_state") {
-  for (JobState s :
-       {JobState::Running, JobState::Succeeded, JobState::Failed, JobState::Cancelled}) {
+  for (JobState s : {JobState::Running, JobState::Succeeded, JobState::Partial, JobState::Failed,
+                     JobState::Cancelled}) {
     CHECK(fanout::proto::parse_job_state(fanout::proto::to_string(s)) == s);
   }
   CHECK(fanout::proto::to_string(JobState::Cancelled) == "cancelled");
+  CHECK(fanout::proto::to_string(JobState::Partial) == "partial");
 }
 
 TEST_CASE("protocol.job_state.rejects_other_strings") {
-  for (const char* s : {"", "Running", "succeeded ", "pending", "partial"}) {
+  for (const char* s : {"", "Running", "succeeded ", "pending", "Partial"}) {
     CAPTURE(s);
     CHECK_FALSE(fanout::proto::parse_job_state(s).has_value());
   }
@@ -23,6 +24,7 @@ TEST_CASE("protocol.job_state.rejects_other_strings") {
 TEST_CASE("protocol.job_state.only_running_is_unended") {
   CHECK_FALSE(fanout::proto::is_ended(JobState::Running));
   CHECK(fanout::proto::is_ended(JobState::Succeeded));
+  CHECK(fanout::proto::is_ended(JobState::Partial));
   CHECK(fanout::proto::is_ended(JobState::Failed));
   CHECK(fanout::proto::is_ended(JobState::Cancelled));
 }

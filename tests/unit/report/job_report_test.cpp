@@ -35,7 +35,9 @@ TEST_CASE("report.job_report.writes_every_file_and_regenerates_byte_for_byte") {
                                          "sys/job_report/node_summary.csv",
                                          "sys/perf/node1/node_resource_usage.csv",
                                          "sys/perf/node1/processes_resource_usage.csv",
-                                         "sys/perf/node1/node_disk_usage.csv"};
+                                         "sys/perf/node1/node_disk_usage.csv",
+                                         "job_error.txt",
+                                         "user/error/node1/pool-b.process001.txt"};
   CHECK(*files == want);
 
   const auto pm = parse_csv(slurp(out + "/sys/job_report/processed_mini-batches.csv"));
@@ -67,6 +69,18 @@ TEST_CASE("report.job_report.writes_every_file_and_regenerates_byte_for_byte") {
         std::string::npos);
   CHECK(slurp(out + "/job_progress_overview.2023111422.txt").find("3 of 3 done (100.0%)") !=
         std::string::npos);
+
+  // ParallelRunStep's error summary (issue 17 item 11): each kind with its first occurrence, and
+  // each worker process's failed attempts with their whole messages.
+  const std::string errors = slurp(out + "/job_error.txt");
+  CHECK(errors.rfind("job_id: 1\nerrors: 1 failed attempts of 1 kinds\n\nRUN_EXCEPTION ", 0) == 0);
+  CHECK(errors.find(": 1 attempts, 1 mini-batches\n  first: mini-batch 1 try 1 on "
+                    "pool-b/process001 at ") != std::string::npos);
+  CHECK(errors.find("\n    ValueError: bad \"row\", really\n    Traceback (most recent call "
+                    "last):\n") != std::string::npos);
+  const std::string proc = slurp(out + "/user/error/node1/pool-b.process001.txt");
+  CHECK(proc.find(" mini-batch 1 try 1: RUN_EXCEPTION") != std::string::npos);
+  CHECK(proc.find("    ValueError: bad \"row\", really\n") != std::string::npos);
 
   // Again, elsewhere: the same bytes.
   const std::string again = dir.file("again");

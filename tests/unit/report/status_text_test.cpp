@@ -2,6 +2,7 @@
 #include "fanout/report/status_text.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 
@@ -72,4 +73,28 @@ TEST_CASE("report.status_text.json") {
   CHECK(j.find(R"("message":"ValueError: \"bad\"")") != std::string::npos);
   CHECK(j.back() == '\n');
   CHECK(j.find('\n') == j.size() - 1);  // one line
+  // A real JSON document: a running job's end is null, not 0 (issue 17 item 12).
+  const auto doc = nlohmann::json::parse(j);
+  CHECK(doc["ended"].is_null());
+  CHECK(doc["first_error"].is_null());
+  JobStatus done = running_job();
+  done.state = "partial";
+  done.ended = 1700000100.5;
+  done.first_error = done.last_errors[0];
+  const auto d = nlohmann::json::parse(report::format_status_json(done));
+  CHECK(d["ended"].get<double>() == 1700000100.5);
+  CHECK(d["first_error"]["status"] == "RUN_EXCEPTION");
+}
+
+TEST_CASE("report.status_text.first_error_is_shown") {
+  JobStatus s = running_job();
+  s.first_error = JobStatus::ErrorLine{0,
+                                       1,
+                                       "pool-a/process001",
+                                       "LOAD_EXCEPTION",
+                                       "ValueError: no model",
+                                       "2023-11-14T22:13:20.000Z"};
+  const std::string t = report::format_status_text(s);
+  CHECK(t.find("  first error: 2023-11-14T22:13:20.000Z mini-batch 0 try 1 on "
+               "pool-a/process001: LOAD_EXCEPTION: ValueError: no model\n") != std::string::npos);
 }

@@ -48,3 +48,37 @@ TEST_CASE("store.job_status.unknown_job_is_not_found") {
   REQUIRE_FALSE(status.has_value());
   CHECK(status.error().code == ErrorCode::NotFound);
 }
+
+TEST_CASE("store.job_status.real_errors_before_cancellations") {
+  // A job's end records its running attempts CANCELLED, after the error that ended it: status
+  // shows the real error first, and first_error is never a cancellation (issue 17 items 1, 2).
+  ScratchDir dir;
+  const std::string db = dir.file("fanout.db");
+  {
+    fanout::store::TaskStore st(db, fanout::make_logger("status-test", spdlog::level::off));
+    fanout::proto::JobSpec spec;
+    spec.name = "cancelled-late";
+    st.create_job(1, spec, 1700000000.0);
+    st.add_minibatches(
+        1, {fanout::proto::MiniBatch{0, {"a"}, {}}, fanout::proto::MiniBatch{1, {"b"}, {}}});
+    using S = fanout::proto::AttemptStatus;
+    st.record_attempt(fanout::test::report_attempt(1, 0, 1, S::RunException, "failed", "pool-a",
+                                                   "process001", 1700000001));
+    auto stopped = fanout::test::report_attempt(2, 1, 1, S::Cancelled, "pending", "pool-a",
+                                                "process002", 1700000002);
+    stopped.result.error_category = "CANCELLED";
+    stopped.result.error_message = "stopped: the job failed: mini_batch_error_threshold exceeded";
+    st.record_attempt(std::move(stopped));
+    st.finish_job(1, "failed", "mini_batch_error_threshold exceeded", 1700000003.0);
+  }
+  auto s = store::read_job_status(db, 1);
+  REQUIRE(s.has_value());
+  CHECK(s->attempts == 2);
+  CHECK(s->attempts_failed == 2);  // the one count: every attempt that is not RUN_DONE
+  REQUIRE(s->last_errors.size() == 2);
+  CHECK(s->last_errors[0].status == "RUN_EXCEPTION");  // newer CANCELLED comes after it
+  CHECK(s->last_errors[1].status == "CANCELLED");
+  REQUIRE(s->first_error.has_value());
+  CHECK(s->first_error->status == "RUN_EXCEPTION");
+  CHECK(s->first_error->minibatch == 0);
+}

@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "fanout/store/db.hpp"
+#include "fanout/store/job_status.hpp"
 #include "fanout/store/reader.hpp"
 #include "fanout/store/task_store.hpp"
 #include "fanout/util/error.hpp"
@@ -72,6 +74,27 @@ TEST_CASE("store.reader.history_is_newest_first") {
   // upsert_pool replaces the row.
   CHECK(sql_int(path, "SELECT count(*) FROM pools") == 1);
   CHECK(sql_text(path, "SELECT state FROM pools") == "lost");
+}
+
+TEST_CASE("store.reader.empty_file_is_a_new_store") {
+  // `sqlite3 STORE 'select ...'` before the first job leaves a 0-byte file (issue 17 item 10).
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  { std::ofstream touch(path); }
+  REQUIRE(fs::file_size(path) == 0);
+  StoreReader reader(path);
+  CHECK(reader.history(0).empty());
+  CHECK_FALSE(reader.job(1).has_value());
+  auto status = fanout::store::read_job_status(path, 1);
+  REQUIRE_FALSE(status.has_value());
+  CHECK(status.error().code == ErrorCode::NotFound);
+  CHECK(fs::file_size(path) == 0);  // read-only: left as it was
+  // The writer takes it as a new store too, and readers then see its jobs.
+  {
+    TaskStore store(path, quiet_logger());
+    store.create_job(1, make_spec(""), 100.0);
+  }
+  CHECK(StoreReader(path).history(0).size() == 1);
 }
 
 TEST_CASE("store.reader.refuses_older_schema") {

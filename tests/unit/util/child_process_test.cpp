@@ -167,11 +167,12 @@ TEST_CASE("util.child_process.stop_kills_after_grace") {
   CHECK(took < 3s);
 }
 
-TEST_CASE("util.child_process.missing_program_exits_127") {
-  auto c = spawn_argv({"fanout-no-such-program-4b1f"});
-  auto st = finish(c);
-  CHECK(st.code == 127);
-  CHECK(st.signal == 0);
+TEST_CASE("util.child_process.missing_program_is_an_error") {
+  // posix_spawnp reports it: nothing runs, and the error names the program.
+  auto c = ChildProcess::spawn(SpawnOptions{.argv = {"fanout-no-such-program-4b1f"}});
+  REQUIRE_FALSE(c.has_value());
+  CHECK(c.error().code == fanout::ErrorCode::Io);
+  CHECK(c.error().message == "cannot run fanout-no-such-program-4b1f: No such file or directory");
 }
 
 TEST_CASE("util.child_process.rejects_empty_argv") {
@@ -255,12 +256,13 @@ TEST_CASE("util.child_process.cwd") {
   CHECK(finish(c).success());
   CHECK(slurp(opts.stdout_file) == dir.path() + "\n");
 
-  SUBCASE("missing folder exits 126") {
+  SUBCASE("missing folder is an error") {
     SpawnOptions bad;
     bad.argv = {"true"};
     bad.cwd = dir.path("missing");
-    auto b = spawn(bad);
-    CHECK(finish(b).code == 126);
+    auto b = ChildProcess::spawn(bad);
+    REQUIRE_FALSE(b.has_value());
+    CHECK(b.error().message.find("cannot run true in " + bad.cwd) == 0);
   }
 }
 
@@ -367,4 +369,41 @@ TEST_CASE("util.child_process.stop_right_after_spawn_uses_sigterm") {
   }
   CHECK_MESSAGE(handler_runs == 0, "the parent's SIGTERM handler ran in a child");
   CHECK_MESSAGE(not_sigterm == 0, "stop() needed SIGKILL for a child that honours SIGTERM");
+}
+
+TEST_CASE("util.child_process.child_starts_with_default_signals_in_its_own_group") {
+  // The parent ignores SIGPIPE and SIGUSR1 and blocks SIGUSR2; the child (posix_spawn's
+  // attributes, issue 17 item 14) has none of that, and leads its own process group.
+  ScratchDir dir;
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  struct sigaction old_pipe {
+  }, old_usr1{};
+  ::sigaction(SIGPIPE, &ign, &old_pipe);
+  ::sigaction(SIGUSR1, &ign, &old_usr1);
+  sigset_t usr2, saved;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  ::pthread_sigmask(SIG_BLOCK, &usr2, &saved);
+  SpawnOptions opts;
+  opts.argv = {"cat", "/proc/self/status"};
+  opts.stdout_file = dir.file("status.txt");
+  opts.new_process_group = true;
+  auto c = spawn(opts);
+  const pid_t pid = c.pid();
+  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  ::sigaction(SIGPIPE, &old_pipe, nullptr);
+  ::sigaction(SIGUSR1, &old_usr1, nullptr);
+  const pid_t group = ::getpgid(pid);  // while it runs or is a zombie
+  CHECK(finish(c).success());
+  if (group >= 0) CHECK(group == pid);
+  const std::string status = slurp(opts.stdout_file);
+  auto mask = [&](const std::string& key) {
+    const auto at = status.find(key + ":\t");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(status.substr(at + key.size() + 2, 16), nullptr, 16);
+  };
+  auto bit = [](int sig) { return 1ULL << (sig - 1); };
+  CHECK(mask("SigBlk") == 0);
+  CHECK((mask("SigIgn") & (bit(SIGPIPE) | bit(SIGUSR1))) == 0);
 }

@@ -9,7 +9,8 @@
 namespace fanout::store::detail {
 
 // Opens the existing store at `path` read-only, waiting up to 5 s for a lock. Never creates the
-// file. Throws Failure{NotFound} "<path>: no such store" when it is missing, Failure{Database}
+// file; a 0-byte file reads as an empty store of this schema version (a new store). Throws
+// Failure{NotFound} "<path>: no such store" when it is missing, Failure{Database}
 // naming the path when SQLite refuses. The caller checks the schema version.
 [[nodiscard]] std::unique_ptr<Db> open_read_only(const std::string& path);
 

@@ -7,8 +7,30 @@
 #include "fanout/store/detail/encoding.hpp"
 #include "fanout/store/detail/output_file.hpp"
 #include "fanout/util/clock.hpp"
+#include "fanout/util/error.hpp"
 
 namespace fanout::store::detail {
+
+std::uint64_t reopen_failed(Db& db, std::uint64_t job_id) {
+  Transaction tx(db);
+  Statement job(db, "SELECT state FROM jobs WHERE id = ?1");
+  job.bind(1, job_id);
+  if (!job.step()) {
+    throw Failure(ErrorCode::NotFound, db.path() + ": no job " + std::to_string(job_id));
+  }
+  job.reset();
+  Statement reopen(db,
+                   "UPDATE minibatches SET state = 'pending', tries = 0 "
+                   "WHERE job_id = ?1 AND state = 'failed'");
+  reopen.bind(1, job_id).run();
+  const auto n = static_cast<std::uint64_t>(db.query_int("SELECT changes()"));
+  Statement rerun(db,
+                  "UPDATE jobs SET state = 'running', reason = '', ended = NULL "
+                  "WHERE id = ?1 AND state != 'running'");
+  rerun.bind(1, job_id).run();
+  tx.commit();
+  return n;
+}
 
 std::vector<UnfinishedJob> recover(Db& db, const Logger& log) {
   Transaction tx(db);

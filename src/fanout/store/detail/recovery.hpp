@@ -19,4 +19,11 @@ namespace fanout::store::detail {
 // or Failure{Io} naming the file; the transaction is then rolled back.
 [[nodiscard]] std::vector<UnfinishedJob> recover(Db& db, const Logger& log);
 
+// `fanout resume --failed`: in one transaction, puts job `job_id`'s failed mini-batches back to
+// pending with a fresh budget of tries, and an ended job back to running (reason and end
+// cleared), so that recover() resumes it with only the mini-batches that failed or never ran.
+// Succeeded mini-batches, their output rows and every recorded attempt are kept. Returns how
+// many mini-batches were reopened. Throws Failure{NotFound} for an unknown job.
+std::uint64_t reopen_failed(Db& db, std::uint64_t job_id);
+
 }  // namespace fanout::store::detail

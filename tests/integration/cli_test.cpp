@@ -1,0 +1,125 @@
+// The command line as people meet it (issue 17 items 9, 10, 16): every parse error exits 2 with
+// CLI11's message, validators refuse values out of range, --version on the three programs, -q
+// silences note: lines, and an empty store file is a new store. Real binaries; only the -q case
+// runs a (built-in no-op) job.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+using namespace fanout::test;
+
+namespace {
+
+RunResult fanout_cli(const TempDir& dir, std::vector<std::string> args) {
+  args.insert(args.begin(), fanout_bin());
+  return run_capture(args, dir.path(), {}, std::chrono::seconds(60));
+}
+
+}  // namespace
+
+TEST_CASE("integration.cli.parse_errors_exit_2") {
+  TempDir dir("cli-parse");
+  write_file(dir / "job.yaml", "type: parallel\n");
+  const std::string db = dir / "fanout.db";
+  const std::vector<std::vector<std::string>> bad = {
+      {},                                                // no subcommand (CLI11 said 106)
+      {"--bogus"},                                       // unknown flag (109)
+      {"status", "abc"},                                 // not a number (104)
+      {"status", "0"},                                   // job ids start at 1
+      {"run", dir / "job.yaml", "--workers", "abc"},     // not a number
+      {"run", dir / "job.yaml", "--prefetch", "-1"},     // not negative
+      {"run", dir / "job.yaml", "--pools", "0"},         // at least one pool
+      {"run", dir / "job.yaml", "--poll-ms", "0"},       // at least 1 ms
+      {"run", dir / "job.yaml", "--log-level", "loud"},  // not a level
+      {"history", "--db", db, "--state", "done"},        // not a state
+      {"resume", "1", "--workers", "0"},                 // at least one worker
+      {"perf", "--runtime", "java"},                     // noop or python
+      {"perf", "--prefetch", "-5"},                      // not negative
+      {"tune", "1", "--target-duration", "-3"},          // positive
+      {"wait"},                                          // the job id is required
+  };
+  for (const auto& args : bad) {
+    std::string line;
+    for (const auto& a : args) line += a + " ";
+    CAPTURE(line);
+    auto r = fanout_cli(dir, args);
+    CHECK(r.status.code == 2);
+    CHECK_FALSE(r.err.empty());  // CLI11 says what was wrong
+  }
+  // Nothing was started, nothing created.
+  CHECK_FALSE(std::filesystem::exists(db));
+  // --state takes the new outcome: past the parser, to the missing store.
+  auto partial = fanout_cli(dir, {"history", "--db", db, "--state", "partial"});
+  CHECK(partial.err.find("no such store") != std::string::npos);
+}
+
+TEST_CASE("integration.cli.version_and_help") {
+  TempDir dir("cli-version");
+  for (const auto& bin : {fanout_bin(), interchange_bin(), pool_bin()}) {
+    CAPTURE(bin);
+    auto v = run_capture({bin, "--version"}, dir.path());
+    CHECK(v.status.code == 0);
+    CHECK(v.out == std::string(FANOUT_VERSION) + "\n");
+    auto h = run_capture({bin, "--help"}, dir.path());
+    CHECK(h.status.code == 0);
+  }
+  // Help on options that had none, and the allowed values shown.
+  auto ix = run_capture({interchange_bin(), "--help"}, dir.path());
+  CHECK(ix.out.find("heartbeat period towards pools") != std::string::npos);
+  auto hist = fanout_cli(dir, {"history", "--help"});
+  CHECK(hist.out.find("partial") != std::string::npos);
+  auto resume = fanout_cli(dir, {"resume", "--help"});
+  CHECK(resume.out.find("--failed") != std::string::npos);
+  CHECK(resume.out.find("--allow-partial") != std::string::npos);
+}
+
+TEST_CASE("integration.cli.empty_store_file_is_a_new_store") {
+  // `sqlite3 STORE 'select ...'` before the first job leaves a 0-byte file (issue 17 item 10).
+  TempDir dir("cli-empty");
+  const std::string db = dir / "fanout.db";
+  write_file(db, "");
+  auto h = fanout_cli(dir, {"history", "--db", db});
+  INFO(h.err);
+  CHECK(h.status.code == 0);
+  CHECK(h.out.find("(no jobs in " + db + ")") != std::string::npos);
+  auto j = fanout_cli(dir, {"history", "--db", db, "--json"});
+  CHECK(j.out == "[]\n");
+  auto s = fanout_cli(dir, {"status", "1", "--db", db});
+  CHECK(s.status.code == 2);
+  CHECK(s.err.find("no job 1") != std::string::npos);
+  CHECK(s.err.find("schema version") == std::string::npos);
+}
+
+TEST_CASE("integration.cli.quiet_silences_notes") {
+  TempDir dir("cli-quiet");
+  make_files(dir / "data", 3);
+  // `environment:` is ignored with a note (fanout runs locally).
+  write_file(dir / "job.yaml", R"(type: parallel
+name: quiet
+environment: azureml:some-env:1
+inputs:
+  files: {type: uri_folder, path: ./data}
+input_data: ${{inputs.files}}
+mini_batch_size: "3"
+task:
+  type: native
+  library: builtin:noop
+)");
+  const std::string db = dir / "fanout.db";
+  auto loud = fanout_cli(dir, {"run", dir / "job.yaml", "--db", db});
+  INFO("stderr:\n" << loud.err);
+  CHECK(loud.status.code == 0);
+  CHECK(loud.err.find("note: environment") != std::string::npos);
+  auto quiet = fanout_cli(dir, {"run", dir / "job.yaml", "--db", db, "-q"});
+  INFO("stderr -q:\n" << quiet.err);
+  CHECK(quiet.status.code == 0);
+  CHECK(quiet.err.find("note:") == std::string::npos);
+  // history --json: real JSON, a finished job's end is a number.
+  auto hj = fanout_cli(dir, {"history", "--db", db, "--json"});
+  CHECK(hj.out.find("\"ended\":null") == std::string::npos);
+  CHECK(hj.out.find("\"state\":\"succeeded\"") != std::string::npos);
+}
