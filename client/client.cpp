@@ -176,8 +176,12 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
     return 2;
   }
-  // Outputs as Azure ML provides them: folders made, a fresh append_row file (issue 16).
-  if (auto r = claim_row_file(cfg, db, ov.overwrite); !r) {
+  // Outputs as Azure ML provides them: folders made, a fresh append_row file (issue 16). With
+  // --interchange the files are that interchange's to guard (it refuses a file a running job
+  // writes): the client only does what --overwrite asks.
+  if (auto r = ov.interchange.empty() || ov.overwrite ? claim_row_file(cfg, db, ov.overwrite)
+                                                      : Expected<void>{};
+      !r) {
     std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
     return 2;
   }

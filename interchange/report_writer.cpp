@@ -186,6 +186,8 @@ ReportWriter::Done ReportWriter::write(const Request& req) {
     // The CSVs and report.html (docs/tuning.md) from one pass over the job's attempts.
     r = report::write_job_report(db_path_, req.job_id, req.log_dir, {.html = true});
   }
+  // Temporary files of an interchange killed while it built this job's report (it resumed here).
+  if (r) (void)remove_stale_temporaries(req.log_dir);
   d.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   d.cpu_s = thread_cpu_seconds() - cpu0;
   if (r) {

@@ -173,7 +173,7 @@ def run(mini_batch):
         raise ValueError("cannot score " + os.path.basename(mini_batch[0]))
     return [os.path.basename(p) for p in mini_batch]
 )PY");
-  auto again = fanout_run(dir, "job.yaml", db, {"--allow-partial"});
+  auto again = fanout_run(dir, "job.yaml", db, {"--allow-partial", "--overwrite"});
   INFO("stderr:\n" << again.err);
   CHECK(again.status.code == 0);
   CHECK(sql_column(db, "select state from jobs where id = 2")[0] == "partial");
