@@ -254,6 +254,8 @@ int main(int argc, char** argv) {
   perf->add_flag("--no-baseline", no_baseline, "skip the multiprocessing.Pool baseline");
   perf->add_flag("--curve", po.curve,
                  "also run over Curve-encrypted TCP and print its ratio to plaintext TCP");
+  perf->add_flag("--encrypted", po.encrypted,
+                 "measure over Curve-encrypted TCP instead of plaintext TCP loopback");
   perf->add_option("--keep", po.keep_dir, "keep the store and logs in this folder");
 
   try {

@@ -537,7 +537,7 @@ int run_sweep(const PerfOptions& base, const std::string& root, Logger log) {
     PerfOptions o = base;
     t.apply(o);
     const std::string dir = fmt::format("{}/sweep{:02}", root, i++);
-    RunStats rs = run_once(o, dir, log);
+    RunStats rs = run_once(o, dir, log, o.encrypted ? Transport::Curve : Transport::Tcp);
     if (!rs.ok) rc = 1;
     if (t.factor == "baseline") base_rate = rs.rate();
     const double total_cpu = rs.cpu_client + rs.cpu_ix + rs.cpu_pools + rs.cpu_workers;
@@ -594,7 +594,7 @@ int run_perf(const PerfOptions& opts, Logger log) {
                             "--workers", std::to_string(o.workers)},
                            root, log);
     }
-    RunStats rs = run_once(o, root + "/run", log);
+    RunStats rs = run_once(o, root + "/run", log, o.encrypted ? Transport::Curve : Transport::Tcp);
     if (!rs.error.empty() && rs.tasks == 0) {
       std::fprintf(stderr, "error: %s\n", rs.error.c_str());
       rc = 3;

@@ -26,9 +26,12 @@ struct PerfOptions {
   std::uint32_t window = 0;  // the interchange's client window; 0: its default
   bool json = false;
   bool sweep = false;
-  bool ceiling = true;     // also run tools' ZeroMQ relay probe (fanout-zmq-relay) for the ratio
-  bool baseline = true;    // python runtime: also run the multiprocessing.Pool baseline
-  bool curve = false;      // also run over Curve-encrypted TCP and print its ratio to plaintext
+  bool ceiling = true;   // also run tools' ZeroMQ relay probe (fanout-zmq-relay) for the ratio
+  bool baseline = true;  // python runtime: also run the multiprocessing.Pool baseline
+  bool curve = false;    // also run over Curve-encrypted TCP and print its ratio to plaintext
+  // The measured runs' link: plaintext TCP loopback (the figures of docs/performance.md), or
+  // Curve-encrypted TCP (--encrypted: the tests run encrypted, as every real tcp:// link is).
+  bool encrypted = false;
   std::string keep_dir{};  // keep the temp folder here (logs, store) instead of removing it
 };
 

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "fanout/net/keys.hpp"
 #include "fanout/net/security.hpp"
 #include "fanout/net/socket.hpp"
 #include "fanout/protocol/codec.hpp"
@@ -73,8 +74,8 @@ struct Options {
   long interchange_pid = 0;
   std::string db{};
   // With --interchange: its keys (Curve on tcp://, docs/security.md) or --insecure. The
-  // interchange the tool starts itself listens on plaintext TCP loopback (--insecure), as the
-  // figures of docs/scaling.md were taken.
+  // interchange the tool starts itself uses Curve with keys made for the run, or plaintext TCP
+  // loopback with --insecure (how the figures of docs/scaling.md were taken).
   fanout::net::Security security{};
   std::string interchange_bin{};
   std::string dir{};
@@ -249,7 +250,18 @@ void Load::start_interchange() {
     security_ = o_.security;
     return;
   }
-  security_.insecure = true;
+  std::vector<std::string> link = {"--insecure"};
+  if (o_.security.insecure) {
+    security_.insecure = true;
+  } else {  // Curve, as every real tcp:// link: a key folder of this run's own
+    security_.keys_dir = dir_ + "/keys";
+    std::error_code ec;
+    std::filesystem::remove_all(security_.keys_dir, ec);
+    if (auto r = fanout::net::make_key_folder(security_.keys_dir); !r) {
+      throw fanout::Failure(r.error());
+    }
+    link = {"--keys", security_.keys_dir};
+  }
   db_ = dir_ + "/store.db";
   const std::string ready = dir_ + "/ix.ready";
   const std::string log = dir_ + "/interchange.log";
@@ -268,8 +280,8 @@ void Load::start_interchange() {
              "--heartbeat-threshold-ms",
              std::to_string(o_.heartbeat_threshold_ms),
              "--window",
-             std::to_string(o_.window),
-             "--insecure"};
+             std::to_string(o_.window)};
+  so.argv.insert(so.argv.end(), link.begin(), link.end());
   so.stdin_file = "null";
   so.stderr_file = log;
   auto c = fanout::ChildProcess::spawn(so);
@@ -800,7 +812,8 @@ int main(int argc, char** argv) {
                  "key folder for a tcp:// --interchange (default: $FANOUT_KEYS, else "
                  "~/.config/fanout/keys); its pool and client keys are used");
   app.add_flag("--insecure", o.security.insecure,
-               "plaintext tcp:// to --interchange (loopback addresses only)");
+               "plaintext tcp:// (loopback addresses only): to --interchange, or for the "
+               "interchange the tool starts (default: Curve with keys made for the run)");
   app.add_option("--interchange-bin", o.interchange_bin, "the fanout-interchange to start");
   app.add_option("--dir", o.dir, "keep each run's store and logs in DIR/n<N>");
   app.add_flag("--keep", o.keep, "keep the temporary folders");

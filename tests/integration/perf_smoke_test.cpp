@@ -15,8 +15,9 @@ bool has(const std::string& text, const std::string& what) {
 
 TEST_CASE("integration.perf.noop_every_attempt_committed") {
   TempDir dir("perf-noop");
+  // Encrypted, as every real tcp:// link (plaintext is it_security's subject).
   auto r = run_capture({fanout_bin(), "perf", "--tasks", "2000", "--runtime", "noop", "--json",
-                        "--no-ceiling", "--keep", dir / "keep"},
+                        "--no-ceiling", "--encrypted", "--keep", dir / "keep"},
                        dir.path());
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   CHECK(r.status.code == 0);
@@ -26,6 +27,8 @@ TEST_CASE("integration.perf.noop_every_attempt_committed") {
   CHECK(has(r.out, "\"ok\":true"));
   // The store it kept agrees.
   const std::string db = dir / "keep/run/perf.db";
+  // The interchange published how it listened (store/owner_lock.hpp): Curve.
+  CHECK(read_text(db + ".owner").find("security=curve\n") != std::string::npos);
   CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 2000);
   CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 2000);
 }
@@ -34,7 +37,8 @@ TEST_CASE("integration.perf.python_items_and_sleep") {
   TempDir dir("perf-python");
   auto r = run_capture(
       {fanout_bin(), "perf", "--tasks", "300", "--runtime", "python", "--python", python_bin(),
-       "--items-per-batch", "3", "--sleep-ms", "1", "--json", "--no-ceiling", "--no-baseline"},
+       "--items-per-batch", "3", "--sleep-ms", "1", "--json", "--no-ceiling", "--no-baseline",
+       "--encrypted"},
       dir.path());
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   CHECK(r.status.code == 0);

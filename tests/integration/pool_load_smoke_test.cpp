@@ -32,6 +32,8 @@ TEST_CASE("integration.pool_load.twenty_pools_every_minibatch_once") {
 
   // The store the tool's interchange wrote: every mini-batch succeeded, once, on its first try.
   const std::string db = dir / "runs/n20/store.db";
+  // Its interchange listened with Curve (keys made for the run), as it published.
+  CHECK(read_text(db + ".owner").find("security=curve\n") != std::string::npos);
   INFO("interchange log:\n" << tail(dir / "runs/n20/interchange.log"));
   CHECK(sql_int(db, "select count(*) from jobs") == 1);
   CHECK(sql_int(db, "select count(*) from jobs where state = 'succeeded' and total = 3000") == 1);
