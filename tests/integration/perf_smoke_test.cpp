@@ -35,11 +35,10 @@ TEST_CASE("integration.perf.noop_every_attempt_committed") {
 
 TEST_CASE("integration.perf.python_items_and_sleep") {
   TempDir dir("perf-python");
-  auto r = run_capture(
-      {fanout_bin(), "perf", "--tasks", "300", "--runtime", "python", "--python", python_bin(),
-       "--items-per-batch", "3", "--sleep-ms", "1", "--json", "--no-ceiling", "--no-baseline",
-       "--encrypted"},
-      dir.path());
+  auto r = run_capture({fanout_bin(), "perf", "--tasks", "300", "--runtime", "python", "--python",
+                        python_bin(), "--items-per-batch", "3", "--sleep-ms", "1", "--json",
+                        "--no-ceiling", "--no-baseline", "--encrypted"},
+                       dir.path());
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   CHECK(r.status.code == 0);
   CHECK(has(r.out, "\"attempts_committed\":300,"));
