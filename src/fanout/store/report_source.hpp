@@ -110,13 +110,6 @@ class ReportSource final {
   // Each throws Failure{Database} when its query fails.
   // Whether the store has the job.
   [[nodiscard]] bool has_job(std::uint64_t job_id);
-  // The job's row; nullopt when the store has no such job.
-  [[nodiscard]] std::optional<JobResultRow> job_result(std::uint64_t job_id);
-  // The job's first `limit` failed attempts, in the order they happened.
-  [[nodiscard]] std::vector<FailedAttemptRow> first_failed_attempts(std::uint64_t job_id,
-                                                                    std::size_t limit);
-  // The job's counters; nullopt when the store has no such job.
-  [[nodiscard]] std::optional<JobProgressRow> progress(std::uint64_t job_id);
   // The nodes that sent resource samples for the job, sorted.
   [[nodiscard]] std::vector<std::string> sample_nodes(std::uint64_t job_id);
   // The rows of `t` for the job (and `node`, for a per-node table), in the table's order.
