@@ -183,11 +183,12 @@ ReportWriter::Done ReportWriter::write(const Request& req) {
   }
   watched_.erase(req.job_id);  // a builder not finished removes its temporary file
   if (!done) {
-    // The CSVs and report.html (docs/tuning.md) from one pass over the job's attempts.
+    // The CSVs and report.html (docs/tuning.md) from one pass over the job's attempts. A job
+    // not built while it ran may have been resumed here: the temporary files of an interchange
+    // killed while building its report go too (a job built here from its start has none).
     r = report::write_job_report(db_path_, req.job_id, req.log_dir, {.html = true});
+    if (r) (void)remove_stale_temporaries(req.log_dir);
   }
-  // Temporary files of an interchange killed while it built this job's report (it resumed here).
-  if (r) (void)remove_stale_temporaries(req.log_dir);
   d.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   d.cpu_s = thread_cpu_seconds() - cpu0;
   if (r) {
