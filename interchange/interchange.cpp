@@ -41,7 +41,7 @@ Interchange::Interchange(Options opts, Logger log)
       pool_sock_(ctx_, net::Socket::Kind::Router),
       eps_(open_sockets()),
       store_(std::make_unique<store::TaskStore>(opts_.db_path, log_)),
-      reports_(std::make_unique<ReportWriter>(opts_.db_path, store_->max_attempt_id() + 1)),
+      reports_(std::make_unique<ReportWriter>(opts_.db_path)),
       // Pool ids are never reused within a store, across restarts too.
       pools_(store_->max_pool_id() + 1),
       ledger_(store_->max_job_id() + 1, store_->max_attempt_id() + 1),
@@ -50,12 +50,18 @@ Interchange::Interchange(Options opts, Logger log)
   instance_ =
       (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(::getpid());
   if (instance_ == 0) instance_ = 1;
+  // The report thread builds running jobs' reports from what the store commits.
+  store_->on_attempts_committed(
+      [r = reports_.get()](std::vector<store::CommittedAttempt>& batch) { r->committed(batch); });
   recover();
   log_->info("interchange {} listening: clients {} pools {} store {}", FANOUT_VERSION, eps_.client,
              eps_.pool, opts_.db_path);
 }
 
-Interchange::~Interchange() = default;
+Interchange::~Interchange() {
+  // reports_ goes first (see the members); the store's writer must not call it after.
+  if (store_) store_->on_attempts_committed(nullptr);
+}
 
 Interchange::Endpoints Interchange::open_sockets() {
   Endpoints eps;
@@ -313,7 +319,9 @@ void Interchange::on_submit_job(const std::string& peer, const std::string& fram
   sessions_.join(job.id, peer);
   store_->create_job(job.id, job.spec, job.started);
   // Its report is built as its attempts commit (report_writer.hpp).
-  if (!job.spec.log_dir.empty()) reports_->watch(job.id, job.spec.log_dir);
+  if (!job.spec.log_dir.empty()) {
+    reports_->watch(job.id, job.spec.log_dir, ledger_.next_task_id());
+  }
   log_->info("job {} ({}) submitted: runtime {}, entry {}", job.id, job.spec.name, job.spec.runtime,
              job.spec.entry_script);
   send_client(peer, proto::encode(proto::JobAccepted{
@@ -734,7 +742,7 @@ void Interchange::lose_pool(const std::string& peer, const std::string& why, boo
       pool.reg.build, left ? "gone" : "lost", pool.registered, unix_now(), pool.key});
   if (left) {
     // It said goodbye: what it still held never ran, or it stopped it itself. No try is used.
-    ledger_.hand_back(removed->tasks);
+    reports_->skip(ledger_.hand_back(removed->tasks));
     return;
   }
   std::vector<std::uint64_t> touched;

@@ -219,8 +219,8 @@ std::vector<EndedAttempt> JobLedger::lose(const std::vector<std::uint64_t>& task
   return out;
 }
 
-std::size_t JobLedger::hand_back(const std::vector<std::uint64_t>& task_ids) {
-  std::size_t n = 0;
+std::vector<std::uint64_t> JobLedger::hand_back(const std::vector<std::uint64_t>& task_ids) {
+  std::vector<std::uint64_t> out;
   // Newest first, each to the front: the oldest ends up in front.
   for (auto tid = task_ids.rbegin(); tid != task_ids.rend(); ++tid) {
     auto fl = in_flight_.find(*tid);
@@ -229,11 +229,11 @@ std::size_t JobLedger::hand_back(const std::vector<std::uint64_t>& task_ids) {
       const std::uint32_t attempt = fl->second.task.attempt;
       job->ready.push_front(Pending{to_minibatch(std::move(fl->second.task)), attempt});
       --job->in_flight;
-      ++n;
+      out.push_back(*tid);
     }
     in_flight_.erase(fl);
   }
-  return n;
+  return out;
 }
 
 std::optional<Verdict> JobLedger::verdict(const Job& job) {

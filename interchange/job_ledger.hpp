@@ -139,8 +139,11 @@ class JobLedger final {
                                  double now_unix, std::vector<std::uint64_t>& touched);
   // The attempts in `task_ids` were handed back by a pool that left on its own (PoolLeaving):
   // never started, or stopped by the pool itself. Each goes back to the front of its job's queue
-  // as the same try, with no attempt recorded and no try used. Returns how many were live.
-  std::size_t hand_back(const std::vector<std::uint64_t>& task_ids);
+  // as the same try, with no attempt recorded and no try used. Returns the ids that were live
+  // (no attempt will have them: the try gets a new id when it is taken again).
+  std::vector<std::uint64_t> hand_back(const std::vector<std::uint64_t>& task_ids);
+  // The id the next task taken gets.
+  [[nodiscard]] std::uint64_t next_task_id() const noexcept { return next_task_id_; }
 
   // The thresholds, then completion: error_threshold (failed items), mini_batch_error_threshold
   // (failed mini-batches), allowed_failed_percent (a share of the whole input, so only once it

@@ -17,9 +17,8 @@
 
 namespace fanout::ix {
 
-ReportWriter::ReportWriter(std::string db_path, std::uint64_t first_task_id)
+ReportWriter::ReportWriter(std::string db_path)
     : db_path_(std::move(db_path)),
-      first_task_id_(first_task_id),
       wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
   if (!wake_.valid()) {
     throw Failure(
@@ -66,90 +65,124 @@ void ReportWriter::wait_idle() {
 
 namespace {
 
-constexpr auto kTick = std::chrono::milliseconds(50);
-// Rows held above a hole before the thread stops building reports as jobs run (a task that
-// runs very long holds every row after it); those jobs' reports are then written in one pass
-// at their end.
+// Attempts held above a hole before the thread stops building reports as jobs run (a task that
+// runs very long holds every attempt after it); those jobs' reports are then written in one
+// pass at their end.
 constexpr std::size_t kMaxHeld = 200000;
-constexpr std::size_t kMaxLookups = 20000;  // holes looked up per tick
+// Attempts committed but not yet taken by the thread (it is writing another job's report in
+// one pass, or starved of CPU) before it stops building reports as jobs run, as above.
+constexpr std::size_t kMaxInbox = 131072;
 
 }  // namespace
 
-void ReportWriter::watch(std::uint64_t job_id, std::string log_dir) {
+void ReportWriter::watch(std::uint64_t job_id, std::string log_dir, std::uint64_t next_task_id) {
   {
     std::lock_guard lk(mu_);
-    watch_queue_.emplace_back(job_id, std::move(log_dir));
+    watch_queue_.push_back(Watch{job_id, std::move(log_dir), next_task_id});
+    feeding_ = true;  // its attempts are all committed after this
   }
   work_cv_.notify_one();
 }
 
 void ReportWriter::skip(const std::vector<std::uint64_t>& task_ids) {
   std::lock_guard lk(mu_);
-  skip_queue_.insert(skip_queue_.end(), task_ids.begin(), task_ids.end());
+  if (feeding_) skip_queue_.insert(skip_queue_.end(), task_ids.begin(), task_ids.end());
 }
 
-void ReportWriter::give_up(const std::string& why) {
+void ReportWriter::committed(std::vector<store::CommittedAttempt>& batch) {
+  {
+    std::lock_guard lk(mu_);
+    if (!feeding_ || overflow_) return;
+    if (inbox_count_ + batch.size() > kMaxInbox) {
+      overflow_ = true;
+    } else {
+      inbox_count_ += batch.size();
+      inbox_.push_back(std::move(batch));
+    }
+  }
+  work_cv_.notify_one();
+}
+
+bool ReportWriter::building() const {
+  for (const auto& [id, w] : watched_) {
+    if (w->builder) return true;
+  }
+  return false;
+}
+
+void ReportWriter::give_up() {
   // Every report being built is dropped (its temporary file removed) and written in one pass
-  // at its job's end.
+  // at its job's end; the order starts again with the next job watched.
   for (auto& [id, w] : watched_) w->builder.reset();
-  // Jobs accepted later start after the ids seen.
-  first_task_id_ = order_ ? order_->max_seen() + 1 : first_task_id_;
   order_.reset();
-  src_.reset();
-  (void)why;
 }
 
-void ReportWriter::take_watches(std::vector<std::pair<std::uint64_t, std::string>> watches) {
-  for (auto& [job_id, dir] : watches) {
+void ReportWriter::take_watches(std::vector<Watch> watches) {
+  for (auto& wa : watches) {
     auto w = std::make_unique<Watched>();
-    w->log_dir = dir;
+    w->log_dir = wa.log_dir;
     try {
       if (!src_) {
         src_ = std::make_unique<store::ReportSource>(db_path_);
-        src_->finish();  // each tick reads in a transaction of its own
+        src_->finish();  // the thread reads in short transactions of its own
       }
-      if (!order_) order_ = std::make_unique<AttemptOrder>(first_task_id_);
-      w->builder = std::make_unique<report::JobReportBuilder>(job_id, dir);
+      // Every task id from here on is handed out after this job was accepted: each will be
+      // committed or skipped. With an order under way, the ids since are in it already.
+      if (!order_) order_ = std::make_unique<AttemptOrder>(wa.next_task_id);
+      w->builder = std::make_unique<report::JobReportBuilder>(wa.job_id, wa.log_dir);
     } catch (const Failure&) {
       w->builder.reset();  // written in one pass at the end
     }
-    watched_[job_id] = std::move(w);
+    watched_[wa.job_id] = std::move(w);
   }
 }
 
-void ReportWriter::tick() {
-  if (!order_ || !src_) return;
-  std::vector<std::uint64_t> skips;
-  {
-    std::lock_guard lk(mu_);
-    skips.swap(skip_queue_);
-  }
-  try {
-    src_->begin();
-    for (auto id : skips) order_->skip(id);
-    auto wanted = [this](const store::AttemptRow& a) {
-      auto it = watched_.find(a.job_id);
-      return it != watched_.end() && it->second->builder != nullptr;
-    };
-    for (auto id : order_->missing(kMaxLookups)) {
-      (void)src_->attempt_by_id(id,
-                                [&](const store::AttemptRow& a) { order_->arrive(a, wanted(a)); });
+// One attempt to its report; the detail of a mini-batch whose inputs were written before its
+// result (a task that ran longer than the writer holds a submission back, or a retry) is read
+// from the store, in a read transaction begun on first need (`reading`).
+void ReportWriter::add(store::CommittedAttempt& a, report::JobReportBuilder& b, bool& reading) {
+  if (!a.detail_known) {
+    if (!reading) {
+      src_->begin();
+      reading = true;
     }
-    src_->each_attempt_after(order_->max_seen(),
-                             [&](const store::AttemptRow& a) { order_->arrive(a, wanted(a)); });
-    order_->release([&](const store::AttemptRow& a) {
+    a.has_detail = src_->minibatch_detail(a.job_id, a.minibatch_id, a.detail);
+    a.detail_known = true;
+  }
+  b.add(a.row());
+}
+
+void ReportWriter::feed(const std::vector<std::uint64_t>& skips, Batches batches, bool overflow) {
+  if (overflow) give_up();
+  if (!order_ || !src_) return;
+  bool reading = false;
+  try {
+    for (auto id : skips) order_->skip(id);
+    for (auto& batch : batches) {
+      for (auto& a : batch) {
+        auto it = watched_.find(a.job_id);
+        order_->arrive(std::move(a), it != watched_.end() && it->second->builder != nullptr);
+      }
+    }
+    order_->release([&](store::CommittedAttempt& a) {
       auto it = watched_.find(a.job_id);
       if (it == watched_.end() || !it->second->builder) return;
       try {
-        it->second->builder->add(a);
+        add(a, *it->second->builder, reading);
       } catch (const Failure&) {
-        it->second->builder.reset();
+        it->second->builder.reset();  // written in one pass at the end
       }
     });
-    src_->finish();
-    if (order_->held() > kMaxHeld) give_up("too many attempts held above a hole");
-  } catch (const Failure& f) {
-    give_up(f.what());
+    if (reading) src_->finish();
+    if (order_->held() > kMaxHeld) give_up();
+  } catch (const Failure&) {
+    if (reading) {
+      try {
+        src_->finish();
+      } catch (const Failure&) {
+      }
+    }
+    give_up();
   }
 }
 
@@ -157,19 +190,21 @@ ReportWriter::Done ReportWriter::write(const Request& req) {
   Done d;
   d.job_id = req.job_id;
   const double cpu0 = thread_cpu_seconds();
-  const auto t0 = req.submitted;  // a tick under way delays the report: counted
+  const auto t0 = req.submitted;  // time spent behind other work is counted
   Expected<std::vector<std::string>> r = std::vector<std::string>{};
   bool done = false;
   if (auto it = watched_.find(req.job_id);
       it != watched_.end() && it->second->builder && it->second->log_dir == req.log_dir) {
-    // The job's final state is committed: its last attempts are in (this tick reads them), and
-    // every row of it held above another job's hole can go.
-    tick();
-    auto& b = it->second->builder;  // reset by tick() if it gave up
+    // The job's final state is committed, and the store's writer handed its last attempts on
+    // before that (they were fed with this request): every attempt of it held above another
+    // job's hole can go.
+    auto& b = it->second->builder;
     if (b && order_ && src_) {
+      bool reading = false;
       try {
-        order_->release_job(req.job_id, [&](const store::AttemptRow& a) { b->add(a); });
-        src_->begin();
+        order_->release_job(req.job_id,
+                            [&](store::CommittedAttempt& a) { add(a, *b, reading); });
+        if (!reading) src_->begin();
         r = b->finish(*src_, true);
         src_->finish();
         done = true;
@@ -203,15 +238,21 @@ ReportWriter::Done ReportWriter::write(const Request& req) {
 void ReportWriter::run() {
   std::unique_lock lk(mu_);
   for (;;) {
-    auto ready = [this] { return stop_ || !queue_.empty() || !watch_queue_.empty(); };
-    if (watched_.empty()) {
-      work_cv_.wait(lk, ready);
-    } else {
-      work_cv_.wait_for(lk, kTick, ready);
-    }
+    work_cv_.wait(lk, [this] {
+      return stop_ || !queue_.empty() || !watch_queue_.empty() || !inbox_.empty() || overflow_;
+    });
     if (stop_ && queue_.empty()) break;  // stop requested and nothing left
     auto watches = std::move(watch_queue_);
     watch_queue_.clear();
+    auto skips = std::move(skip_queue_);
+    skip_queue_.clear();
+    Batches batches = std::move(inbox_);
+    inbox_.clear();
+    inbox_count_ = 0;
+    const bool overflow = overflow_;
+    overflow_ = false;
+    // A request's attempts were all committed, and so handed on, before it was submitted: they
+    // are in `batches`.
     std::optional<Request> req;
     if (!queue_.empty()) {
       req = std::move(queue_.front());
@@ -221,15 +262,21 @@ void ReportWriter::run() {
     lk.unlock();
 
     take_watches(std::move(watches));
-    if (!req) {
-      tick();
-      lk.lock();
-      continue;
-    }
-    Done d = write(*req);
+    feed(skips, std::move(batches), overflow);
+    std::optional<Done> d;
+    if (req) d = write(*req);
+    const bool building_any = building();
+    if (!building_any) order_.reset();
 
     lk.lock();
-    done_.push_back(std::move(d));
+    feeding_ = building_any || !watch_queue_.empty();
+    if (!feeding_) {
+      inbox_.clear();
+      inbox_count_ = 0;
+      skip_queue_.clear();
+    }
+    if (!d) continue;
+    done_.push_back(std::move(*d));
     busy_ = false;
     const std::uint64_t one = 1;
     (void)!::write(wake_.get(), &one, sizeof one);

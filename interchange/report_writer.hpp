@@ -1,11 +1,12 @@
 // The job reports (the logs/ folder of docs/store.md section 8), written off the interchange's
 // poll loop: a report reads every attempt of its job, which takes seconds for a large job, and
 // the loop must keep dispatching other jobs' tasks meanwhile.
-// While a job runs, the thread builds its report from the attempts committed so far (every
-// 50 ms, in attempt id order: attempt_order.hpp), so that at the job's end only the last
-// attempts and the small files are left: the end of a job costs about what its middle does.
+// While a job runs, the thread builds its report from the attempts the store's writer hands it
+// after each commit (committed(), in attempt id order: attempt_order.hpp), so that at the job's
+// end only the small files are left: the end of a job costs about what its middle does.
 // Thread rules: watch(), skip(), submit(), take_done() and fd() are called by the interchange
-// loop only; the writer thread reads the store through its own read-only connection.
+// loop only, committed() by the store's writer thread; the report thread reads the store
+// through its own read-only connection.
 #pragma once
 
 #include <chrono>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "fanout/report/job_report.hpp"
+#include "fanout/store/committed_attempt.hpp"
 #include "fanout/store/report_source.hpp"
 #include "fanout/util/fd.hpp"
 #include "interchange/attempt_order.hpp"
@@ -38,19 +40,20 @@ class ReportWriter final {
   };
 
   // Starts the writer thread. Throws Failure{Io} when the wake-up descriptor cannot be made.
-  // `first_task_id`: the first task id this interchange hands out (the ids below are attempts
-  // of earlier runs).
-  ReportWriter(std::string db_path, std::uint64_t first_task_id);
+  explicit ReportWriter(std::string db_path);
   // Writes the reports still queued, then joins the thread.
   ~ReportWriter();
   ReportWriter(const ReportWriter&) = delete;
   ReportWriter& operator=(const ReportWriter&) = delete;
 
-  // Starts building the report of `job_id` (just accepted, none of its attempts committed yet)
-  // into `log_dir` while it runs.
-  void watch(std::uint64_t job_id, std::string log_dir);
-  // Task ids taken but never handed out: no attempt will have them.
+  // Starts building the report of `job_id` (just accepted, none of its tasks handed out yet)
+  // into `log_dir` while it runs. `next_task_id`: the id the next task handed out gets.
+  void watch(std::uint64_t job_id, std::string log_dir, std::uint64_t next_task_id);
+  // Task ids taken but never handed out, or handed back unstarted: no attempt will have them.
   void skip(const std::vector<std::uint64_t>& task_ids);
+  // The attempts a store transaction just committed (store::AttemptListener, on the store's
+  // writer thread): taken when a report is being built, else left.
+  void committed(std::vector<store::CommittedAttempt>& batch);
   // Queues the report of `job_id` into `log_dir`. The job's final state must already be
   // committed to the store.
   void submit(std::uint64_t job_id, std::string log_dir);
@@ -67,31 +70,42 @@ class ReportWriter final {
     std::string log_dir{};
     std::chrono::steady_clock::time_point submitted{};
   };
+  struct Watch {
+    std::uint64_t job_id = 0;
+    std::string log_dir{};
+    std::uint64_t next_task_id = 0;
+  };
   struct Watched {
     std::string log_dir{};
     std::unique_ptr<report::JobReportBuilder> builder{};  // null: one pass at the end
   };
+  using Batches = std::vector<std::vector<store::CommittedAttempt>>;
   void run();
-  void take_watches(std::vector<std::pair<std::uint64_t, std::string>> watches);
-  void tick();
-  void give_up(const std::string& why);
+  void take_watches(std::vector<Watch> watches);
+  void feed(const std::vector<std::uint64_t>& skips, Batches batches, bool overflow);
+  void add(store::CommittedAttempt& a, report::JobReportBuilder& b, bool& reading);
+  [[nodiscard]] bool building() const;
+  void give_up();
   Done write(const Request& req);
 
   std::string db_path_;
-  std::uint64_t first_task_id_;
   UniqueFd wake_;
-  std::mutex mu_;  // guards everything below
+  std::mutex mu_;  // guards everything below up to the thread's own
   std::condition_variable work_cv_, idle_cv_;
   std::deque<Request> queue_{};
-  std::vector<std::pair<std::uint64_t, std::string>> watch_queue_{};
+  std::vector<Watch> watch_queue_{};
   std::vector<std::uint64_t> skip_queue_{};
-  // The writer thread's own (no lock): reports being built, the order, the connection.
-  std::map<std::uint64_t, std::unique_ptr<Watched>> watched_{};
-  std::unique_ptr<AttemptOrder> order_{};
-  std::unique_ptr<store::ReportSource> src_{};
+  Batches inbox_{};              // committed attempts not yet fed to the order
+  std::size_t inbox_count_ = 0;  // attempts in inbox_
+  bool overflow_ = false;        // inbox_ was full: some attempts were dropped
+  bool feeding_ = false;         // a report is being built (or about to be): keep what commits
   std::vector<Done> done_{};
   bool busy_ = false;
   bool stop_ = false;
+  // The report thread's own (no lock): reports being built, the order, the connection.
+  std::map<std::uint64_t, std::unique_ptr<Watched>> watched_{};
+  std::unique_ptr<AttemptOrder> order_{};
+  std::unique_ptr<store::ReportSource> src_{};
   std::thread thread_;  // last: started once everything above exists
 };
 

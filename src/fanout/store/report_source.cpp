@@ -94,29 +94,36 @@ ReportRows ReportSource::rows(ReportTable t, std::uint64_t job_id, std::string_v
   return ReportRows(*st, q.columns);
 }
 
-Statement& ReportSource::attempts_statement(AttemptQuery q, std::uint64_t arg) {
-  auto& st = attempts_[static_cast<std::size_t>(q)];
-  if (!st) {
-    static constexpr const char* kColumns =
-        "SELECT a.id, a.job_id, a.minibatch_id, a.attempt, a.status, a.pool_id, a.pool, a.node, "
-        "a.process, a.worker_pid, a.start, a.elapsed_s, a.cpu_s, a.run_s, a.items, "
-        "a.succeeded, a.failed, a.error_category, a.error_message, i.detail "
-        "FROM attempts a LEFT JOIN minibatch_inputs i ON i.job_id = a.job_id AND "
-        "i.minibatch_id = a.minibatch_id WHERE ";
-    // OfJob: a rowid range scan over the job's ids (tasks get ids as they are handed out), not
-    // the (job_id, minibatch_id) index and a sort: the rows come in id order as stored.
-    static constexpr const char* kWhere[] = {
-        "a.id BETWEEN (SELECT min(id) FROM attempts WHERE job_id = ?1) AND "
-        "(SELECT max(id) FROM attempts WHERE job_id = ?1) AND +a.job_id = ?1 ORDER BY a.id",
-        "a.id > ?1 ORDER BY a.id",
-        "a.id = ?1",
-    };
-    st = std::make_unique<Statement>(*db_,
-                                     std::string(kColumns) + kWhere[static_cast<std::size_t>(q)]);
+Statement& ReportSource::attempts_of_job(std::uint64_t job_id) {
+  if (!attempts_) {
+    // A rowid range scan over the job's ids (tasks get ids as they are handed out), not the
+    // (job_id, minibatch_id) index and a sort: the rows come in id order as stored.
+    attempts_ = std::make_unique<Statement>(*db_, R"sql(
+SELECT a.id, a.job_id, a.minibatch_id, a.attempt, a.status, a.pool_id, a.pool, a.node, a.process,
+       a.worker_pid, a.start, a.elapsed_s, a.cpu_s, a.run_s, a.items, a.succeeded, a.failed,
+       a.error_category, a.error_message, i.detail
+FROM attempts a LEFT JOIN minibatch_inputs i ON i.job_id = a.job_id AND
+     i.minibatch_id = a.minibatch_id
+WHERE a.id BETWEEN (SELECT min(id) FROM attempts WHERE job_id = ?1) AND
+      (SELECT max(id) FROM attempts WHERE job_id = ?1) AND +a.job_id = ?1 ORDER BY a.id)sql");
   }
-  st->reset();
-  st->bind(1, arg);
-  return *st;
+  attempts_->reset();
+  attempts_->bind(1, job_id);
+  return *attempts_;
+}
+
+bool ReportSource::minibatch_detail(std::uint64_t job_id, std::uint64_t minibatch_id,
+                                    std::string& out) {
+  if (!detail_) {
+    detail_ = std::make_unique<Statement>(
+        *db_, "SELECT detail FROM minibatch_inputs WHERE job_id = ?1 AND minibatch_id = ?2");
+  }
+  detail_->reset();
+  detail_->bind(1, job_id).bind(2, minibatch_id);
+  const bool found = detail_->step() && !detail_->is_null(0);
+  if (found) out.assign(detail_->column_text(0));
+  detail_->reset();
+  return found;
 }
 
 void ReportSource::fill_attempt(Statement& st, AttemptRow& r) {

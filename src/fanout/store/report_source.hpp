@@ -120,18 +120,17 @@ class ReportSource final {
   // out), with its mini-batch's detail: the one scan of `attempts` a report makes.
   template <typename Fn>
   void each_attempt(std::uint64_t job_id, Fn&& fn) {
-    scan(AttemptQuery::OfJob, job_id, fn);
+    Statement& st = attempts_of_job(job_id);
+    AttemptRow row;
+    while (st.step()) {
+      fill_attempt(st, row);
+      fn(static_cast<const AttemptRow&>(row));
+    }
+    st.reset();
   }
-  // Calls `fn` for each attempt of any job with an id above `after`, in id order.
-  template <typename Fn>
-  void each_attempt_after(std::uint64_t after, Fn&& fn) {
-    scan(AttemptQuery::After, after, fn);
-  }
-  // Calls `fn` for the attempt `id` when it is committed; false when it is not.
-  template <typename Fn>
-  bool attempt_by_id(std::uint64_t id, Fn&& fn) {
-    return scan(AttemptQuery::ById, id, fn) > 0;
-  }
+  // The detail of mini-batch `minibatch_id` of the job into `out` (its minibatch_inputs row);
+  // false when it has none.
+  bool minibatch_detail(std::uint64_t job_id, std::uint64_t minibatch_id, std::string& out);
   // The connection, for the report queries (report_queries.cpp) within this transaction.
   [[nodiscard]] Db& db() noexcept { return *db_; }
 
@@ -144,25 +143,11 @@ class ReportSource final {
   void finish();
 
  private:
-  enum class AttemptQuery : std::uint8_t { OfJob, After, ById };
-  template <typename Fn>
-  std::size_t scan(AttemptQuery q, std::uint64_t arg, Fn& fn) {
-    Statement& st = attempts_statement(q, arg);
-    AttemptRow row;
-    std::size_t n = 0;
-    while (st.step()) {
-      fill_attempt(st, row);
-      ++n;
-      fn(static_cast<const AttemptRow&>(row));
-    }
-    st.reset();
-    return n;
-  }
-  Statement& attempts_statement(AttemptQuery q, std::uint64_t arg);
+  Statement& attempts_of_job(std::uint64_t job_id);
   static void fill_attempt(Statement& st, AttemptRow& row);
 
   std::unique_ptr<Db> db_;
-  std::array<std::unique_ptr<Statement>, 3> attempts_{};
+  std::unique_ptr<Statement> attempts_{}, detail_{};  // prepared on first use
   std::array<std::unique_ptr<Statement>, kReportTables> tables_{};  // prepared on first use
 };
 

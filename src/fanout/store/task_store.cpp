@@ -157,6 +157,11 @@ std::uint64_t TaskStore::reopen_failed(std::uint64_t job_id) {
   return detail::reopen_failed(impl_->db, job_id);
 }
 
+void TaskStore::on_attempts_committed(AttemptListener listener) {
+  std::lock_guard lk(impl_->db_mu);  // held by the writer through each transaction
+  impl_->writer->set_listener(std::move(listener));
+}
+
 void TaskStore::create_job(std::uint64_t job_id, const proto::JobSpec& spec, double created) {
   impl_->queue.push(std::make_unique<detail::CreateJob>(detail::CreateJob{job_id, spec, created}));
 }

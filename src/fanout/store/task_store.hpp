@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fanout/protocol/messages.hpp"
+#include "fanout/store/committed_attempt.hpp"
 #include "fanout/store/records.hpp"
 #include "fanout/store/schema.hpp"
 #include "fanout/util/log.hpp"
@@ -54,6 +55,10 @@ class TaskStore final {
   // Before recover(): `fanout resume --failed` (detail::reopen_failed). Returns the mini-batches
   // put back to pending; throws Failure{NotFound} for an unknown job.
   std::uint64_t reopen_failed(std::uint64_t job_id);
+
+  // After each commit, `listener` gets the attempts it committed (on the writer thread, before
+  // flush() returns for them). Null stops it; returns once no call is under way.
+  void on_attempts_committed(AttemptListener listener);
 
   // ---- queued writes (any thread) ----
   void create_job(std::uint64_t job_id, const proto::JobSpec& spec, double created);

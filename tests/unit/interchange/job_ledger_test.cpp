@@ -347,7 +347,8 @@ TEST_CASE("interchange.job_ledger.handed_back_tasks_are_requeued_with_no_try_use
   JobLedger l(1, 1);
   Job& job = job_with(l, 3, true, spec(1));
   auto t = take(l, job, 3);
-  CHECK(l.hand_back({t[0].task_id, t[1].task_id, 999}) == 2);
+  CHECK(l.hand_back({t[0].task_id, t[1].task_id, 999}) ==
+        std::vector<std::uint64_t>{t[1].task_id, t[0].task_id});
   CHECK(job.attempts_failed == 0);
   CHECK(job.failed == 0);
   CHECK(job.in_flight == 1);

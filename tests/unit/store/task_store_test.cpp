@@ -9,14 +9,17 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "fanout/store/db.hpp"
 #include "fanout/store/reader.hpp"
+#include "fanout/store/report_source.hpp"
 #include "fanout/util/error.hpp"
 #include "fanout/util/log.hpp"
 
@@ -274,4 +277,98 @@ TEST_CASE("store.task_store.bench_attempts" * doctest::skip()) {
   const double s = write_attempts(store, kN, 1);
   report_rate(kN, s);
   CHECK(store.ok());
+}
+
+// The interchange's report thread builds reports from what the writer hands on after each
+// commit (committed_attempt.hpp) instead of reading the rows back: for every attempt, the row it
+// shows must be the row ReportSource reads from the store, field for field, on each path the
+// writer takes: a mini-batch written with its first result (detail at hand, default or given),
+// one written before its result (held past its delay: detail read back), a retry, a pool
+// without a name, a result whose times are NaN (stored as NULL).
+TEST_CASE("store.task_store.committed_attempts_are_the_rows_read_back") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  std::vector<fanout::store::CommittedAttempt> got;
+  {
+    TaskStore store(path, quiet_logger());
+    std::mutex mu;
+    store.on_attempts_committed([&](std::vector<fanout::store::CommittedAttempt>& batch) {
+      std::lock_guard lk(mu);
+      for (auto& a : batch) got.push_back(std::move(a));
+    });
+    store.create_job(1, make_spec(dir.file("out.txt")), 1000.0);
+    store.add_minibatches(1, {make_batch(0, {"/in/a.csv", "/in/b\"q.csv"}),
+                              make_batch(1, {"/in/c.csv"}, R"({"custom": 1})"),
+                              make_batch(2, {"/in/d.csv"})});
+    using S = proto::AttemptStatus;
+    store.mark_running(1, 0, 1);
+    store.record_attempt(make_attempt(1, 1, 0, 1, S::RunDone, "succeeded", "a\n", true));
+    store.mark_running(1, 1, 1);
+    auto failed = make_attempt(2, 1, 1, 1, S::RunException, "pending");
+    failed.result.error_category = "ValueError";
+    failed.result.error_message = "ValueError: a message long enough not to fit a small string";
+    store.record_attempt(std::move(failed));
+    store.flush();  // mini-batch 2 is written without a result
+    store.mark_running(1, 1, 2);
+    auto nameless = make_attempt(3, 1, 1, 2, S::RunDone, "succeeded", "b\n", true);
+    nameless.pool_id = 0;
+    nameless.pool_name.clear();
+    nameless.result.node.clear();
+    store.record_attempt(std::move(nameless));
+    store.mark_running(1, 2, 1);
+    auto nan = make_attempt(4, 1, 2, 1, S::RunDone, "succeeded", "c\n", true);
+    nan.result.start = std::nan("");
+    nan.result.cpu_s = std::nan("");
+    store.record_attempt(std::move(nan));
+    store.finish_job(1, "succeeded", "", 2000.0);
+    store.flush();
+    std::lock_guard lk(mu);
+    REQUIRE(got.size() == 4);
+  }
+  CHECK(got[0].detail_known);
+  CHECK(got[1].detail_known);
+  CHECK_FALSE(got[2].detail_known);  // mini-batch 1's inputs went in with its first result
+  CHECK_FALSE(got[3].detail_known);  // mini-batch 2's with the flush before
+  fanout::store::ReportSource src(path);
+  std::size_t i = 0;
+  src.each_attempt(1, [&](const fanout::store::AttemptRow& want) {
+    REQUIRE(i < got.size());
+    auto& c = got[i++];
+    CAPTURE(c.id);
+    if (!c.detail_known) c.has_detail = src.minibatch_detail(c.job_id, c.minibatch_id, c.detail);
+    const fanout::store::AttemptRow a = c.row();
+    CHECK(a.id == want.id);
+    CHECK(a.job_id == want.job_id);
+    CHECK(a.minibatch_id == want.minibatch_id);
+    CHECK(a.attempt == want.attempt);
+    CHECK(a.status == want.status);
+    CHECK(a.has_pool_id == want.has_pool_id);
+    CHECK(a.pool_id == want.pool_id);
+    CHECK(a.has_pool == want.has_pool);
+    CHECK(a.pool == want.pool);
+    CHECK(a.has_node == want.has_node);
+    CHECK(a.node == want.node);
+    CHECK(a.process == want.process);
+    CHECK(a.has_pid == want.has_pid);
+    CHECK(a.worker_pid == want.worker_pid);
+    CHECK(a.has_start == want.has_start);
+    CHECK(a.start == want.start);
+    CHECK(a.has_elapsed == want.has_elapsed);
+    CHECK(a.elapsed_s == want.elapsed_s);
+    CHECK(a.has_cpu == want.has_cpu);
+    CHECK(a.cpu_s == want.cpu_s);
+    CHECK(a.has_run == want.has_run);
+    CHECK(a.run_s == want.run_s);
+    CHECK(a.items == want.items);
+    CHECK(a.succeeded == want.succeeded);
+    CHECK(a.failed == want.failed);
+    CHECK(a.error_category == want.error_category);
+    CHECK(a.error_message == want.error_message);
+    CHECK(a.has_detail == want.has_detail);
+    CHECK(a.detail == want.detail);
+  });
+  CHECK(i == got.size());
+  CHECK(got[0].detail == R"({"files": ["/in/a.csv", "/in/b\"q.csv"]})");
+  CHECK(got[3].has_detail);
+  CHECK_FALSE(got[3].row().has_start);
 }

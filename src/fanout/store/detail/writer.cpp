@@ -104,10 +104,67 @@ void Writer::apply(std::span<Op> ops) {
     tx.commit();
   } catch (...) {
     attempts_.clear();
+    committed_.clear();
+    committed_recs_.clear();
     outputs_.discard();
     throw;
   }
   outputs_.commit();
+  hand_on_committed();
+}
+
+// For listener_: the attempts being written (flush_attempts()), with what is at hand only now:
+// the pools row and, for a mini-batch written with its first result, its detail, which
+// write_inputs() just left in rows_ / detail_.
+void Writer::keep_committed() {
+  std::size_t row = 0;  // into rows_: the attempts with a held mini-batch, in order
+  for (const QueuedAttempt& q : attempts_) {
+    const auto& r = q.rec->result;
+    CommittedAttempt& c = committed_.emplace_back();
+    committed_recs_.push_back(q.rec);
+    c.id = r.task_id;
+    c.job_id = r.job_id;
+    c.minibatch_id = r.index;
+    c.pool_id = pool_row(q.rec->pool_id);
+    c.attempt = r.attempt;
+    c.worker_pid = r.worker_pid;
+    c.items = static_cast<std::int64_t>(r.items);
+    c.succeeded = static_cast<std::int64_t>(r.succeeded);
+    c.failed = static_cast<std::int64_t>(r.failed);
+    c.start = r.start;
+    c.elapsed_s = r.elapsed_s;
+    c.cpu_s = r.cpu_s;
+    c.run_s = r.run_s;
+    c.status = proto::to_string(static_cast<proto::AttemptStatus>(r.status));
+    if (q.held != nullptr) {
+      c.detail_known = c.has_detail = true;
+      if (!q.held->detail.empty()) {
+        c.detail = q.held->detail;
+      } else {
+        const std::size_t begin = row == 0 ? 0 : ends_[row - 1].second;
+        c.detail.assign(detail_, begin, ends_[row].second - begin);
+      }
+      ++row;
+    }
+  }
+}
+
+// After the commit: the attempts' text is moved from their records (whose rows are written),
+// and listener_ gets them.
+void Writer::hand_on_committed() {
+  if (committed_.empty() || !listener_) return;
+  for (std::size_t i = 0; i < committed_.size(); ++i) {
+    CommittedAttempt& c = committed_[i];
+    AttemptRecord& rec = *committed_recs_[i];
+    c.pool = std::move(rec.pool_name);
+    c.node = std::move(rec.result.node);
+    c.process = std::move(rec.result.process);
+    c.error_category = std::move(rec.result.error_category);
+    c.error_message = std::move(rec.result.error_message);
+  }
+  committed_recs_.clear();
+  listener_(committed_);
+  committed_.clear();
 }
 
 std::chrono::steady_clock::time_point Writer::held_due() const {
@@ -353,6 +410,7 @@ void Writer::flush_attempts() {
     if (q.held != nullptr) rows_.push_back(SubmittedRow{q.rec->result.job_id, q.held});
   }
   if (!rows_.empty()) write_inputs();
+  if (listener_) keep_committed();
   SPDLOG_LOGGER_TRACE(log_, "{} attempts recorded", attempts_.size());
   attempts_.clear();
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fanout/protocol/messages.hpp"
+#include "fanout/store/committed_attempt.hpp"
 #include "fanout/store/db.hpp"
 #include "fanout/store/detail/multi_row.hpp"
 #include "fanout/store/detail/ops.hpp"
@@ -79,6 +80,9 @@ class Writer final {
   // is then rolled back and the output files are cut back to where the batch began.
   void apply(std::span<Op> ops);
 
+  // After each commit, `listener` gets the attempts committed (none when null).
+  void set_listener(AttemptListener listener) { listener_ = std::move(listener); }
+
   // When the oldest held mini-batch is due to be written without a result (max: none held);
   // apply({}) at that time writes it.
   [[nodiscard]] std::chrono::steady_clock::time_point held_due() const;
@@ -108,6 +112,8 @@ class Writer final {
   void write_inputs();
   void skip_superseded(std::span<Op> ops);
   void flush_attempts();
+  void keep_committed();
+  void hand_on_committed();
   OutputFile* output_for(std::uint64_t job_id);
   // The pools row of a registration id (itself when unknown, e.g. 0).
   [[nodiscard]] std::uint64_t pool_row(std::uint64_t registration) const;
@@ -139,6 +145,11 @@ class Writer final {
   // Registration id (what the interchange calls the pool id) -> its pools row's id.
   std::unordered_map<std::uint64_t, std::uint64_t> pool_rows_;
   std::unordered_set<MiniBatchKey, MiniBatchKeyHash> recorded_;  // skip_superseded() scratch
+  AttemptListener listener_{};
+  // This transaction's attempts for listener_, and the records their text is moved from once
+  // committed (parallel).
+  std::vector<CommittedAttempt> committed_;
+  std::vector<AttemptRecord*> committed_recs_;
 };
 
 }  // namespace fanout::store::detail
