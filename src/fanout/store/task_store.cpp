@@ -2,6 +2,8 @@
 // checkpoint thread and recovery (store/detail/). See task_store.hpp.
 #include "fanout/store/task_store.hpp"
 
+#include <sqlite3.h>
+
 #include <algorithm>
 #include <chrono>
 #include <mutex>
@@ -23,8 +25,12 @@ namespace fanout::store {
 
 namespace {
 
-// WAL pages past which the writer checkpoints by itself, should the checkpoint thread fall
-// behind or be missing (SQLite's default is 1,000).
+// WAL pages past which the writer asks the checkpoint thread for a checkpoint after a commit
+// (16 MiB of 4 KiB pages): rarer checkpoints copy a page the hot path rewrites (the right edges
+// of the b-trees) fewer times; SQLite's own default is 1,000 pages.
+constexpr int kCheckpointPages = 4096;
+// WAL pages past which the writer checkpoints by itself, inside the commit, should the
+// checkpoint thread fall behind or be missing (what SQLite's wal_autocheckpoint would do).
 constexpr int kWriterCheckpointPages = 16384;
 
 // Creates the folder holding `path`, if it has one. Throws Failure{Io} naming it.
@@ -58,17 +64,14 @@ struct TaskStore::Impl {
             "set pragmas");
     apply_migrations(db, log);
     writer = std::make_unique<detail::Writer>(db, log);
-    // Checkpoints run on a thread of their own (see Checkpointer); the writer keeps a far
-    // larger automatic threshold as a backstop. Without a WAL there is nothing to checkpoint.
+    // Checkpoints run on a thread of their own (see Checkpointer), asked for by the WAL hook
+    // below, which replaces SQLite's automatic checkpoint. Without a WAL there is nothing to
+    // checkpoint.
     if (is_wal) {
       checkpointer = std::make_unique<detail::Checkpointer>(p, log);
-      db.exec(("PRAGMA wal_autocheckpoint = " + std::to_string(kWriterCheckpointPages)).c_str(),
-              "set wal_autocheckpoint");
+      sqlite3_wal_hook(db.get(), &Impl::on_wal_commit, this);
     }
-    queue.start([this](std::span<detail::Op> ops) { return apply(ops); },
-                [this] {
-                  if (checkpointer) checkpointer->request();
-                });
+    queue.start([this](std::span<detail::Op> ops) { return apply(ops); }, [] {});
   }
 
   ~Impl() {
@@ -82,6 +85,19 @@ struct TaskStore::Impl {
                         "writer CPU {:.3f} s wall {:.3f} s; {} checkpoints on their own thread",
                         path, stats_ops, stats_batches, stats_max_batch, stats_cpu_s, stats_wall_s,
                         checkpoints);
+  }
+
+  // SQLite's WAL hook: after each commit of the writer connection, with the pages the WAL now
+  // holds. A checkpoint that copied everything lets the next transaction start the WAL over.
+  static int on_wal_commit(void* self, sqlite3* db, const char* name, int pages) {
+    auto* impl = static_cast<Impl*>(self);
+    if (pages >= kCheckpointPages && impl->checkpointer) impl->checkpointer->request();
+    if (pages >= kWriterCheckpointPages) {
+      // The backstop, as wal_autocheckpoint would run it (errors leave the WAL to grow, and the
+      // next commit tries again).
+      (void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    }
+    return SQLITE_OK;
   }
 
   // One transaction of the writer thread (WriteQueue::ApplyFn).

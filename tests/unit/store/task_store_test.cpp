@@ -372,3 +372,27 @@ TEST_CASE("store.task_store.committed_attempts_are_the_rows_read_back") {
   CHECK(got[3].has_detail);
   CHECK_FALSE(got[3].row().has_start);
 }
+
+// The writer asks the checkpoint thread for a checkpoint once the WAL holds 4,096 pages
+// (task_store.cpp), well before its own backstop at 16,384: about 6,000 pages written, the
+// database file itself grows while the writer is idle.
+TEST_CASE("store.task_store.the_wal_is_checkpointed_off_the_writer") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  TaskStore store(path, quiet_logger());
+  store.create_job(1, make_spec(dir.file("out.txt")), 1000.0);
+  const auto before = fs::file_size(path);
+  const std::string message(4000, 'm');  // about a page per attempt
+  for (std::uint64_t i = 0; i < 6000; ++i) {
+    auto rec = make_attempt(i + 1, 1, i, 1, proto::AttemptStatus::RunException, "pending");
+    rec.result.error_message = message;
+    store.record_attempt(std::move(rec));
+  }
+  store.flush();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (fs::file_size(path) < before + 4096u * 4096u &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(fs::file_size(path) >= before + 4096u * 4096u);
+}

@@ -17,6 +17,9 @@ constexpr std::chrono::milliseconds kCheckpointInterval{100};
 
 Checkpointer::Checkpointer(const std::string& path, Logger log)
     : path_(path), log_(std::move(log)), db_(path, Db::Mode::ReadWriteCreate) {
+  // A connection that has not read the database does not know it is in WAL mode: its
+  // sqlite3_wal_checkpoint_v2() returns SQLITE_OK having done nothing. One read opens the WAL.
+  (void)db_.query_int("SELECT count(*) FROM sqlite_master");
   thread_ = std::thread([this] {
     ::pthread_setname_np(::pthread_self(), "fanout-ckpt");  // as top -H and perf show it
     run();
@@ -40,7 +43,8 @@ void Checkpointer::request() {
   cv_.notify_one();
 }
 
-// After commits, at most every kCheckpointInterval, a PASSIVE checkpoint, which copies what
+// When asked (the WAL has grown past kCheckpointPages: task_store.cpp), at most every
+// kCheckpointInterval, a PASSIVE checkpoint, which copies what
 // readers no longer need and never waits for, or blocks, the writer or a reader. What it cannot
 // copy yet is copied by a later one. Once a checkpoint has copied everything, the writer's next
 // transaction starts the WAL file over, so the file stays about as large as what is written

@@ -17,8 +17,9 @@ namespace fanout::store::detail {
 
 // Checkpoints (copying committed pages from the WAL into the database file) run on a thread of
 // their own, with a connection of their own: SQLite's automatic checkpoint would run them on the
-// writer thread, inside the commit of every ~1,000th page, and the writer is the serial stage
-// of the hot path. request() is thread-safe and cheap; the rest is for the owner.
+// writer thread, inside a commit, and the writer is the serial stage of the hot path. The
+// writer asks for one once the WAL holds kCheckpointPages (task_store.cpp). request() is
+// thread-safe and cheap; the rest is for the owner.
 class Checkpointer final {
  public:
   // Opens a connection of its own to the store at `path` (in WAL mode) and starts the thread
@@ -29,7 +30,7 @@ class Checkpointer final {
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
-  // Asks for a checkpoint soon: after the writer commits. Requests made while one runs, or
+  // Asks for a checkpoint soon. Requests made while one runs, or
   // within kCheckpointInterval of the last, are served by one checkpoint.
   void request();
 
