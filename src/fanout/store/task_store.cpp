@@ -71,7 +71,7 @@ struct TaskStore::Impl {
       checkpointer = std::make_unique<detail::Checkpointer>(p, log);
       sqlite3_wal_hook(db.get(), &Impl::on_wal_commit, this);
     }
-    queue.start([this](std::span<detail::Op> ops) { return apply(ops); }, [] {});
+    queue.start([this](std::span<detail::Op> ops) { return apply(ops); });
   }
 
   ~Impl() {

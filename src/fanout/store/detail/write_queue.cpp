@@ -14,10 +14,9 @@ namespace fanout::store::detail {
 WriteQueue::WriteQueue(std::string path, Logger log)
     : path_(std::move(path)), log_(std::move(log)) {}
 
-void WriteQueue::start(ApplyFn apply, AppliedFn applied) {
+void WriteQueue::start(ApplyFn apply) {
   FANOUT_ASSERT(!thread_.joinable());
   apply_ = std::move(apply);
-  applied_ = std::move(applied);
   thread_ = std::thread([this] {
     ::pthread_setname_np(::pthread_self(), "fanout-store");  // as top -H and perf show it
     run();
@@ -93,7 +92,6 @@ void WriteQueue::run() {
         committed_ = first + i + n;
       }
       done_cv_.notify_all();
-      applied_();
     }
     ops.clear();
     lk.lock();

@@ -30,7 +30,7 @@ inline constexpr std::size_t kMaxOpsPerTransaction = 32768;
 inline constexpr std::uint64_t kMaxBacklog = 4 * kMaxOpsPerTransaction;
 
 // Operations queued by any thread, applied in order by one writer thread it owns, as few
-// transactions as possible. push() and wait_applied() are thread-safe; the callbacks run on the
+// transactions as possible. push() and wait_applied() are thread-safe; the callback runs on the
 // writer thread only. After a failed apply the queue is not ok(): what is queued then is dropped
 // (but still counted as applied, so that wait_applied() returns).
 class WriteQueue final {
@@ -40,8 +40,6 @@ class WriteQueue final {
   // (the writer's held submissions; TimePoint::max(): only with work). Throws on failure; the
   // operations are then rolled back.
   using ApplyFn = std::function<TimePoint(std::span<Op>)>;
-  // Runs after each transaction's operations count as applied (e.g. to request a checkpoint).
-  using AppliedFn = std::function<void()>;
 
   // A queue that takes operations; nothing is applied before start(). `path` names the store
   // in log messages.
@@ -79,8 +77,8 @@ class WriteQueue final {
     if (was_empty || enough) work_cv_.notify_one();
   }
 
-  // Starts the writer thread ("fanout-store"), which calls `apply` and `applied`. Once only.
-  void start(ApplyFn apply, AppliedFn applied);
+  // Starts the writer thread ("fanout-store"), which calls `apply`. Once only.
+  void start(ApplyFn apply);
 
   // Blocks until everything queued before the call is applied (or dropped after a failure),
   // cutting a group-commit wait short.
@@ -100,7 +98,6 @@ class WriteQueue final {
   std::string path_;
   Logger log_;
   ApplyFn apply_;
-  AppliedFn applied_;
 
   std::mutex mu_;  // guards queue_, queued_, committed_, stop_, flush_waiters_
   std::condition_variable work_cv_;
