@@ -869,8 +869,9 @@ void Interchange::on_reports_done() {
     auto delivery = sessions_.report_written(d.job_id, d.wall_s, d.cpu_s);
     if (!delivery) continue;
     if (d.ok) {
-      SPDLOG_LOGGER_DEBUG(log_, "job {}: report written ({} files, {:.3f} s)", d.job_id, d.files,
-                          d.wall_s);
+      SPDLOG_LOGGER_DEBUG(log_, "job {}: report written ({} files, {:.3f} s, {})", d.job_id,
+                          d.files, d.wall_s,
+                          d.built_while_running ? "built while it ran" : "in one pass");
     } else {
       log_->error("job {}: the report could not be written: {}", d.job_id, d.error);
     }

@@ -17,8 +17,9 @@
 
 namespace fanout::ix {
 
-ReportWriter::ReportWriter(std::string db_path)
+ReportWriter::ReportWriter(std::string db_path, Limits limits)
     : db_path_(std::move(db_path)),
+      limits_(limits),
       wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
   if (!wake_.valid()) {
     throw Failure(
@@ -63,18 +64,6 @@ void ReportWriter::wait_idle() {
   idle_cv_.wait(lk, [this] { return queue_.empty() && !busy_; });
 }
 
-namespace {
-
-// Attempts held above a hole before the thread stops building reports as jobs run (a task that
-// runs very long holds every attempt after it); those jobs' reports are then written in one
-// pass at their end.
-constexpr std::size_t kMaxHeld = 200000;
-// Attempts committed but not yet taken by the thread (it is writing another job's report in
-// one pass, or starved of CPU) before it stops building reports as jobs run, as above.
-constexpr std::size_t kMaxInbox = 131072;
-
-}  // namespace
-
 void ReportWriter::watch(std::uint64_t job_id, std::string log_dir, std::uint64_t next_task_id) {
   {
     std::lock_guard lk(mu_);
@@ -93,7 +82,7 @@ void ReportWriter::committed(std::vector<store::CommittedAttempt>& batch) {
   {
     std::lock_guard lk(mu_);
     if (!feeding_ || overflow_) return;
-    if (inbox_count_ + batch.size() > kMaxInbox) {
+    if (inbox_count_ + batch.size() > limits_.max_inbox) {
       overflow_ = true;
     } else {
       inbox_count_ += batch.size();
@@ -174,7 +163,7 @@ void ReportWriter::feed(const std::vector<std::uint64_t>& skips, Batches batches
       }
     });
     if (reading) src_->finish();
-    if (order_->held() > kMaxHeld) give_up();
+    if (order_->held() > limits_.max_held) give_up();
   } catch (const Failure&) {
     if (reading) {
       try {
@@ -202,12 +191,12 @@ ReportWriter::Done ReportWriter::write(const Request& req) {
     if (b && order_ && src_) {
       bool reading = false;
       try {
-        order_->release_job(req.job_id,
-                            [&](store::CommittedAttempt& a) { add(a, *b, reading); });
+        order_->release_job(req.job_id, [&](store::CommittedAttempt& a) { add(a, *b, reading); });
         if (!reading) src_->begin();
         r = b->finish(*src_, true);
         src_->finish();
         done = true;
+        d.built_while_running = true;
       } catch (const Failure& f) {
         try {
           src_->finish();

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -18,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "fanout/report/job_report.hpp"
@@ -37,10 +39,22 @@ class ReportWriter final {
     std::size_t files = 0;  // files written
     double wall_s = 0;      // from submit() (the job's final commit) to the report written
     double cpu_s = 0;       // CPU the writer thread used for it
+    bool built_while_running = false;  // false: written in one pass at the end
+  };
+
+  // When the thread stops building reports as jobs run (they are then written in one pass at
+  // their end).
+  struct Limits {
+    // Attempts held above a hole (a task that runs very long holds every attempt after it).
+    std::size_t max_held = 200000;
+    // Attempts handed on but not yet taken by the thread (it is writing another job's report in
+    // one pass, or is starved of CPU).
+    std::size_t max_inbox = 131072;
   };
 
   // Starts the writer thread. Throws Failure{Io} when the wake-up descriptor cannot be made.
-  explicit ReportWriter(std::string db_path);
+  explicit ReportWriter(std::string db_path, Limits limits);
+  explicit ReportWriter(std::string db_path) : ReportWriter(std::move(db_path), Limits{}) {}
   // Writes the reports still queued, then joins the thread.
   ~ReportWriter();
   ReportWriter(const ReportWriter&) = delete;
@@ -89,6 +103,7 @@ class ReportWriter final {
   Done write(const Request& req);
 
   std::string db_path_;
+  Limits limits_;
   UniqueFd wake_;
   std::mutex mu_;  // guards everything below up to the thread's own
   std::condition_variable work_cv_, idle_cv_;

@@ -147,7 +147,7 @@ class ReportSource final {
   static void fill_attempt(Statement& st, AttemptRow& row);
 
   std::unique_ptr<Db> db_;
-  std::unique_ptr<Statement> attempts_{}, detail_{};  // prepared on first use
+  std::unique_ptr<Statement> attempts_{}, detail_{};                // prepared on first use
   std::array<std::unique_ptr<Statement>, kReportTables> tables_{};  // prepared on first use
 };
 

@@ -297,9 +297,9 @@ TEST_CASE("store.task_store.committed_attempts_are_the_rows_read_back") {
       for (auto& a : batch) got.push_back(std::move(a));
     });
     store.create_job(1, make_spec(dir.file("out.txt")), 1000.0);
-    store.add_minibatches(1, {make_batch(0, {"/in/a.csv", "/in/b\"q.csv"}),
-                              make_batch(1, {"/in/c.csv"}, R"({"custom": 1})"),
-                              make_batch(2, {"/in/d.csv"})});
+    store.add_minibatches(
+        1, {make_batch(0, {"/in/a.csv", "/in/b\"q.csv"}),
+            make_batch(1, {"/in/c.csv"}, R"({"custom": 1})"), make_batch(2, {"/in/d.csv"})});
     using S = proto::AttemptStatus;
     store.mark_running(1, 0, 1);
     store.record_attempt(make_attempt(1, 1, 0, 1, S::RunDone, "succeeded", "a\n", true));

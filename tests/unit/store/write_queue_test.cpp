@@ -115,15 +115,14 @@ TEST_CASE("store.write_queue.held_work_comes_due_without_new_ops") {
   std::condition_variable cv;
   std::vector<std::size_t> sizes;
   WriteQueue q("test.db", quiet());
-  q.start(
-      [&](std::span<Op> ops) {
-        std::lock_guard lk(mu);
-        sizes.push_back(ops.size());
-        cv.notify_all();
-        // The first transaction leaves work due in 50 ms; after that, none.
-        return sizes.size() == 1 ? std::chrono::steady_clock::now() + std::chrono::milliseconds(50)
-                                 : TimePoint::max();
-      });
+  q.start([&](std::span<Op> ops) {
+    std::lock_guard lk(mu);
+    sizes.push_back(ops.size());
+    cv.notify_all();
+    // The first transaction leaves work due in 50 ms; after that, none.
+    return sizes.size() == 1 ? std::chrono::steady_clock::now() + std::chrono::milliseconds(50)
+                             : TimePoint::max();
+  });
   q.push(WriteSubmitted{});
   std::unique_lock lk(mu);
   REQUIRE(cv.wait_for(lk, std::chrono::seconds(20), [&] { return sizes.size() >= 2; }));
