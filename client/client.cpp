@@ -341,8 +341,7 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
       std::fprintf(stderr, "warning: %s\n", r.error().message.c_str());
     }
     if (state.end() == SessionEnd::EndedInStore) write_missing_reports(db, job_id, spec.log_dir);
-    (void)report_ended(*state.ended(),
-                       spec.output_path.empty() ? output_folder(cfg) : spec.output_path,
+    (void)report_ended(*state.ended(), summary_output(spec.output_path, recorded_settings(cfg)),
                        spec.log_dir, ov.interchange.empty() ? db : std::string(), allow_partial);
   } else if (state.end() == SessionEnd::LeftRunning && job_id != 0) {
     std::fprintf(stderr,
