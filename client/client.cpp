@@ -166,6 +166,25 @@ Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov) {
   return check_tabular(cfg);
 }
 
+namespace {
+
+// True when the store `db` holds a job whose logs folder is `log_dir` (this run's), or cannot
+// be read (then nothing is assumed): a run never submits again a job that may be there.
+bool run_in_store(const std::string& db, const std::string& log_dir) {
+  try {
+    store::StoreReader reader(db);
+    // A run's job is among the newest: only jobs submitted meanwhile can be newer.
+    for (const auto& j : reader.history(256)) {
+      if (j.log_dir == log_dir) return true;
+    }
+    return false;
+  } catch (const Failure&) {
+    return true;
+  }
+}
+
+}  // namespace
+
 int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   // Absolute first: a bare `--db NAME` has no folder, and its runs/ belongs beside it.
   std::error_code cwd_ec;
@@ -223,61 +242,79 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     for (const auto& n : cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());
   }
 
-  std::optional<Embedded> embedded;
-  std::string endpoint = ov.interchange;
-  try {
-    if (endpoint.empty()) {
-      embedded.emplace(rs, db, run_dir, log);
-      endpoint = embedded->client_endpoint();
-    }
-  } catch (const Failure& f) {
-    std::fprintf(stderr, "error: %s\n", f.what());
-    return 3;
-  }
-
   const bool allow_partial = ov.allow_partial || cfg.fanout.allow_partial;
   ProgressPrinter printer(ov.quiet  ? ProgressMode::Quiet
                           : ov.json ? ProgressMode::Json
                                     : ProgressMode::Human);
+  std::optional<Embedded> embedded;
   std::optional<Session> connected;
-  try {
-    connected.emplace(
-        endpoint,
-        Session::Options{.rules = SessionRules{.submits = true, .allow_partial = allow_partial},
-                         .embedded = embedded ? &*embedded : nullptr,
-                         .security = ov.security,
-                         .printer = &printer,
-                         .interrupts = &g_interrupts,
-                         // An interchange that restarted after the job's end
-                         // was committed does not know it: the store does.
-                         .ended_in_store = [&]() -> std::optional<proto::JobEnded> {
-                           if (!connected) return std::nullopt;
-                           return job_ended_in_store(db, connected->policy().job_id());
-                         }},
-        log);
-  } catch (const Failure& f) {  // a key missing or open to others, --insecure off loopback
-    std::fprintf(stderr, "error: %s\n", f.what());
-    return 3;
-  }
-  Session& session = *connected;
-  struct sigaction sa {};
-  sa.sa_handler = on_interrupt;
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
-
-  if (!ov.quiet && !shared) {
-    std::fprintf(stderr, "fanout: job '%s' on %s (%s), %u %s x %s workers; logs in %s/logs\n",
-                 cfg.name.c_str(), embedded ? "a private interchange" : endpoint.c_str(),
-                 db.c_str(), rs.pools, rs.launch.kind == "slurm" ? "Slurm pool job(s)" : "pool(s)",
-                 rs.workers > 0 ? std::to_string(rs.workers).c_str() : "<node's cores>",
-                 run_dir.c_str());
-  }
-
+  std::string endpoint = ov.interchange;
   // 1. Submit the job and wait for its id. 2. Stream the input while listing it, within the
   // window. 3. Follow the job to its end. After an interchange restart the listing starts again,
   // skipping the mini-batches the interchange already has.
+  // The embedded default may attach to the store's owner; when that owner goes away before it
+  // accepts the job (an idle one exits), the run decides again where its job goes.
+  for (int tries = 1;; ++tries) {
+    try {
+      if (ov.interchange.empty()) {
+        embedded.emplace(rs, db, run_dir, log);
+        endpoint = embedded->client_endpoint();
+      }
+      connected.emplace(
+          endpoint,
+          Session::Options{.rules = SessionRules{.submits = true, .allow_partial = allow_partial},
+                           .embedded = embedded ? &*embedded : nullptr,
+                           .security = ov.security,
+                           .printer = &printer,
+                           .interrupts = &g_interrupts,
+                           // An interchange that restarted after the job's end
+                           // was committed does not know it: the store does.
+                           .ended_in_store = [&]() -> std::optional<proto::JobEnded> {
+                             if (!connected) return std::nullopt;
+                             return job_ended_in_store(db, connected->policy().job_id());
+                           }},
+          log);
+    } catch (const Failure& f) {  // a child that cannot start; a key missing or open to others,
+                                  // --insecure off loopback
+      std::fprintf(stderr, "error: %s\n", f.what());
+      return 3;
+    }
+    if (tries == 1) {
+      struct sigaction sa {};
+      sa.sa_handler = on_interrupt;
+      ::sigaction(SIGINT, &sa, nullptr);
+      ::sigaction(SIGTERM, &sa, nullptr);
+      if (!ov.quiet && !shared) {
+        std::fprintf(stderr, "fanout: job '%s' on %s (%s), %u %s x %s workers; logs in %s/logs\n",
+                     cfg.name.c_str(), embedded ? "a private interchange" : endpoint.c_str(),
+                     db.c_str(), rs.pools,
+                     rs.launch.kind == "slurm" ? "Slurm pool job(s)" : "pool(s)",
+                     rs.workers > 0 ? std::to_string(rs.workers).c_str() : "<node's cores>",
+                     run_dir.c_str());
+      }
+    }
+    connected->submit(spec);
+    const SessionPolicy& p = connected->policy();
+    if (!embedded || !embedded->guest() || p.job_id() != 0 ||
+        !attach_again(p, AttachOutcome{.guest = true,
+                                       .owner_gone = embedded->interchange_exited(),
+                                       .job_in_store = run_in_store(db, spec.log_dir),
+                                       .tries = tries})) {
+      break;
+    }
+    if (!ov.quiet) {
+      std::fprintf(stderr,
+                   "note: %s before it accepted this job; deciding again where it runs (try %d "
+                   "of %d)\n",
+                   p.detail().empty() ? "the store's owner went away" : p.detail().c_str(),
+                   tries + 1, kAttachTries);
+    }
+    connected.reset();    // before the Embedded it points to
+    embedded->abandon();  // its pools, started for the owner, go too
+    embedded.reset();
+  }
+  Session& session = *connected;
   const SessionPolicy& state = session.policy();
-  session.submit(spec);
   if (shared && state.job_id() != 0) {
     // The interchange's paths; an older one names none, and then ours stand.
     const auto& acc = state.accepted();
@@ -341,8 +378,7 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
       std::fprintf(stderr, "warning: %s\n", r.error().message.c_str());
     }
     if (state.end() == SessionEnd::EndedInStore) write_missing_reports(db, job_id, spec.log_dir);
-    (void)report_ended(*state.ended(),
-                       spec.output_path.empty() ? output_folder(cfg) : spec.output_path,
+    (void)report_ended(*state.ended(), summary_output(spec.output_path, recorded_settings(cfg)),
                        spec.log_dir, ov.interchange.empty() ? db : std::string(), allow_partial);
   } else if (state.end() == SessionEnd::LeftRunning && job_id != 0) {
     std::fprintf(stderr,

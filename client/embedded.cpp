@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "client/slurm_launcher.hpp"
 #include "fanout/net/keys.hpp"
 #include "fanout/store/owner_lock.hpp"
+#include "fanout/util/atomic_file.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
 
@@ -54,6 +56,23 @@ std::string tail_of(const std::string& path, std::size_t lines) {
   }
   return s.substr(pos);
 }
+
+namespace {
+
+// Test only: with FANOUT_TEST_HOLD_GUEST=PATH, a run that has just attached to the store's owner
+// creates PATH and waits (up to 60 s) until it is removed, so that a test can make the owner go
+// away at this instant (tests/integration/store_owner_test.cpp).
+void hold_as_guest() {
+  const char* path = std::getenv("FANOUT_TEST_HOLD_GUEST");
+  if (path == nullptr || *path == '\0') return;
+  if (auto r = write_file_atomic(path, "attached\n"); !r) return;
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (fs::exists(path) && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace
 
 // The private interchange and pools of the embedded default.
 Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::string& run_dir,
@@ -185,6 +204,7 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
                  "note: the store %s is owned by the running interchange pid %s; this job runs "
                  "there, with this run's pools\n",
                  db.c_str(), ready_value(text, "pid").c_str());
+    hold_as_guest();
   }
   // Pools bound to a wildcard address reach it by this host's name.
   for (const char* any : {"tcp://0.0.0.0:", "tcp://*:"}) {
@@ -291,6 +311,11 @@ void Embedded::stop() {
     fs::remove_all(ipc_dir_, ec);
     ipc_dir_.clear();
   }
+}
+
+void Embedded::abandon() {
+  if (launcher_) launcher_->release_now();
+  stop();
 }
 
 void Embedded::detach() {

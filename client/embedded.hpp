@@ -43,6 +43,9 @@ class Embedded final {
   // Waits for the children to exit by themselves (they were told to), then stops them, and
   // removes the ipc:// folder unless detached.
   void stop();
+  // stop(), for a guest() whose owner went away before this run's job was accepted: its pools
+  // never served, so they are stopped without waiting for them to exit by themselves.
+  void abandon();
   // Leaves the children running on their own (the client exits, the job goes on): the
   // interchange exits once its jobs end, and tells its pools to stop.
   void detach();

@@ -14,6 +14,7 @@
 #include "client/client.hpp"
 #include "client/embedded.hpp"
 #include "client/end_summary.hpp"
+#include "client/job_outputs.hpp"
 #include "client/liveness.hpp"
 #include "client/progress.hpp"
 #include "client/run_settings.hpp"
@@ -100,8 +101,19 @@ proto::JobEnded ended_from_store(const store::JobSummary& j) {
   return e;
 }
 
+// The output the summary names (summary_output), from the job's row and settings in the store.
+// Settings that cannot be read leave the append_row file alone, as before they were recorded.
+std::string output_in_store(const std::string& db, const store::JobSummary& j) {
+  store::JobSettings recorded;
+  try {
+    if (auto s = store::read_job_settings(db, j.id)) recorded = *s;
+  } catch (const Failure&) {
+  }
+  return summary_output(j.output_path, recorded);
+}
+
 int report_from_store(const store::JobSummary& j, const std::string& db, bool allow_partial) {
-  return report_ended(ended_from_store(j), j.output_path, j.log_dir, db, allow_partial);
+  return report_ended(ended_from_store(j), output_in_store(db, j), j.log_dir, db, allow_partial);
 }
 
 // `cancel`'s exit status once the job ended: 0 if it ended cancelled by this command.
@@ -135,8 +147,8 @@ int report_session(const Session& session, ProgressPrinter& printer, const std::
     case SessionEnd::EndedInStore: {
       printer.finish();
       write_missing_reports(opts.db, job_id, in_store->log_dir);
-      const int rc = report_ended(*state.ended(), in_store->output_path, in_store->log_dir, opts.db,
-                                  opts.allow_partial);
+      const int rc = report_ended(*state.ended(), output_in_store(opts.db, *in_store),
+                                  in_store->log_dir, opts.db, opts.allow_partial);
       // Ended before this cancel reached it (a cancelled state there is someone else's).
       return opts.cancel ? kExitFailed : rc;
     }
@@ -259,7 +271,7 @@ int follow_on(const std::string& endpoint, std::uint64_t job_id, const FollowOpt
   std::optional<store::JobSummary> in_store;  // the job as the store holds it once ended
   std::string output_path, log_dir, store_error;
   if (auto j = job_in_store(opts.db, job_id, store_error)) {
-    output_path = j->output_path;
+    output_path = output_in_store(opts.db, *j);
     log_dir = j->log_dir;
     // Elapsed time and rate count from the job's start, not from now.
     printer.job_started(j->created);

@@ -21,6 +21,10 @@ std::string output_folder(const config::JobConfig& cfg) {
   return {};
 }
 
+std::string summary_output(const std::string& output_path, const store::JobSettings& recorded) {
+  return output_path.empty() ? recorded.output_dir : output_path;
+}
+
 Expected<void> make_output_folders(const config::JobConfig& cfg) {
   for (const auto& o : cfg.outputs) {
     if (o.path.empty()) continue;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fanout/config/job_spec.hpp"
+#include "fanout/store/job_settings.hpp"
 #include "fanout/util/expected.hpp"
 
 namespace fanout::client {
@@ -14,6 +15,12 @@ namespace fanout::client {
 // append_row file's folder; without one, the first folder output (uri_folder or mltable) with a
 // path; else "" (the pool then uses <run folder>/outputs). Pure.
 [[nodiscard]] std::string output_folder(const config::JobConfig& cfg);
+
+// What the end summary of `run`, `wait` and `resume` names as a job's output (`output: ...`),
+// from what the store records: the append_row file (jobs.output_path) when there is one, else
+// the declared folder output of jobs.settings (`output_dir`); "" when neither. Pure.
+[[nodiscard]] std::string summary_output(const std::string& output_path,
+                                         const store::JobSettings& recorded);
 
 // Creates every output's folder (a uri_file output's parent), as Azure ML provides them.
 // Error{Io} naming the output and folder.

@@ -62,6 +62,11 @@ void LocalLauncher::release() {
   }
 }
 
+void LocalLauncher::release_now() {
+  for (auto& p : pools_) p.set_grace(std::chrono::milliseconds(500));
+  for (auto& p : pools_) p.stop();
+}
+
 void LocalLauncher::detach() {
   for (auto& p : pools_) (void)p.release();
   pools_.clear();

@@ -39,6 +39,9 @@ class Launcher {
   // Releases every block now (the job is over: its pools were told to stop). Returns once they
   // have ended, or after a bounded wait.
   virtual void release() = 0;
+  // Releases every block without waiting for the pools to stop by themselves (they never served:
+  // the interchange they were started for went away). By default release().
+  virtual void release_now() { release(); }
   // Leaves the blocks running (the client exits, the job goes on without it).
   virtual void detach() = 0;
   // A shell command that releases the blocks, for a watchdog that outlives the client
@@ -57,6 +60,7 @@ class LocalLauncher final : public Launcher {
   void start(const PoolCommand& pool, std::uint32_t blocks) override;
   std::string poll() override;
   void release() override;
+  void release_now() override;
   void detach() override;
   [[nodiscard]] std::string release_command() const override { return {}; }
   [[nodiscard]] std::vector<pid_t> pids() const override;

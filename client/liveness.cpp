@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -52,9 +53,15 @@ InterchangeLiveness interchange_liveness(const std::string& ready_text,
 }
 
 InterchangeLiveness interchange_liveness_in(const std::string& run_dir) {
-  auto text = read_file(run_dir + "/interchange.ready");
+  const std::string path = run_dir + "/interchange.ready";
+  auto text = read_file(path);
   if (!text) return {};
-  return interchange_liveness(*text, host_name());
+  auto l = interchange_liveness(*text, host_name());
+  // A ready file without a pid is `fanout run --interchange`'s pointer, written by the client.
+  if (struct stat st{}; l.pid != 0 && ::stat(path.c_str(), &st) == 0) {
+    l.started = static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec / 1e9;
+  }
+  return l;
 }
 
 }  // namespace fanout::client

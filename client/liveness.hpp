@@ -18,6 +18,8 @@ struct InterchangeLiveness {
   State state = State::Unknown;
   pid_t pid = 0;
   std::string host{};
+  double started =
+      0;  // Unix seconds the ready file was written (interchange_liveness_in); 0: unknown
   // "the interchange (pid 123 on node7) is not running"; "" unless Dead.
   [[nodiscard]] std::string describe() const;
 };
@@ -31,7 +33,8 @@ InterchangeLiveness interchange_liveness(const std::string& ready_text,
 // True when `pid` runs and its command name is fanout-interchange's (a reused pid is not).
 bool runs_interchange(pid_t pid);
 
-// The liveness of the interchange named by `<run_dir>/interchange.ready` (Unknown when missing).
+// The liveness of the interchange named by `<run_dir>/interchange.ready` (Unknown when missing),
+// with `started` from the file's time when it names a pid (the interchange wrote it).
 InterchangeLiveness interchange_liveness_in(const std::string& run_dir);
 
 }  // namespace fanout::client

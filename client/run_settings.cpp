@@ -97,6 +97,8 @@ store::JobSettings recorded_settings(const config::JobConfig& cfg) {
     s.resource_monitor_interval_s = mon->resource_monitor_interval_s;
     s.profiling_module = mon->profiling_module;
   }
+  // The summary of `wait` and `resume` names it as `run`'s does (summary_output).
+  if (cfg.append_row_to.empty()) s.output_dir = output_folder(cfg);
   return s;
 }
 

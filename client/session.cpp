@@ -183,6 +183,18 @@ int SessionPolicy::exit_code() const {
   }
 }
 
+bool attach_again(const SessionPolicy& s, const AttachOutcome& o) {
+  // Accepted: the job is the owner's, and its end (or a resume) says what became of it.
+  if (s.job_id() != 0) return false;
+  // Refused, interrupted, input unreadable: a new interchange would not change that.
+  if (s.end() != SessionEnd::ChildDied && s.end() != SessionEnd::NotAccepted) return false;
+  // A private interchange of this run's own that died is a failure, not a race.
+  if (!o.guest || !o.owner_gone) return false;
+  // The owner recorded the job before it went (killed, not idle): its resume finishes it.
+  if (o.job_in_store) return false;
+  return o.tries < kAttachTries;
+}
+
 // ---- Session ----
 
 Session::Session(std::string endpoint, Options opts, Logger log)

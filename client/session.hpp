@@ -187,6 +187,24 @@ class SessionPolicy final {
   bool interrupt_cancelled_ = false;
 };
 
+// How many times in all `fanout run` attaches or starts an interchange when the store's owner it
+// attached to goes away before accepting its job (attach_again).
+inline constexpr int kAttachTries = 3;
+
+// What `fanout run` knows after submit() when the store was owned by another interchange.
+struct AttachOutcome {
+  bool guest = false;         // this run attached to the store's owner (Embedded::guest())
+  bool owner_gone = false;    // that owner no longer holds the store
+  bool job_in_store = false;  // the store holds a job of this run (its logs folder)
+  int tries = 1;              // attaches so far, this one included
+};
+
+// Whether `fanout run` starts over (makes the ownership decision again: its own private
+// interchange, or the store's new owner): only when the session ended before JobAccepted
+// because the owner it attached to went away (an idle owner exits), the store holds no job of
+// this run (so nothing can run twice), and fewer than kAttachTries tries were made. No I/O.
+[[nodiscard]] bool attach_again(const SessionPolicy& s, const AttachOutcome& o);
+
 // The I/O of a session: one DEALER socket to the interchange, frames in and out, the embedded
 // children's health and the progress display. Owned by one command; not thread-safe.
 class Session final {

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "client/liveness.hpp"
 
@@ -20,10 +21,29 @@ namespace fanout::client {
 namespace {
 
 // For a job the store holds as running: whether its interchange still runs, so a dead job does
-// not look alive (counts and an ETA are all the store can give).
-std::string interchange_line(const store::JobStatus& s, const std::string& db) {
-  if (s.state != "running" || s.log_dir.empty()) return {};
-  const auto l = interchange_liveness_in(std::filesystem::path(s.log_dir).parent_path().string());
+// not look alive (counts and an ETA are all the store can give). nullopt for any other job.
+std::optional<InterchangeLiveness> liveness_of(const store::JobStatus& s) {
+  if (s.state != "running" || s.log_dir.empty()) return std::nullopt;
+  return interchange_liveness_in(std::filesystem::path(s.log_dir).parent_path().string());
+}
+
+// The same for --json (report::format_status_json).
+std::optional<report::InterchangeStatus> json_liveness(
+    const std::optional<InterchangeLiveness>& l) {
+  if (!l) return std::nullopt;
+  using State = InterchangeLiveness::State;
+  return report::InterchangeStatus{.state = l->state == State::Alive  ? "alive"
+                                            : l->state == State::Dead ? "dead"
+                                                                      : "unknown",
+                                   .pid = l->pid,
+                                   .host = l->host,
+                                   .started = l->started};
+}
+
+std::string interchange_line(const store::JobStatus& s, const std::string& db,
+                             const std::optional<InterchangeLiveness>& live) {
+  if (!live) return {};
+  const auto& l = *live;
   switch (l.state) {
     case InterchangeLiveness::State::Dead:
       return fmt::format(
@@ -51,8 +71,9 @@ int print_status(const std::string& db, std::uint64_t job_id, bool json) {
     std::fprintf(stderr, "error: %s\n", s.error().message.c_str());
     return 2;
   }
+  const auto live = liveness_of(*s);
   if (json) {
-    std::string out = report::format_status_json(*s);
+    std::string out = report::format_status_json(*s, json_liveness(live));
     // A Slurm launcher's pool jobs as one more key (docs/cluster.md).
     if (auto pos = out.rfind('}'); !s->log_dir.empty() && pos != std::string::npos) {
       auto jobs = slurm_status_json(std::filesystem::path(s->log_dir).parent_path().string());
@@ -66,7 +87,7 @@ int print_status(const std::string& db, std::uint64_t job_id, bool json) {
       auto line = slurm_status_line(std::filesystem::path(s->log_dir).parent_path().string());
       if (!line.empty()) std::printf("pools:    %s\n", line.c_str());
     }
-    std::fputs(interchange_line(*s, db).c_str(), stdout);
+    std::fputs(interchange_line(*s, db, live).c_str(), stdout);
   }
   return 0;
 }

@@ -6,8 +6,9 @@
 - wait_counts_from_the_jobs_start: `fanout wait` attached 6 s into a job shows the job's own
   elapsed time (not 0 s from attaching).
 - dead_interchange_is_known_at_once: after the interchange is SIGKILLed, `fanout status` says
-  it is not running and `fanout wait` exits at once with the `fanout resume` hint; a stopped
-  (SIGSTOP) one is shown as "interchange unreachable since ...".
+  it is not running (`--json`: "interchange": {"state": "dead", ...}; "alive" before) and
+  `fanout wait` exits at once with the `fanout resume` hint; a stopped (SIGSTOP) one is shown
+  as "interchange unreachable since ...".
 - sigterm_on_resume_leaves_no_children: SIGTERM to `fanout resume` stops its private
   interchange and pools.
 - interchange_owns_its_paths (item 8): `fanout run --interchange` shows the interchange's store
@@ -20,6 +21,7 @@ Arguments: names of the cases to run (default: all). Environment: FANOUT_BIN (se
 tests/meson.build), FANOUT_TEST_PYTHON (the workers' interpreter, default python3).
 """
 import fcntl
+import json
 import os
 import pty
 import re
@@ -138,6 +140,12 @@ def ready_pid(db, job):
         return 0
     m = re.search(r"^pid=(\d+)$", text, re.M)
     return int(m.group(1)) if m else 0
+
+
+def status_interchange(db):
+    """The "interchange" object of `fanout status 1 --json`."""
+    doc = json.loads(fanout("status", "1", "--db", db, "--json").stdout)
+    return doc.get("interchange") or {}
 
 
 def processes_with(fragment):
@@ -269,6 +277,9 @@ def dead_interchange_is_known_at_once(root):
     ix = ready_pid(db, 1)
     if not ix:
         fail("no pid= in interchange.ready")
+    live = status_interchange(db)
+    if live.get("state") != "alive" or live.get("pid") != ix or not live.get("started"):
+        fail("fanout status --json of a job whose interchange runs: %r" % live)
 
     # Stopped, it does not answer: wait says since when.
     os.kill(ix, signal.SIGSTOP)
@@ -297,6 +308,9 @@ def dead_interchange_is_known_at_once(root):
     st = fanout("status", "1", "--db", db)
     if "NOT RUNNING" not in st.stdout or "fanout resume 1" not in st.stdout:
         fail("fanout status of a job whose interchange died:\n%s" % st.stdout)
+    dead = status_interchange(db)
+    if dead.get("state") != "dead" or dead.get("pid") != ix or not dead.get("host"):
+        fail("fanout status --json of a job whose interchange died: %r" % dead)
     began = time.monotonic()
     w = fanout("wait", "1", "--db", db, check=False, timeout=120)
     took = time.monotonic() - began

@@ -29,6 +29,13 @@ std::vector<std::string> files_ending(const std::string& dir, const std::string&
   return out;
 }
 
+// The summary's "  output: ..." line in `err`, "" when there is none.
+std::string output_line(const std::string& err) {
+  const auto at = err.find("\n  output: ");
+  if (at == std::string::npos) return {};
+  return err.substr(at + 1, err.find('\n', at + 1) - at - 1);
+}
+
 // `fanout run ARGS` with `dir` as the working folder.
 RunResult run_in(const TempDir& dir, std::vector<std::string> args) {
   std::vector<std::string> argv = {"/bin/sh",  "-c",         "cd \"$0\" && exec \"$@\"",
@@ -108,8 +115,15 @@ task:
     perf = perf || f.find("/logs/sys/perf/") != std::string::npos;
   }
   CHECK(perf);
-  // The summary says where the output is (item 4).
-  CHECK(r.err.find("output: " + (dir / "out/res")) != std::string::npos);
+  // The summary says where the output is (item 4), and `wait` and `resume` on the ended job say
+  // the same, from what the store records.
+  CHECK(output_line(r.err) == "  output: " + (dir / "out/res"));
+  for (const char* cmd : {"wait", "resume"}) {
+    auto again = run_capture({fanout_bin(), cmd, "1", "--db", dir / "rel.db"}, dir.path());
+    INFO(cmd << " stderr:\n" << again.err);
+    CHECK(again.status.code == 0);
+    CHECK(output_line(again.err) == output_line(r.err));
+  }
 
   auto seen = files_ending(dir / "out/res", ".json");
   REQUIRE(!seen.empty());

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <set>
 
+#include "fanout/store/owner_lock.hpp"
 #include "harness.hpp"
 
 using namespace fanout::test;
@@ -315,4 +316,44 @@ TEST_CASE("integration.store_owner.concurrent_runs_on_one_store_each_row_exactly
     if (it->path().filename() == "interchange.log") sys_logs += read_text(it->path().string());
   }
   CHECK(sys_logs.find("UNIQUE constraint") == std::string::npos);
+}
+
+// A `fanout run` that attached to the store's owner just as that owner went away (its own run
+// ended: it stops once idle) did not get its job accepted and exited 3. It decides again where
+// its job runs: here, on a private interchange of its own. FANOUT_TEST_HOLD_GUEST holds it right
+// after it read the owner's endpoints, until the owner is gone.
+TEST_CASE("integration.store_owner.a_run_attached_as_the_owner_exits_starts_its_own") {
+  TempDir dir("owner-gone");
+  const std::string db = dir / "fanout.db";
+  const std::string hold = dir / "hold";
+  make_counting_job(dir / "a", "owner-a", 4, "1");
+  make_counting_job(dir / "b", "guest-b", 3, "0");
+  auto a = spawn(
+      {fanout_bin(), "run", dir / "a/job.yaml", "--db", db, "--python", python_bin(), "--quiet"},
+      dir / "a.out", dir / "a.err");
+  REQUIRE(wait_until([&] { return sql_int_or(db, "select count(*) from jobs") == 1; },
+                     std::chrono::seconds(60)));
+  auto b = spawn({fanout_bin(), "run", dir / "b/job.yaml", "--db", db, "--python", python_bin()},
+                 dir / "b.out", dir / "b.err", {{"FANOUT_TEST_HOLD_GUEST", hold}});
+  INFO("a:\n" << read_text(dir / "a.err") << "\nb:\n" << read_text(dir / "b.err"));
+  REQUIRE(wait_until([&] { return fs::exists(hold); }, std::chrono::seconds(60)));
+  // The owner's run ends; with no other job there, its interchange exits.
+  auto sa = a.wait_for(std::chrono::seconds(120));
+  REQUIRE(sa.has_value());
+  CHECK(sa->code == 0);
+  REQUIRE(wait_until([&] { return !fanout::store::find_owner(db).has_value(); },
+                     std::chrono::seconds(30)));
+  fs::remove(hold);
+  auto sb = b.wait_for(std::chrono::seconds(120));
+  const std::string b_err = read_text(dir / "b.err");
+  INFO("b after:\n" << b_err);
+  REQUIRE(sb.has_value());
+  CHECK(sb->code == 0);
+  CHECK(b_err.find("is owned by the running interchange") != std::string::npos);
+  CHECK(b_err.find("before it accepted this job; deciding again where it runs") !=
+        std::string::npos);
+  CHECK(sql_column(db, "select state from jobs order by id") ==
+        std::vector<std::string>{"succeeded", "succeeded"});
+  check_rows_once(dir / "a/out.txt", 4);
+  check_rows_once(dir / "b/out.txt", 3);
 }

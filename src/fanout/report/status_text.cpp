@@ -8,8 +8,17 @@
 
 namespace fanout::report {
 
-std::string format_status_json(const store::JobStatus& s) {
+std::string format_status_json(const store::JobStatus& s,
+                               const std::optional<InterchangeStatus>& interchange) {
   using Json = nlohmann::ordered_json;
+  Json ix = nullptr;
+  if (interchange) {
+    const auto& i = *interchange;
+    ix = {{"state", i.state},
+          {"pid", i.pid > 0 ? Json(i.pid) : Json(nullptr)},
+          {"host", !i.host.empty() ? Json(i.host) : Json(nullptr)},
+          {"started", i.started > 0 ? Json(i.started) : Json(nullptr)}};
+  }
   auto pools = Json::array();
   for (const auto& p : s.pools) {
     pools.push_back({{"name", p.name},
@@ -49,7 +58,8 @@ std::string format_status_json(const store::JobStatus& s) {
                     {"output_path", s.output_path},
                     {"pools", std::move(pools)},
                     {"last_errors", std::move(errors)},
-                    {"first_error", s.first_error ? error(*s.first_error) : Json(nullptr)}};
+                    {"first_error", s.first_error ? error(*s.first_error) : Json(nullptr)},
+                    {"interchange", std::move(ix)}};
   return out.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 

@@ -78,6 +78,7 @@ std::string settings_json(const JobSettings& s) {
     j["partition"] = s.partition;
     j["walltime"] = s.walltime;
   }
+  if (!s.output_dir.empty()) j["output_dir"] = s.output_dir;
   // Paths and names are UTF-8 in practice; a stray byte is replaced rather than thrown on.
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
@@ -113,6 +114,7 @@ Expected<JobSettings> parse_settings_json(std::string_view json) {
   read_int(j, "max_nodes", s.max_nodes);
   read_text(j, "partition", s.partition);
   read_text(j, "walltime", s.walltime);
+  read_text(j, "output_dir", s.output_dir);
   return s;
 }
 

@@ -40,6 +40,9 @@ struct JobSettings {
   std::uint32_t max_nodes = 0;  // 0: nodes
   std::string partition{};
   std::string walltime{};
+  // The declared folder output a job without an append_row file writes to (its output_dir), the
+  // one its end summary names; written only when set.
+  std::string output_dir{};
 };
 
 // The JSON object recorded with the job (JobSpec::settings_json): compact, keys in field order,

@@ -9,12 +9,15 @@
 #include <string>
 #include <thread>
 
+#include "client/job_outputs.hpp"
+
 using fanout::client::apply_overrides;
 using fanout::client::job_spec;
 using fanout::client::recorded_settings;
 using fanout::client::resumed_settings;
 using fanout::client::run_settings;
 using fanout::client::RunOverrides;
+using fanout::client::summary_output;
 using fanout::client::workers_per_pool;
 using fanout::config::JobConfig;
 
@@ -234,4 +237,20 @@ TEST_CASE("client.run_settings.output_dir_is_the_declared_folder_output") {
   // No folder output with a path: the pool's default (<run folder>/outputs).
   c.outputs = {{"scores", "uri_file", "/out/s.txt"}, {"res", "uri_folder", ""}};
   CHECK_FALSE(has_output_env(job_spec(c, "/runs/r/logs")));
+}
+
+// The summary's output line comes from what the store records, so `wait` and `resume` print
+// what `run` printed: the append_row file, else the folder output recorded in the settings.
+TEST_CASE("client.run_settings.the_summary_output_is_recorded_with_the_job") {
+  JobConfig c = base();
+  c.outputs = {{"res", "uri_folder", "/out/res"}};
+  auto rec = recorded_settings(c);
+  CHECK(rec.output_dir.empty());  // the append_row file is jobs.output_path
+  CHECK(summary_output(job_spec(c, "/l").output_path, rec) == "/out/results.txt");
+  c.append_row_to.clear();
+  rec = recorded_settings(c);
+  CHECK(rec.output_dir == "/out/res");
+  CHECK(summary_output(job_spec(c, "/l").output_path, rec) == "/out/res");
+  c.outputs.clear();
+  CHECK(summary_output("", recorded_settings(c)).empty());
 }

@@ -405,3 +405,41 @@ TEST_CASE("client.session.exit_status_of_each_job_state") {
   CHECK(exit_status("running", false) == 1);
   CHECK(exit_status("bogus", false) == 1);
 }
+
+// ---- a run that attached to the store's owner just as it went away ----
+
+TEST_CASE("client.session.an_owner_gone_before_accepting_the_job_is_attached_again") {
+  using fanout::client::attach_again;
+  using fanout::client::AttachOutcome;
+  using fanout::client::kAttachTries;
+  const AttachOutcome gone{.guest = true, .owner_gone = true};
+  SessionPolicy p(SessionRules{.submits = true}, t0);
+  SUBCASE("the owner is seen gone") { p.child_died("the interchange that owned the store exited"); }
+  SUBCASE("no answer from it") { p.not_accepted(); }
+  CHECK(attach_again(p, gone));
+  CHECK(attach_again(p, AttachOutcome{.guest = true, .owner_gone = true, .tries = 2}));
+  // Bounded: the last try's failure is the run's.
+  CHECK_FALSE(
+      attach_again(p, AttachOutcome{.guest = true, .owner_gone = true, .tries = kAttachTries}));
+  // The owner recorded the job before it went: starting over would run it twice.
+  CHECK_FALSE(
+      attach_again(p, AttachOutcome{.guest = true, .owner_gone = true, .job_in_store = true}));
+  // This run's own private interchange died, or the owner still holds the store.
+  CHECK_FALSE(attach_again(p, AttachOutcome{.guest = false, .owner_gone = true}));
+  CHECK_FALSE(attach_again(p, AttachOutcome{.guest = true, .owner_gone = false}));
+}
+
+TEST_CASE("client.session.an_accepted_or_refused_job_is_never_attached_again") {
+  using fanout::client::attach_again;
+  using fanout::client::AttachOutcome;
+  const AttachOutcome gone{.guest = true, .owner_gone = true};
+  SessionPolicy accepted = submitted();
+  accepted.child_died("the interchange that owned the store exited");
+  CHECK_FALSE(attach_again(accepted, gone));
+  SessionPolicy refused(SessionRules{.submits = true}, t0);
+  refused.on_reject(proto::Reject{"SubmitJob: output_path: in use"}, t0);
+  CHECK_FALSE(attach_again(refused, gone));
+  SessionPolicy failed(SessionRules{.submits = true}, t0);
+  failed.fail("the input could not be listed");
+  CHECK_FALSE(attach_again(failed, gone));
+}

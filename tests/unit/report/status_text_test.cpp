@@ -86,6 +86,28 @@ TEST_CASE("report.status_text.json") {
   CHECK(d["first_error"]["status"] == "RUN_EXCEPTION");
 }
 
+// The interchange's liveness, as `fanout status` found it: an object with null for what is not
+// known, or null for a job that is not running.
+TEST_CASE("report.status_text.json_names_the_interchanges_liveness") {
+  const auto none = nlohmann::json::parse(report::format_status_json(running_job()));
+  REQUIRE(none.contains("interchange"));
+  CHECK(none["interchange"].is_null());
+
+  const std::string dead = report::format_status_json(
+      running_job(), report::InterchangeStatus{
+                         .state = "dead", .pid = 4242, .host = "node7", .started = 1700000000.5});
+  CHECK(dead.find(R"("interchange":{"state":"dead","pid":4242,"host":"node7",)"
+                  R"("started":1700000000.5}})") != std::string::npos);
+  CHECK(dead.find('\n') == dead.size() - 1);  // still one line
+
+  const auto unknown = nlohmann::json::parse(
+      report::format_status_json(running_job(), report::InterchangeStatus{.state = "unknown"}));
+  CHECK(unknown["interchange"]["state"] == "unknown");
+  CHECK(unknown["interchange"]["pid"].is_null());
+  CHECK(unknown["interchange"]["host"].is_null());
+  CHECK(unknown["interchange"]["started"].is_null());
+}
+
 TEST_CASE("report.status_text.first_error_is_shown") {
   JobStatus s = running_job();
   s.first_error = JobStatus::ErrorLine{0,

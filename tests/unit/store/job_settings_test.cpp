@@ -87,6 +87,16 @@ TEST_CASE("store.job_settings.reads_back_what_it_writes") {
   CHECK(back->priority == 4);
 }
 
+TEST_CASE("store.job_settings.output_dir_is_written_only_when_set") {
+  JobSettings s = sample();
+  CHECK(settings_json(s).find("output_dir") == std::string::npos);
+  s.output_dir = "/data/out/res";
+  CHECK(settings_json(s).ends_with(R"("priority":4,"output_dir":"/data/out/res"})"));
+  auto back = parse_settings_json(settings_json(s));
+  REQUIRE(back);
+  CHECK(back->output_dir == "/data/out/res");
+}
+
 TEST_CASE("store.job_settings.missing_keys_and_keys_of_another_type_keep_the_defaults") {
   const JobSettings d;
   SUBCASE("an empty object") {
