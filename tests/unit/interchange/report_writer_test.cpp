@@ -58,8 +58,8 @@ struct Bed {
   ReportWriter reports;
 };
 
-AttemptRecord attempt(std::uint64_t id, std::uint64_t job, std::uint64_t index,
-                      std::uint32_t tries, bool ok, const std::string& state) {
+AttemptRecord attempt(std::uint64_t id, std::uint64_t job, std::uint64_t index, std::uint32_t tries,
+                      bool ok, const std::string& state) {
   auto rec = make_attempt(id, job, index, tries,
                           ok ? proto::AttemptStatus::RunDone : proto::AttemptStatus::RunException,
                           state, ok ? "row " + std::to_string(index) + "\n" : "", ok);
