@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <thread>
 
 #include "client/embedded.hpp"
+#include "client/pool_address.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/error.hpp"
@@ -290,21 +290,22 @@ Expected<std::string> interchange_address(const std::string& given) {
                       "cannot list network interfaces; give "
                       "--interchange-address (fanout.interchange_address)");
   }
-  std::string found;
-  for (ifaddrs* a = list; a != nullptr && found.empty(); a = a->ifa_next) {
-    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
-    if ((a->ifa_flags & IFF_UP) == 0 || (a->ifa_flags & IFF_LOOPBACK) != 0) continue;
-    char buf[INET_ADDRSTRLEN] = {};
-    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
-    if (::inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf) != nullptr) found = buf;
+  std::vector<InterfaceAddress> found;
+  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    InterfaceAddress x{.name = a->ifa_name != nullptr ? a->ifa_name : "", .flags = a->ifa_flags};
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (a->ifa_addr != nullptr) x.family = a->ifa_addr->sa_family;
+    if (x.family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+      if (::inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf) != nullptr) x.address = buf;
+    } else if (x.family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ifa_addr);
+      if (::inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf) != nullptr) x.address = buf;
+    }
+    found.push_back(std::move(x));
   }
   ::freeifaddrs(list);
-  if (found.empty()) {
-    return make_error(ErrorCode::NotFound,
-                      "no network interface but loopback is up, so no node could reach the "
-                      "interchange; give --interchange-address (fanout.interchange_address)");
-  }
-  return found;
+  return choose_pool_address(found);
 }
 
 }  // namespace fanout::client

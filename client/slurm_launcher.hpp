@@ -76,8 +76,9 @@ class SlurmLauncher final : public Launcher {
 // Returns what it cancelled, as for slurm_status_line(); "" when nothing.
 std::string release_slurm_jobs(const std::string& run_dir);
 
-// Where the pools connect to: `given`, else the first non-loopback IPv4 address of an interface
-// that is up. Error{NotFound} asking for --interchange-address when there is none.
+// Where the pools connect to: `given`, else what choose_pool_address() (pool_address.hpp) picks
+// from getifaddrs(3): the first non-loopback IPv4 address of an interface that is up.
+// Error{NotFound} asking for --interchange-address when there is none.
 [[nodiscard]] Expected<std::string> interchange_address(const std::string& given);
 
 }  // namespace fanout::client
