@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -185,12 +186,21 @@ std::string SlurmLauncher::poll() {
     return {};
   }
   if (act > 0) return {};
+  // A job still COMPLETING has not said how it ended (TIMEOUT, CANCELLED, NODE_FAIL, ...): wait
+  // for that a while (Slurm's KillWait and epilog), so the message below can say why.
+  const auto now = Clock::now();
+  if (settle_until_ == Clock::time_point{}) settle_until_ = now + std::chrono::seconds(60);
+  const bool completing = std::any_of(states_.begin(), states_.end(), [](const auto& s) {
+    return s.second.rfind("COMPLETING", 0) == 0;
+  });
+  if (completing && now < settle_until_) return {};
   const std::uint64_t last = ids_.back();
   const std::string out = fmt::format("{}/pools-{}.out", dir_, last);
   return fmt::format(
-      "every pool job ended ({}) and --max-nodes {} allows no replacement; pool logs under "
+      "every pool job ended ({}) and --max-nodes {} allows no replacement{}; pool logs under "
       "{}/logs/sys/node/, the last job's output in {}:{}",
-      shown_, policy_.max_nodes(), o_.run_dir, out, tail_of(out, 10));
+      shown_, policy_.max_nodes(), slurm::end_advice(last, states_[last], o_.launch), o_.run_dir,
+      out, tail_of(out, 10));
 }
 
 void SlurmLauncher::release() {

@@ -53,6 +53,7 @@ class SlurmLauncher final : public Launcher {
   std::map<std::uint64_t, std::string> states_{};
   std::map<std::uint64_t, int> missing_{};  // refreshes in a row that did not list the job
   Clock::time_point next_refresh_{};
+  Clock::time_point settle_until_{};  // how long to wait for a COMPLETING job's final state
   std::string shown_{};
   bool detached_ = false;
   bool released_ = false;
