@@ -142,6 +142,7 @@ std::uint32_t SlurmLauncher::active() const {
 
 void SlurmLauncher::refresh(bool now) {
   const auto t = Clock::now();
+  if (ids_.empty()) return;  // nothing submitted (sbatch refused the first): nothing to show
   if (!now && t < next_refresh_) return;
   next_refresh_ = t + std::chrono::seconds(2);
   auto states = query_states(dir_);
