@@ -4,10 +4,10 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "client/embedded.hpp"
+#include "client/pool_address.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/error.hpp"
@@ -141,6 +142,7 @@ std::uint32_t SlurmLauncher::active() const {
 
 void SlurmLauncher::refresh(bool now) {
   const auto t = Clock::now();
+  if (ids_.empty()) return;  // nothing submitted (sbatch refused the first): nothing to show
   if (!now && t < next_refresh_) return;
   next_refresh_ = t + std::chrono::seconds(2);
   auto states = query_states(dir_);
@@ -185,12 +187,21 @@ std::string SlurmLauncher::poll() {
     return {};
   }
   if (act > 0) return {};
+  // A job still COMPLETING has not said how it ended (TIMEOUT, CANCELLED, NODE_FAIL, ...): wait
+  // for that a while (Slurm's KillWait and epilog), so the message below can say why.
+  const auto now = Clock::now();
+  if (settle_until_ == Clock::time_point{}) settle_until_ = now + std::chrono::seconds(60);
+  const bool completing = std::any_of(states_.begin(), states_.end(), [](const auto& s) {
+    return s.second.rfind("COMPLETING", 0) == 0;
+  });
+  if (completing && now < settle_until_) return {};
   const std::uint64_t last = ids_.back();
   const std::string out = fmt::format("{}/pools-{}.out", dir_, last);
   return fmt::format(
-      "every pool job ended ({}) and --max-nodes {} allows no replacement; pool logs under "
+      "every pool job ended ({}) and --max-nodes {} allows no replacement{}; pool logs under "
       "{}/logs/sys/node/, the last job's output in {}:{}",
-      shown_, policy_.max_nodes(), o_.run_dir, out, tail_of(out, 10));
+      shown_, policy_.max_nodes(), slurm::end_advice(last, states_[last], o_.launch), o_.run_dir,
+      out, tail_of(out, 10));
 }
 
 void SlurmLauncher::release() {
@@ -290,21 +301,22 @@ Expected<std::string> interchange_address(const std::string& given) {
                       "cannot list network interfaces; give "
                       "--interchange-address (fanout.interchange_address)");
   }
-  std::string found;
-  for (ifaddrs* a = list; a != nullptr && found.empty(); a = a->ifa_next) {
-    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
-    if ((a->ifa_flags & IFF_UP) == 0 || (a->ifa_flags & IFF_LOOPBACK) != 0) continue;
-    char buf[INET_ADDRSTRLEN] = {};
-    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
-    if (::inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf) != nullptr) found = buf;
+  std::vector<InterfaceAddress> found;
+  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    InterfaceAddress x{.name = a->ifa_name != nullptr ? a->ifa_name : "", .flags = a->ifa_flags};
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (a->ifa_addr != nullptr) x.family = a->ifa_addr->sa_family;
+    if (x.family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+      if (::inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf) != nullptr) x.address = buf;
+    } else if (x.family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ifa_addr);
+      if (::inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf) != nullptr) x.address = buf;
+    }
+    found.push_back(std::move(x));
   }
   ::freeifaddrs(list);
-  if (found.empty()) {
-    return make_error(ErrorCode::NotFound,
-                      "no network interface but loopback is up, so no node could reach the "
-                      "interchange; give --interchange-address (fanout.interchange_address)");
-  }
-  return found;
+  return choose_pool_address(found);
 }
 
 }  // namespace fanout::client

@@ -53,6 +53,7 @@ class SlurmLauncher final : public Launcher {
   std::map<std::uint64_t, std::string> states_{};
   std::map<std::uint64_t, int> missing_{};  // refreshes in a row that did not list the job
   Clock::time_point next_refresh_{};
+  Clock::time_point settle_until_{};  // how long to wait for a COMPLETING job's final state
   std::string shown_{};
   bool detached_ = false;
   bool released_ = false;
@@ -76,8 +77,9 @@ class SlurmLauncher final : public Launcher {
 // Returns what it cancelled, as for slurm_status_line(); "" when nothing.
 std::string release_slurm_jobs(const std::string& run_dir);
 
-// Where the pools connect to: `given`, else the first non-loopback IPv4 address of an interface
-// that is up. Error{NotFound} asking for --interchange-address when there is none.
+// Where the pools connect to: `given`, else what choose_pool_address() (pool_address.hpp) picks
+// from getifaddrs(3): the first non-loopback IPv4 address of an interface that is up.
+// Error{NotFound} asking for --interchange-address when there is none.
 [[nodiscard]] Expected<std::string> interchange_address(const std::string& given);
 
 }  // namespace fanout::client

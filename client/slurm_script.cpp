@@ -124,6 +124,17 @@ std::string check_blocks(const config::LauncherSettings& s, std::uint32_t instan
   return {};
 }
 
+std::string end_advice(std::uint64_t id, std::string_view state,
+                       const config::LauncherSettings& l) {
+  if (state.substr(0, state.find(' ')) != "TIMEOUT") return {};
+  const std::string limit = l.walltime.empty()
+                                ? "the partition's default time limit (set fanout.walltime)"
+                                : "its walltime (fanout.walltime " + l.walltime + ")";
+  return fmt::format(
+      "; pool job {} reached {}: raise it, or allow replacement pool jobs with --max-nodes", id,
+      limit);
+}
+
 std::string describe_jobs(const std::vector<std::uint64_t>& ids,
                           const std::map<std::uint64_t, std::string>& states) {
   std::string s = ids.size() == 1 ? "slurm job" : "slurm jobs";

@@ -71,6 +71,12 @@ class BlockPolicy final {
 [[nodiscard]] std::string check_blocks(const config::LauncherSettings& s,
                                        std::uint32_t instance_count);
 
+// What the "every pool job ended" message adds for the last pool job's final `state`: for
+// TIMEOUT, that it ran out of time and which key sets that ("; pool job 12 reached its walltime
+// (fanout.walltime 00:01:00): raise it, or allow replacements with --max-nodes"); "" otherwise.
+[[nodiscard]] std::string end_advice(std::uint64_t id, std::string_view state,
+                                     const config::LauncherSettings& l);
+
 // One line for progress and `fanout status`: "slurm job 12 RUNNING, 13 PENDING".
 [[nodiscard]] std::string describe_jobs(const std::vector<std::uint64_t>& ids,
                                         const std::map<std::uint64_t, std::string>& states);

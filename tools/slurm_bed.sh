@@ -122,6 +122,11 @@ ReturnToService=2
 SlurmctldTimeout=30
 SlurmdTimeout=30
 InactiveLimit=0
+# Time limits (it_slurm's walltime cases): slurmctld checks them every 30 s (its fixed
+# PERIODIC_TIMEOUT, no slurm.conf key), so a job with --time=1 ends 60-90 s after it started.
+# OverTimeLimit=0: no grace minutes past the limit; KillWait=5: SIGKILL 5 s after the SIGTERM
+# (Slurm's default is 30); MinJobAge=300: an ended job stays in squeue -t all, with its TIMEOUT.
+OverTimeLimit=0
 KillWait=5
 MinJobAge=300
 $node_lines

@@ -17,6 +17,13 @@ fanout-pool`:
   cancel         `fanout cancel JOB` releases the pool job.
   interrupt      Ctrl-C (SIGINT) cancels the job and releases the pool job.
   client_killed  --exit-with-client, the client SIGKILLed: the pool job is released.
+  walltime       a pool job's walltime of 1 minute (Slurm's smallest) with more work than
+                 that on one node, --max-nodes 2: Slurm ends it (TIMEOUT), its pool sees the
+                 SIGTERM, what it held runs again, a replacement finishes the job, every row
+                 exactly once. (slurm_bed.sh: time limits checked every 30 s, KillWait 5 s.)
+  walltime_no_replacement
+                 the same with --max-nodes 1: exit 3 naming TIMEOUT, fanout.walltime and
+                 `fanout resume`.
 
 After each case `squeue` must be empty. Exit 77 (meson: skipped) with the reason when not root
 or when slurm-wlm and munge cannot be installed. Environment: FANOUT_BIN, FANOUT_TOOLS_DIR.
@@ -45,7 +52,9 @@ def init():
     pass
 
 def run(mini_batch):
-    time.sleep(float(os.environ.get("SLEEP_S", "0")))
+    # FAST_IF: a file the test makes once the pool job that had to be slow has ended.
+    fast = os.environ.get("FAST_IF", "")
+    time.sleep(0.02 if fast and os.path.exists(fast) else float(os.environ.get("SLEEP_S", "0")))
     return [os.path.basename(p) for p in mini_batch]
 '''
 
@@ -90,7 +99,7 @@ def expect_no_jobs(env, case):
 
 
 class Case:
-    def __init__(self, root, name, files=24, sleep_s=0.0, extra=""):
+    def __init__(self, root, name, files=24, sleep_s=0.0, extra="", walltime="00:10:00"):
         self.root = root
         self.dir = os.path.join(root, name)
         self.name = name
@@ -106,6 +115,7 @@ class Case:
         with open(os.path.join(self.dir, "src", "score.py"), "w") as f:
             f.write(ENTRY)
         self.out = os.path.join(self.dir, "out.txt")
+        self.fast = os.path.join(self.dir, "fast")
         self.job = os.path.join(self.dir, "job.yaml")
         with open(self.job, "w") as f:
             f.write(f"""type: parallel
@@ -119,13 +129,14 @@ mini_batch_size: "2"
 max_concurrency_per_instance: 1
 environment_variables:
   SLEEP_S: "{sleep_s}"
+  FAST_IF: {self.fast}
 task:
   code: ./src
   entry_script: score.py
   append_row_to: {self.out}
 fanout:
   launcher: slurm
-  walltime: "00:10:00"
+  walltime: "{walltime}"
   heartbeat_period_ms: 500
   heartbeat_threshold_ms: 5000
 {extra}""")
@@ -294,6 +305,92 @@ def case_no_replacement(root, env):
     expect_no_jobs(env, "no_replacement")
 
 
+def ended_state(env, job_id):
+    """The pool job's final state once Slurm has let go of it (COMPLETING is not final)."""
+    st = job_state(env, job_id)
+    return st if st not in ("", "PENDING", "CONFIGURING", "RUNNING", "COMPLETING") else None
+
+
+def walltime_case(root, env, name, *flags):
+    # One worker, 1 s a mini-batch, 200 of them: 200 s of work for a pool job whose walltime is
+    # 1 minute (Slurm's smallest). slurmctld checks time limits every 30 s, so Slurm ends it 60 to
+    # 90 s after it started: SIGTERM to the pool and its workers, SIGKILL after KillWait (5 s in
+    # slurm_bed.sh).
+    c = Case(root, name, files=400, sleep_s=1.0, walltime="00:01:00")
+    p = start(c, env, "--nodes", "1", *flags)
+    first = wait_for("the first pool job", lambda: (c.job_ids() or [None])[0])
+    wait_for("the pool job to run", lambda: job_state(env, first) == "RUNNING")
+    began = time.time()
+    state = wait_for("the walltime to end the pool job", lambda: ended_state(env, first),
+                     timeout=300)
+    if state != "TIMEOUT":
+        fail(f"{name}: pool job {first} ended {state}, not TIMEOUT:\n{client_log(c)}")
+    done = c.rows_done()
+    if done >= len(c.expected):
+        fail(f"{name}: the work ended before the walltime ({done} rows); make it longer")
+    print(f"ok: {name}: pool job {first} ended TIMEOUT {time.time() - began:.0f} s after it "
+          f"started, {done} of {len(c.expected)} rows written")
+    # The rest need not take a replacement's whole walltime: from now on mini-batches are quick.
+    with open(c.fast, "w"):
+        pass
+    return c, p, first
+
+
+def pool_log_of(c, job_id):
+    rd = c.run_dir()
+    for d, _, fs in os.walk(os.path.join(rd, "logs", "sys", "node")):
+        for f in fs:
+            if f == f"pool-slurm{job_id}.log":
+                with open(os.path.join(d, f), errors="replace") as fh:
+                    return fh.read()
+    return ""
+
+
+def case_walltime(root, env):
+    c, p, first = walltime_case(root, env, "walltime", "--max-nodes", "2")
+    rc = p.wait(timeout=600)
+    if rc != 0:
+        fail(f"walltime: fanout run exited {rc}:\n{client_log(c)}")
+    c.check_rows()
+    ids = c.job_ids()
+    if len(ids) != 2 or ids[0] != first:
+        fail(f"walltime: expected the timed-out pool job and one replacement, got {ids}")
+    # What the first pool held came back: handed back when it left on SIGTERM (no attempt),
+    # or as cut-short attempts (WORKER_LOST: the worker got Slurm's signal; POOL_LOST: the
+    # pool fell silent, SIGKILLed after KillWait). Rows exactly once above says it ran again.
+    log = pool_log_of(c, first)
+    if "stopping (signal)" not in log:
+        fail(f"walltime: pool job {first}'s pool did not see Slurm's SIGTERM:\n{log[-3000:]}")
+    lost = c.query("SELECT status, count(*) FROM attempts WHERE status != 'RUN_DONE' "
+                   "GROUP BY status")
+    states = c.query("SELECT name, state FROM pools ORDER BY id")
+    if len(states) != 2 or states[0][1] not in ("gone", "lost"):
+        fail(f"walltime: expected the first pool gone or lost and a second one: {states}")
+    handed = [line for line in log.splitlines() if "handed back" in line]
+    print(f"ok: walltime: SIGTERM seen, {handed[-1:] or 'nothing handed back'}, cut-short "
+          f"attempts {lost}; replacement {ids[1]} finished the job; pools {states}")
+    if "replacement" not in client_log(c):
+        fail("walltime: the client did not say it submitted a replacement")
+    expect_no_jobs(env, "walltime")
+
+
+def case_walltime_no_replacement(root, env):
+    c, p, first = walltime_case(root, env, "walltime_no_replacement", "--max-nodes", "1")
+    rc = p.wait(timeout=300)
+    log = client_log(c)
+    if rc != 3 or "every pool job ended" not in log or "fanout resume" not in log:
+        fail(f"walltime_no_replacement: expected exit 3 naming the ended pool job and resume, "
+             f"got {rc}:\n{log}")
+    if len(c.job_ids()) != 1:
+        fail(f"walltime_no_replacement: a replacement was submitted with --max-nodes 1: "
+             f"{c.job_ids()}")
+    # Why it ended, in Slurm's word, and what to change: the walltime named.
+    if f"slurm job {first} TIMEOUT" not in log or "fanout.walltime 00:01:00" not in log:
+        fail(f"walltime_no_replacement: the message does not say the walltime ran out:\n{log}")
+    print("ok: walltime_no_replacement: the run stops (exit 3) naming the pool job and resume")
+    expect_no_jobs(env, "walltime_no_replacement")
+
+
 def case_cancel(root, env):
     c = Case(root, "cancel", files=40, sleep_s=1.0)
     p = start(c, env, "--nodes", "1")
@@ -356,7 +453,8 @@ def main():
         if up.returncode != 0:
             fail("slurm_bed.sh up: " + up.stdout + up.stderr)
         cases = sys.argv[1:] or ["nodes_1", "nodes_2", "scancel", "no_replacement", "cancel",
-                                 "interrupt", "client_killed"]
+                                 "interrupt", "client_killed", "walltime",
+                                 "walltime_no_replacement"]
         for name in cases:
             globals()["case_" + name](root, env)
     finally:

@@ -158,6 +158,22 @@ TEST_CASE("client.slurm.check_blocks") {
   CHECK(slurm::check_blocks(s, 1).empty());
 }
 
+TEST_CASE("client.slurm.end_advice") {
+  fanout::config::LauncherSettings l;
+  l.walltime = "00:01:00";
+  CHECK(slurm::end_advice(12, "TIMEOUT", l) ==
+        "; pool job 12 reached its walltime (fanout.walltime 00:01:00): raise it, or allow "
+        "replacement pool jobs with --max-nodes");
+  // Without fanout.walltime the partition's default limit applied.
+  CHECK(has(slurm::end_advice(12, "TIMEOUT", {}),
+            "the partition's default time limit (set "
+            "fanout.walltime)"));
+  // Other ends say nothing more: the state in the message says enough.
+  for (const char* st : {"CANCELLED", "CANCELLED by 0", "NODE_FAIL", "FAILED", "", "COMPLETED"}) {
+    CHECK(slurm::end_advice(12, st, l).empty());
+  }
+}
+
 TEST_CASE("client.slurm.job_file_keys") {
   auto r = parse(
       "  launcher: slurm\n"
