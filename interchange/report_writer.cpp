@@ -146,24 +146,33 @@ void ReportWriter::feed(const std::vector<std::uint64_t>& skips, Batches batches
   if (!order_ || !src_) return;
   bool reading = false;
   try {
+    auto release = [&] {
+      order_->release([&](store::CommittedAttempt& a) {
+        auto it = watched_.find(a.job_id);
+        if (it == watched_.end() || !it->second->builder) return;
+        try {
+          add(a, *it->second->builder, reading);
+        } catch (const Failure&) {
+          it->second->builder.reset();  // written in one pass at the end
+        }
+      });
+    };
     for (auto id : skips) order_->skip(id);
+    if (batches.empty()) release();
+    // One commit at a time, as they came: what is held is measured after each, however many
+    // commits waited for the thread.
     for (auto& batch : batches) {
       for (auto& a : batch) {
         auto it = watched_.find(a.job_id);
         order_->arrive(std::move(a), it != watched_.end() && it->second->builder != nullptr);
       }
-    }
-    order_->release([&](store::CommittedAttempt& a) {
-      auto it = watched_.find(a.job_id);
-      if (it == watched_.end() || !it->second->builder) return;
-      try {
-        add(a, *it->second->builder, reading);
-      } catch (const Failure&) {
-        it->second->builder.reset();  // written in one pass at the end
+      release();
+      if (order_->held() > limits_.max_held) {
+        give_up();
+        break;
       }
-    });
+    }
     if (reading) src_->finish();
-    if (order_->held() > limits_.max_held) give_up();
   } catch (const Failure&) {
     if (reading) {
       try {
