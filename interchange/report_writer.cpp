@@ -158,7 +158,7 @@ void ReportWriter::feed(const std::vector<std::uint64_t>& skips, Batches batches
       });
     };
     for (auto id : skips) order_->skip(id);
-    if (batches.empty()) release();
+    release();  // what the skips alone let through
     // One commit at a time, as they came: what is held is measured after each, however many
     // commits waited for the thread.
     for (auto& batch : batches) {

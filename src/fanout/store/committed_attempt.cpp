@@ -41,31 +41,4 @@ AttemptRow CommittedAttempt::row() const {
   return r;
 }
 
-CommittedAttempt CommittedAttempt::from_row(const AttemptRow& a) {
-  CommittedAttempt c;
-  c.id = a.id;
-  c.job_id = a.job_id;
-  c.minibatch_id = a.minibatch_id;
-  c.pool_id = a.pool_id;
-  c.attempt = a.attempt;
-  c.worker_pid = a.worker_pid;
-  c.items = a.items;
-  c.succeeded = a.succeeded;
-  c.failed = a.failed;
-  c.start = a.has_start ? a.start : std::nan("");
-  c.elapsed_s = a.has_elapsed ? a.elapsed_s : std::nan("");
-  c.cpu_s = a.has_cpu ? a.cpu_s : std::nan("");
-  c.run_s = a.has_run ? a.run_s : std::nan("");
-  c.status = a.status;
-  c.pool = a.pool;
-  c.node = a.node;
-  c.process = a.process;
-  c.error_category = a.error_category;
-  c.error_message = a.error_message;
-  c.detail = a.detail;
-  c.detail_known = true;
-  c.has_detail = a.has_detail;
-  return c;
-}
-
 }  // namespace fanout::store

@@ -25,8 +25,6 @@ struct CommittedAttempt {
   // The row as ReportSource reads it back from the store (NULL where SQLite stores NULL: an
   // empty pool or node name, a NaN time), viewing into this.
   [[nodiscard]] AttemptRow row() const;
-  // A copy of a row read from the store (its detail known).
-  [[nodiscard]] static CommittedAttempt from_row(const AttemptRow& a);
 };
 
 // Called on the store's writer thread after each commit with the attempts it committed, in the
