@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # Configures (once) and builds fanout into ./build with Debian's packages only.
+#   tools/build.sh              everything: the programs, the tests and the tools
+#   tools/build.sh --programs   only what running a job needs (the README's first command)
+# Warnings are errors here and in CI (-Dwerror=true), not a project default, so a packager's own
+# flags or compiler never turn a new warning into a failed build.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-if [ ! -f build/build.ninja ]; then
-  meson setup build --wrap-mode=nofallback "$@"
+targets=()
+if [ "${1:-}" = "--programs" ]; then
+  shift
+  targets=(client/fanout interchange/fanout-interchange pool/fanout-pool pool/fanout-worker)
 fi
-ninja -C build
+if [ ! -f build/build.ninja ]; then
+  meson setup build --wrap-mode=nofallback -Dwerror=true "$@"
+fi
+ninja -C build "${targets[@]}"

@@ -5,7 +5,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 bash tools/install-deps.sh
-bash tools/build.sh
+bash tools/build.sh --programs
 example=docs/examples/file-scoring
 db=${FANOUT_DB:-$top/runs/fanout.db}
 rm -f "$example/out/word_counts.txt"
