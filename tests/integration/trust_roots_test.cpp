@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "fanout/net/keys.hpp"
@@ -65,6 +67,25 @@ std::string reject_of(const std::string& ep, const std::string& keys, const prot
   }
   return {};
 }
+
+// A second local user, made with useradd and removed (userdel -r) when the object goes, whatever
+// the test did meanwhile. Needs root.
+class OtherUser final {
+ public:
+  OtherUser() {
+    (void)std::system("userdel -r fanout_atk_r >/dev/null 2>&1");  // a leftover of a killed run
+    made_ = std::system("useradd --create-home --shell /bin/sh fanout_atk_r >/dev/null 2>&1") == 0;
+    auto r = run_capture({"id", "-u", "fanout_atk_r"}, "/tmp");
+    uid = made_ && !r.out.empty() ? static_cast<uid_t>(std::stoul(r.out)) : 0;
+  }
+  ~OtherUser() { (void)std::system("userdel -r fanout_atk_r >/dev/null 2>&1"); }
+  OtherUser(const OtherUser&) = delete;
+  OtherUser& operator=(const OtherUser&) = delete;
+  uid_t uid = 0;
+
+ private:
+  bool made_ = false;
+};
 
 }  // namespace
 
@@ -222,4 +243,37 @@ TEST_CASE("integration.trust_roots.key_folders_others_may_write_are_refused") {
     peer.send(proto::encode(proto::SubmitJob{spec}));
     CHECK(!peer.recv_within(10000).empty());  // admitted again: a Reject of the empty spec
   }
+}
+
+// Skipped (exit 77, SKIP in meson) unless root. A root interchange whose authorized/clients/
+// belongs to an unprivileged user (who may then add a key) refuses to start, naming that user.
+TEST_CASE("integration.trust_roots.key_folder_of_another_user_is_refused") {
+  if (::geteuid() != 0) {
+    std::fprintf(stderr, "SKIP: needs root to create another local user (useradd)\n");
+    std::_Exit(77);
+  }
+  OtherUser atk;
+  REQUIRE(atk.uid != 0);
+  TempDir dir("trust-owner");
+  const std::string keys = dir / "keys";
+  keygen(dir, keys);
+  const std::string clients = net::authorized_clients_dir(keys);
+  REQUIRE(::chown(clients.c_str(), atk.uid, static_cast<gid_t>(-1)) == 0);
+  auto ix = run_capture({interchange_bin(), "--keys", keys, "--db", dir / "ix.db"}, dir.path(), {},
+                        std::chrono::seconds(60));
+  INFO("interchange stderr:\n" << ix.err);
+  CHECK(ix.status.code == 1);
+  CHECK(ix.err.find("key folder " + clients + " is not owned by root or the user running") !=
+        std::string::npos);
+  CHECK(ix.err.find("fanout_atk_r (uid " + std::to_string(atk.uid) + ")") != std::string::npos);
+  // The user's own secret key, 0600, is not the interchange's to use.
+  REQUIRE(::chown(clients.c_str(), 0, static_cast<gid_t>(-1)) == 0);
+  const std::string secret = net::secret_key_path(keys, "interchange");
+  REQUIRE(::chown(secret.c_str(), atk.uid, static_cast<gid_t>(-1)) == 0);
+  auto ix2 = run_capture({interchange_bin(), "--keys", keys, "--db", dir / "ix.db"}, dir.path(), {},
+                         std::chrono::seconds(60));
+  INFO("interchange stderr:\n" << ix2.err);
+  CHECK(ix2.status.code == 1);
+  CHECK(ix2.err.find("secret key file " + secret + " is not owned by the user running") !=
+        std::string::npos);
 }
