@@ -99,6 +99,11 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
              rs.log_level,
              "--log-file",
              ix_log_};
+  // The private interchange runs as this user, for this user's clients (a 0700 ipc folder, or
+  // this user's keys), so it may write wherever the client names, as the client itself could;
+  // a shared interchange keeps its operator's roots (docs/security.md).
+  so.argv.push_back("--write-root");
+  so.argv.push_back("/");
   if (rs.window > 0) {
     so.argv.push_back("--window");
     so.argv.push_back(std::to_string(rs.window));

@@ -50,6 +50,17 @@ Interchange::Interchange(Options opts, Logger log)
   instance_ =
       (static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(::getpid());
   if (instance_ == 0) instance_ = 1;
+  // Resolved once: a link the operator later moves does not widen what clients may write.
+  std::vector<std::string> roots = opts_.write_roots;
+  if (roots.empty()) {
+    roots.push_back(std::filesystem::absolute(opts_.db_path).parent_path().string());
+  }
+  for (const auto& root : roots) {
+    auto real = resolve_for_write(std::filesystem::absolute(root).string());
+    if (!real) throw Failure(ErrorCode::InvalidArgument, "--write-root: " + real.error().message);
+    write_roots_.push_back(*real);
+  }
+  log_->info("clients may make this interchange write under: {}", fmt::join(write_roots_, ", "));
   // The report thread builds running jobs' reports from what the store commits.
   store_->on_attempts_committed(
       [r = reports_.get()](std::vector<store::CommittedAttempt>& batch) { r->committed(batch); });
@@ -293,6 +304,9 @@ void Interchange::on_client(net::Message& msg) {
 void Interchange::on_submit_job(const std::string& peer, const std::string& frame) {
   auto m = proto::decode<proto::SubmitJob>(frame);
   if (!m) return bad_frame("client", peer, m.error());
+  // A run folder the interchange makes itself is its own choice, not the client's: only the
+  // paths a client names are held to the write roots.
+  const bool log_dir_is_clients = !m->spec.log_dir.empty() || !m->spec.interchange_run_dir;
   if (m->spec.log_dir.empty() && m->spec.interchange_run_dir) {
     // The client's paths are not ours: the run folder goes beside our store, named after the
     // job (only characters safe in one path component).
@@ -306,6 +320,7 @@ void Interchange::on_submit_job(const std::string& peer, const std::string& fram
         fmt::gmtime(std::time(nullptr)), ::getpid(), ++run_dirs_made_);
   }
   auto ok = check_job_spec(m->spec);
+  if (ok) ok = check_write_roots(m->spec, write_roots_, log_dir_is_clients);
   if (ok) ok = check_output_free(m->spec, ledger_.jobs());
   if (ok) ok = prepare_job_files(m->spec);
   if (!ok) {

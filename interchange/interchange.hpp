@@ -50,6 +50,9 @@ struct Options {
   store::OwnerLock* owner = nullptr;
   // `fanout resume --failed`: jobs whose failed mini-batches are reopened before recovery.
   std::vector<std::uint64_t> reopen_failed{};
+  // The folders a client's SubmitJob may make this interchange write in (its output_path and
+  // log_dir; --write-root). Empty: the store's folder only. See docs/security.md.
+  std::vector<std::string> write_roots{};
 };
 
 // Counters logged at INFO every stats_interval when they changed (STYLE.md section 7).
@@ -162,8 +165,9 @@ class Interchange final {
   bool warned_window_ = false;
   std::uint64_t instance_ = 0;  // JobProgress::instance: random per process
   bool had_client_ = false;
-  pid_t parent_ = 0;                 // at run(): the embedded interchange's client
-  std::uint64_t run_dirs_made_ = 0;  // for clients that leave the run folder to us
+  pid_t parent_ = 0;                      // at run(): the embedded interchange's client
+  std::uint64_t run_dirs_made_ = 0;       // for clients that leave the run folder to us
+  std::vector<std::string> write_roots_;  // Options::write_roots, resolved (job_checks.hpp)
   LoopStats stats_{}, logged_stats_{};
   Clock::time_point last_stats_{};
   bool warned_bad_ = false;

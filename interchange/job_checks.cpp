@@ -3,6 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
 #include <filesystem>
 #include <string>
 
@@ -48,6 +54,90 @@ Expected<void> check_output_free(const proto::JobSpec& spec, const JobLedger::Jo
                                   "it to end, or choose another output",
                                   spec.output_path, id, job.spec.name));
   }
+  return {};
+}
+
+Expected<std::string> resolve_for_write(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path given(path);
+  if (!given.is_absolute()) {
+    return make_error(ErrorCode::InvalidArgument, "expected an absolute path (got '" + path + "')");
+  }
+  // The components still to walk; a link's target is pushed in front of what followed it.
+  std::deque<std::string> todo;
+  for (const auto& c : given.relative_path()) todo.push_back(c.string());
+  fs::path done("/");
+  bool exists = true;  // every component so far exists (then `done` has no link in it)
+  int links = 0;
+  while (!todo.empty()) {
+    const std::string c = todo.front();
+    todo.pop_front();
+    if (c.empty() || c == ".") continue;
+    if (c == "..") {
+      // `done` is free of links, so its parent is the folder `..` reaches; `/..` is `/`.
+      done = done.parent_path();
+      continue;
+    }
+    fs::path next = done / c;
+    if (exists) {
+      struct stat st {};
+      if (::lstat(next.c_str(), &st) != 0) {
+        // Missing (or unreadable to us): what follows is made by us, as written. An unreadable
+        // folder cannot hide a link that we would then follow: we could not create in it either.
+        exists = false;
+      } else if (S_ISLNK(st.st_mode)) {
+        if (++links > 40) {
+          return make_error(ErrorCode::InvalidArgument,
+                            path + ": more than 40 symbolic links on the way (a loop?)");
+        }
+        std::string target(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 4096) + 1, '\0');
+        const ssize_t n = ::readlink(next.c_str(), target.data(), target.size());
+        if (n < 0) {
+          return make_error(ErrorCode::InvalidArgument,
+                            path + ": readlink " + next.string() + ": " + std::strerror(errno));
+        }
+        target.resize(static_cast<std::size_t>(n));
+        const fs::path t(target);
+        std::vector<std::string> parts;
+        for (const auto& p : t.relative_path()) parts.push_back(p.string());
+        todo.insert(todo.begin(), parts.begin(), parts.end());
+        if (t.is_absolute()) done = "/";
+        continue;
+      }
+    }
+    done = std::move(next);
+  }
+  return done.lexically_normal().string();
+}
+
+bool is_within(const std::string& path, const std::string& root) {
+  const auto rel = std::filesystem::path(path).lexically_relative(root);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+Expected<void> check_write_roots(const proto::JobSpec& spec, const std::vector<std::string>& roots,
+                                 bool log_dir_is_clients) {
+  auto check = [&](const std::string& field, const std::string& path) -> Expected<void> {
+    if (path.empty()) return {};
+    auto real = resolve_for_write(path);
+    if (!real) {
+      return make_error(ErrorCode::InvalidArgument,
+                        "SubmitJob: " + field + ": " + real.error().message);
+    }
+    for (const auto& root : roots) {
+      if (is_within(*real, root)) return {};
+    }
+    std::string listed;
+    for (const auto& root : roots) listed += (listed.empty() ? "" : ", ") + root;
+    return make_error(
+        ErrorCode::InvalidArgument,
+        fmt::format("SubmitJob: {}: {}{} is outside the folders this interchange writes for "
+                    "clients: {} (fanout-interchange --write-root); nothing was created",
+                    field, path, *real == path ? "" : " (resolves to " + *real + ")",
+                    listed.empty() ? "(none)" : listed));
+  };
+  if (auto r = check("output_path", spec.output_path); !r) return r;
+  if (log_dir_is_clients) return check("log_dir", spec.log_dir);
   return {};
 }
 

@@ -3,6 +3,9 @@
 // of the wiring (interchange.cpp). See docs/protocol.md (SubmitJob).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/expected.hpp"
 #include "interchange/job_ledger.hpp"
@@ -21,5 +24,28 @@ namespace fanout::ix {
 // same output_path (compared lexically normalised). Jobs without an output file never conflict.
 [[nodiscard]] Expected<void> check_output_free(const proto::JobSpec& spec,
                                                const JobLedger::Jobs& jobs);
+
+// Where a path to be created would land, as the kernel resolves it: from `/`, each existing
+// component's symbolic links are followed (dangling ones too: creating through one creates its
+// target) and `..` then steps up from the folder reached; from the first missing component on,
+// the rest is joined as it is written (`..` included: the interchange makes those folders
+// itself, so they are real folders). Error{InvalidArgument} naming `path` when it is not
+// absolute or has more than 40 links on its way (a loop). Reads the file system, writes nothing.
+[[nodiscard]] Expected<std::string> resolve_for_write(const std::string& path);
+
+// Whether `path` is `root` or lies beneath it, comparing whole components (so `/root2` is not
+// beneath `/root`). Both must be resolved already (resolve_for_write); lexical only.
+[[nodiscard]] bool is_within(const std::string& path, const std::string& root);
+
+// The folders outside which a client may not make the interchange write (fanout-interchange
+// --write-root), each resolved with resolve_for_write(). A SubmitJob's output_path and its
+// log_dir, unless the interchange chose it itself (`log_dir_is_clients` false), must resolve
+// within one of `roots`: else Error{InvalidArgument, "SubmitJob: output_path: PATH (resolves to
+// REAL) is outside the folders this interchange writes for clients: ROOT, ... (fanout-interchange
+// --write-root); nothing was created"}. Fields that are empty are not checked. Call after
+// check_job_spec() (the paths are absolute) and before anything is created.
+[[nodiscard]] Expected<void> check_write_roots(const proto::JobSpec& spec,
+                                               const std::vector<std::string>& roots,
+                                               bool log_dir_is_clients);
 
 }  // namespace fanout::ix

@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
                  "~/.config/fanout/keys; see docs/security.md)");
   app.add_flag("--insecure", opts.security.insecure,
                "plaintext, unauthenticated tcp:// (loopback addresses only)");
+  app.add_option("--write-root", opts.write_roots,
+                 "a folder in which clients may make this interchange write (a job's output file "
+                 "and logs; repeatable; default: the store's folder; see docs/security.md)");
   bool share_with_group = false;
   app.add_flag("--share-with-group", share_with_group,
                "create the store readable by the group too (default: its owner only)");

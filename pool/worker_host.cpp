@@ -195,12 +195,14 @@ class NativeRuntime final : public Runtime {
 // overran its timeout with SIGTERM, and the command (its own process group) must go too.
 std::atomic<pid_t> g_command_pgid{0};
 char g_batch_file[4096] = {0};
+char g_batch_nul_file[4096] = {0};
 char g_tmp_dir[4096] = {0};
 
 void on_term(int sig) {
   const pid_t pg = g_command_pgid.load();
   if (pg > 0) ::kill(-pg, SIGKILL);
   if (g_batch_file[0] != '\0') ::unlink(g_batch_file);
+  if (g_batch_nul_file[0] != '\0') ::unlink(g_batch_nul_file);
   if (g_tmp_dir[0] != '\0') {
     // The output files are named in the folder; remove what we know, then the folder.
     char path[4200];
@@ -243,11 +245,13 @@ class CommandRuntime final : public Runtime {
     }
     dir_ = tmpl;
     batch_file_ = dir_ + "/mini_batch.txt";
+    batch_nul_file_ = dir_ + "/mini_batch.nul";
     out_file_ = dir_ + "/stdout";
     err_file_ = dir_ + "/stderr";
     if (dir_.size() < sizeof g_tmp_dir - 32) {
       std::memcpy(g_tmp_dir, dir_.c_str(), dir_.size() + 1);
       std::memcpy(g_batch_file, batch_file_.c_str(), batch_file_.size() + 1);
+      std::memcpy(g_batch_nul_file, batch_nul_file_.c_str(), batch_nul_file_.size() + 1);
     }
     struct sigaction sa {};
     sa.sa_handler = on_term;
@@ -256,26 +260,46 @@ class CommandRuntime final : public Runtime {
   }
 
   void run(const Batch& b, Outcome& out) override {
-    std::string list;
+    // Two lists (docs/job-spec.md): the exact names, each ended by a NUL, and the documented
+    // one-per-line list, where a newline inside a name would make two items of one (a file
+    // named "x\nVICTIM" would hand the command a VICTIM). There each such newline is written
+    // as the two characters `\n`: one line per item always, and such a name is exact only in
+    // the NUL list.
+    std::string list, nul_list;
     for (const char* it : b.items) {
-      list += it;
+      nul_list += it;
+      nul_list.push_back('\0');
+      for (const char* c = it; *c != '\0'; ++c) {
+        if (*c == '\n') {
+          list += "\\n";
+        } else {
+          list.push_back(*c);
+        }
+      }
       list.push_back('\n');
     }
     if (auto r = write_new(batch_file_, list); !r)
+      return fail(out, "CommandError", r.error().message);
+    if (auto r = write_new(batch_nul_file_, nul_list); !r)
       return fail(out, "CommandError", r.error().message);
     for (const auto& f : {out_file_, err_file_}) {
       if (auto r = write_new(f, {}); !r) return fail(out, "CommandError", r.error().message);
     }
     std::string line = opts_.target;
-    const std::string quoted = shell_quote(batch_file_);
-    for (auto pos = line.find("{mini_batch}"); pos != std::string::npos;
-         pos = line.find("{mini_batch}", pos + quoted.size())) {
-      line.replace(pos, 12, quoted);
-    }
+    auto replace_all = [&line](const std::string& token, const std::string& file) {
+      const std::string quoted = shell_quote(file);
+      for (auto pos = line.find(token); pos != std::string::npos;
+           pos = line.find(token, pos + quoted.size())) {
+        line.replace(pos, token.size(), quoted);
+      }
+    };
+    replace_all("{mini_batch}", batch_file_);
+    replace_all("{mini_batch_nul}", batch_nul_file_);
     SpawnOptions so;
     so.argv = {"/bin/sh", "-c", line, "sh"};
     so.argv.insert(so.argv.end(), opts_.args.begin(), opts_.args.end());
     so.env_set = {{"FANOUT_MINI_BATCH", batch_file_},
+                  {"FANOUT_MINI_BATCH_NUL", batch_nul_file_},
                   {"FANOUT_MINI_BATCH_INDEX", std::to_string(b.index)},
                   {"FANOUT_MINI_BATCH_SIZE", std::to_string(b.items.size())}};
     so.stdin_file = "null";
@@ -337,15 +361,16 @@ class CommandRuntime final : public Runtime {
 
   void cleanup() {
     if (dir_.empty()) return;
-    for (const auto& f : {batch_file_, out_file_, err_file_}) ::unlink(f.c_str());
+    for (const auto& f : {batch_file_, batch_nul_file_, out_file_, err_file_}) ::unlink(f.c_str());
     ::rmdir(dir_.c_str());
     dir_.clear();
     g_tmp_dir[0] = '\0';
     g_batch_file[0] = '\0';
+    g_batch_nul_file[0] = '\0';
   }
 
   RuntimeOptions opts_;
-  std::string dir_{}, batch_file_{}, out_file_{}, err_file_{};
+  std::string dir_{}, batch_file_{}, batch_nul_file_{}, out_file_{}, err_file_{};
 };
 
 // ---------------------------------------------------------------- pipe

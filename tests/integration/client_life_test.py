@@ -401,9 +401,11 @@ def interchange_owns_its_paths(root):
     ixdb = os.path.join(ixdir, "store.db")
     cep, pep = "ipc://%s/client" % ixdir, "ipc://%s/pool" % ixdir
     ready = os.path.join(ixdir, "ready")
+    # The job's output and the relative --run-dir below are the client's, beside ix/: a write
+    # root (the default would be ix/ only).
     ix = subprocess.Popen([os.environ["FANOUT_INTERCHANGE_BIN"], "--db", ixdb, "--client-endpoint",
                            cep, "--pool-endpoint", pep, "--ready-file", ready, "--log-file",
-                           os.path.join(ixdir, "ix.log")],
+                           os.path.join(ixdir, "ix.log"), "--write-root", root],
                           stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     pool = None
     try:

@@ -46,11 +46,21 @@ std::string substitute(const std::string& command) {
 }  // namespace
 
 std::string adhoc_shell_line(const std::string& command, std::uint64_t mini_batch_size) {
-  // Items are read on fd 3, so a command that reads stdin does not eat the list; the
-  // derived names are POSIX parameter expansions (no process per item).
+  // The items come from the NUL-separated list, so a name holding a newline stays one item
+  // (the one-per-line list would split it, and `rm {}` would remove a second file named by
+  // its tail). sh cannot hold a NUL in a variable, so each name is turned into one line first:
+  // `\` doubled, a newline written `\n`, and a line with a backslash decoded back exactly with
+  // printf %b (the `x` keeps trailing newlines from $(...)). Items are read on fd 3, so a
+  // command that reads stdin does not eat the list; the derived names are POSIX parameter
+  // expansions (no process per item but for names with a backslash).
   std::string s;
   s += "fanout_n=0\n";
+  s += "sed -z 's/\\\\/\\\\\\\\/g;s/\\n/\\\\n/g' \"$FANOUT_MINI_BATCH_NUL\" | tr '\\000' '\\n' | "
+       "{\n";
+  s += "exec 3<&0 </dev/null\n";
   s += "while IFS= read -r fanout_item <&3 || [ -n \"$fanout_item\" ]; do\n";
+  s += "  case $fanout_item in *\\\\*) fanout_item=$(printf '%bx' \"$fanout_item\")\n";
+  s += "    fanout_item=${fanout_item%x} ;; esac\n";
   s += "  fanout_n=$((fanout_n + 1))\n";
   s += "  fanout_seq=$((FANOUT_MINI_BATCH_INDEX * " + std::to_string(mini_batch_size) +
        " + fanout_n))\n";
@@ -61,7 +71,7 @@ std::string adhoc_shell_line(const std::string& command, std::uint64_t mini_batc
   s += "    *) fanout_base_noext=$fanout_base; fanout_noext=$fanout_item ;;\n";
   s += "  esac\n";
   s += "  { " + substitute(command) + "\n  } 3<&- || exit $?\n";
-  s += "done 3< \"$FANOUT_MINI_BATCH\"\n";
+  s += "done\n}\n";
   return s;
 }
 

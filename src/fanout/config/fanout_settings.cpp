@@ -12,9 +12,9 @@ namespace fanout::config::detail {
 
 FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
                                     const std::string& base_dir) {
-  constexpr std::int64_t kMaxU32 = std::numeric_limits<std::uint32_t>::max();
-  auto u32 = [&](const Entry& x, std::int64_t lo) {
-    return static_cast<std::uint32_t>(r.integer(x, lo, kMaxU32));
+  auto u32 = [&](const Entry& x, std::int64_t lo,
+                 std::int64_t hi = std::numeric_limits<std::uint32_t>::max()) {
+    return static_cast<std::uint32_t>(r.integer(x, lo, hi));
   };
   // The second line: the launcher's keys (detail/launcher_settings.hpp).
   Fields f = r.fields(e, {"prefetch",
@@ -46,11 +46,15 @@ FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
   FanoutSettings s;
   s.launch = read_launcher_settings(r, f);
   if (const Entry* x = f.get("prefetch")) s.prefetch = u32(*x, 0);
-  if (const Entry* x = f.get("poll_ms")) s.poll_ms = u32(*x, 1);
+  // The upper bounds are those fanout-pool and fanout-interchange accept on their command line:
+  // a value they would refuse at start is refused here, at load, with its line.
+  if (const Entry* x = f.get("poll_ms")) s.poll_ms = u32(*x, 1, 60000);
   if (const Entry* x = f.get("priority")) s.priority = u32(*x, 1);
   if (const Entry* x = f.get("allow_partial")) s.allow_partial = r.boolean(*x);
-  if (const Entry* x = f.get("heartbeat_period_ms")) s.heartbeat_period_ms = u32(*x, 1);
-  if (const Entry* x = f.get("heartbeat_threshold_ms")) s.heartbeat_threshold_ms = u32(*x, 1);
+  if (const Entry* x = f.get("heartbeat_period_ms")) s.heartbeat_period_ms = u32(*x, 1, 3600000);
+  if (const Entry* x = f.get("heartbeat_threshold_ms")) {
+    s.heartbeat_threshold_ms = u32(*x, 1, 86400000);
+  }
   if (s.heartbeat_threshold_ms <= s.heartbeat_period_ms) {
     const Entry* x = f.get("heartbeat_threshold_ms");
     if (!x) x = f.get("heartbeat_period_ms");
@@ -76,7 +80,7 @@ FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
     }
     s.log_level = l;
   }
-  if (const Entry* x = f.get("workers")) s.workers = u32(*x, 0);
+  if (const Entry* x = f.get("workers")) s.workers = u32(*x, 0, 100000);
   if (const Entry* x = f.get("row_separator")) s.row_separator = r.text(*x);
   if (const Entry* x = f.get("row_header")) s.row_header = r.boolean(*x);
   return s;

@@ -135,7 +135,8 @@ void JobLimits::read_keys(const Fields& root) {
   if (const Entry* e = root.get("retry_settings")) {
     Fields f = r_.fields(*e, {"max_retries", "timeout"});
     if (const Entry* r = f.get("max_retries")) {
-      cfg_.max_retries = u32(*r, 0);
+      // Tries are retries + 1 in a u32 (JobSpec::max_tries): the largest count would wrap to 0.
+      cfg_.max_retries = static_cast<std::uint32_t>(r_.integer(*r, 0, kMaxU32 - 1));
       claim("max_retries", r->key);
     }
     if (const Entry* t = f.get("timeout")) {

@@ -2,6 +2,7 @@
 #include "fanout/net/keys.hpp"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -159,6 +160,76 @@ Expected<void> check_owner_only(const std::string& path) {
   return {};
 }
 
+namespace {
+
+// "alice (uid 1000)", or "uid 1000" when the uid has no name.
+std::string user_text(uid_t uid) {
+  const passwd* pw = ::getpwuid(uid);
+  if (pw == nullptr) return "uid " + std::to_string(uid);
+  return std::string(pw->pw_name) + " (uid " + std::to_string(uid) + ")";
+}
+
+const char* kind_text(KeyPathKind kind) {
+  switch (kind) {
+    case KeyPathKind::Folder:
+      return "key folder";
+    case KeyPathKind::PublicKey:
+      return "public key file";
+    case KeyPathKind::SecretKey:
+      return "secret key file";
+  }
+  return "key path";
+}
+
+}  // namespace
+
+Expected<void> check_key_path(const std::string& path, KeyPathKind kind) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Unexpected{Error{errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io,
+                            path + ": " + std::strerror(errno)}};
+  }
+  const uid_t me = ::geteuid();
+  const bool secret = kind == KeyPathKind::SecretKey;
+  const std::string what = std::string(kind_text(kind)) + " " + path;
+  const std::string found =
+      " (owner " + user_text(st.st_uid) + ", mode " + mode_text(st.st_mode) + ")";
+  // A secret key is ours alone; a folder or public key may also be root's (a system-wide key
+  // folder that root set up), since root can change anything of ours anyway.
+  if (st.st_uid != me && (secret || st.st_uid != 0)) {
+    return Unexpected{
+        Error{ErrorCode::InvalidArgument,
+              what + " is not owned by " + (secret ? "" : "root or ") +
+                  "the user running fanout, " + user_text(me) + found + ": whoever owns it " +
+                  (secret ? "holds this key" : "can authorise any key") + "; fix: chown " +
+                  std::to_string(me) + " " + path + " (as that user or root), or use your own"}};
+  }
+  if (secret && (st.st_mode & 077) != 0) {
+    return Unexpected{Error{ErrorCode::InvalidArgument,
+                            "secret key file " + path + " is readable by others (mode " +
+                                mode_text(st.st_mode) + "); it must be private: chmod 600 " +
+                                path}};
+  }
+  if ((st.st_mode & 022) != 0) {
+    return Unexpected{Error{ErrorCode::InvalidArgument,
+                            what + " is writable by group or others" + found +
+                                ": anyone who can write it can " +
+                                (kind == KeyPathKind::Folder ? "add a key" : "replace the key") +
+                                "; fix: chmod go-w " + path}};
+  }
+  return {};
+}
+
+Expected<void> check_key_folders(const std::string& dir) {
+  if (auto r = check_key_path(dir, KeyPathKind::Folder); !r) return r;
+  for (const std::string& sub :
+       {dir + "/authorized", authorized_clients_dir(dir), authorized_pools_dir(dir)}) {
+    auto r = check_key_path(sub, KeyPathKind::Folder);
+    if (!r && r.error().code != ErrorCode::NotFound) return r;
+  }
+  return {};
+}
+
 Expected<KeyPair> read_secret_key(const std::string& path) {
   if (auto ok = check_owner_only(path); !ok) {
     if (ok.error().code == ErrorCode::NotFound) {
@@ -168,6 +239,12 @@ Expected<KeyPair> read_secret_key(const std::string& path) {
     }
     return Unexpected{ok.error()};
   }
+  if (auto ok = check_key_path(path, KeyPathKind::SecretKey); !ok) return Unexpected{ok.error()};
+  const auto slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "."
+                             : slash == 0               ? "/"
+                                                        : path.substr(0, slash);
+  if (auto ok = check_key_path(folder, KeyPathKind::Folder); !ok) return Unexpected{ok.error()};
   auto text = read_file(path);
   if (!text) return Unexpected{text.error()};
   KeyPair pair{field_of(*text, "public-key"), field_of(*text, "secret-key")};
@@ -199,7 +276,9 @@ Expected<void> add_key(const std::string& dir, const std::string& name, const st
   const std::string auth =
       role == "client" ? authorized_clients_dir(dir) : authorized_pools_dir(dir);
   if (auto r = make_private_dir(dir); !r) return r;
-  if (auto r = make_dirs(auth); !r) return r;
+  // Closed to others whatever the umask: check_key_path() refuses folders others may write.
+  if (auto r = make_private_dir(dir + "/authorized"); !r) return r;
+  if (auto r = make_private_dir(auth); !r) return r;
   auto pair = new_key_pair();
   if (!pair) return Unexpected{pair.error()};
   if (auto r = write_certificate(secret_key_path(dir, name), *pair); !r) return r;

@@ -3,6 +3,7 @@
 // NAME.key_secret both keys; both in Z85 (40 characters).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "fanout/util/expected.hpp"
@@ -38,12 +39,33 @@ std::string authorized_pools_dir(const std::string& dir);
 [[nodiscard]] Expected<std::string> read_public_key(const std::string& path);
 
 // Reads a secret certificate, refusing it (Error{InvalidArgument} naming the file and the
-// `chmod 600` that fixes it) when group or others may read it, as ssh does.
+// `chmod 600` that fixes it) when group or others may read it, as ssh does, and when it or its
+// folder fails check_key_path() (another owner, writable by others).
 [[nodiscard]] Expected<KeyPair> read_secret_key(const std::string& path);
 
 // Error{InvalidArgument} naming `path` when group or others may read it; Error{NotFound} when
 // it does not exist.
 [[nodiscard]] Expected<void> check_owner_only(const std::string& path);
+
+// What a path checked by check_key_path() holds.
+enum class KeyPathKind : std::uint8_t {
+  Folder,     // the key folder, authorized/, authorized/clients/, authorized/pools/
+  PublicKey,  // a public certificate: interchange.key, authorized/*/*
+  SecretKey,  // a secret certificate (NAME.key_secret)
+};
+
+// Whether `path` (symbolic links followed) may be trusted, as ssh checks ~/.ssh: whoever may
+// write a key folder or a public key can authorise a key or swap the interchange's. A folder or
+// public key must be owned by the running (effective) user or root and not writable by group
+// or others; a secret key must be owned by the running user and neither readable nor writable
+// by group or others. Error{NotFound} when it is missing; Error{InvalidArgument} naming the
+// path, its owner and mode, and the command that fixes it (chmod or chown) otherwise.
+[[nodiscard]] Expected<void> check_key_path(const std::string& path, KeyPathKind kind);
+
+// check_key_path() over the folders of the key folder `dir` that exist: `dir`, authorized/,
+// authorized/clients/ and authorized/pools/ (a missing one authorises nothing). The first
+// failure, as check_key_path() words it; Error{NotFound} when `dir` itself is missing.
+[[nodiscard]] Expected<void> check_key_folders(const std::string& dir);
 
 // What identifies a key in logs, the store and ZAP's User-Id: its public key in Z85, the text
 // found in its certificate (so `grep -r FINGERPRINT authorized/` finds the file).

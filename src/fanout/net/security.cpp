@@ -110,6 +110,11 @@ void connect_secure(Socket& sock, const std::string& endpoint, const Security& s
     const std::string dir = keys_dir_of(sec);
     const std::string name =
         sec.key_name.empty() ? std::string(role == Role::Client ? "client" : "pool") : sec.key_name;
+    // Whoever may replace interchange.key can pose as the interchange to us.
+    if (auto ok = check_key_path(public_key_path(dir, "interchange"), KeyPathKind::PublicKey);
+        !ok && ok.error().code != ErrorCode::NotFound) {
+      throw Failure(ok.error());
+    }
     auto server = read_public_key(public_key_path(dir, "interchange"));
     if (!server) {
       throw Failure(ErrorCode::NotFound,
@@ -141,6 +146,11 @@ struct ZapHandler::Impl {
 
 ZapHandler::ZapHandler(Context& ctx, std::string keys_dir, Logger log)
     : keys_dir_(std::move(keys_dir)), log_(std::move(log)) {
+  // A key folder others may write lets them authorise their own key: refuse to start on it
+  // rather than admit whatever they put there (serve() checks again for each connection).
+  if (auto ok = check_key_folders(keys_dir_); !ok && ok.error().code != ErrorCode::NotFound) {
+    throw Failure(ok.error());
+  }
   try {
     auto& zctx = *static_cast<zmq::context_t*>(ctx.raw());
     impl_ = std::make_unique<Impl>(Impl{zmq::socket_t(zctx, zmq::socket_type::rep)});
@@ -162,14 +172,28 @@ ZapHandler::~ZapHandler() {
 
 namespace {
 
-// True when a certificate in `dir` carries the public key `z85`.
-bool authorised(const std::string& dir, const std::string& z85) {
+// True when a certificate in role folder `dir` of key folder `keys_dir` carries the public key
+// `z85`. A folder on the way or a certificate that fails check_key_path() authorises nothing:
+// `unsafe` gets its error (the caller logs it).
+template <typename OnUnsafe>
+bool authorised(const std::string& keys_dir, const std::string& dir, const std::string& z85,
+                OnUnsafe&& unsafe) {
+  for (const std::string& folder : {keys_dir, keys_dir + "/authorized", dir}) {
+    if (auto ok = check_key_path(folder, KeyPathKind::Folder); !ok) {
+      if (ok.error().code != ErrorCode::NotFound) unsafe(ok.error());
+      return false;
+    }
+  }
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return false;
   bool found = false;
   while (const dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
     if (name.empty() || name[0] == '.') continue;
+    if (auto ok = check_key_path(dir + "/" + name, KeyPathKind::PublicKey); !ok) {
+      unsafe(ok.error());
+      continue;
+    }
     auto key = read_public_key(dir + "/" + name);
     if (key && *key == z85) {
       found = true;
@@ -188,7 +212,13 @@ std::string part_text(const zmq::message_t& m) {
 
 void ZapHandler::serve() {
   auto& s = impl_->sock;
-  std::set<std::string> warned;  // fingerprints refused and logged once
+  std::set<std::string> warned;         // fingerprints refused and logged once
+  std::set<std::string> unsafe_warned;  // unsafe key paths, logged once each
+  auto unsafe = [&](const Error& e) {
+    if (unsafe_warned.insert(e.message).second) {
+      log_->warn("ZAP: skipped: {} (further skips of it are not logged)", e.message);
+    }
+  };
   zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};
   while (!stop_.load(std::memory_order_relaxed)) {
     try {
@@ -216,7 +246,7 @@ void ZapHandler::serve() {
         std::string dir;
         if (domain == "client") dir = authorized_clients_dir(keys_dir_);
         if (domain == "pool") dir = authorized_pools_dir(keys_dir_);
-        if (!dir.empty() && !fp.empty() && authorised(dir, fp)) {
+        if (!dir.empty() && !fp.empty() && authorised(keys_dir_, dir, fp, unsafe)) {
           status = "200";
           text = "OK";
           user_id = fp;

@@ -505,6 +505,18 @@ TEST_CASE("config.job_spec.rejects_table") {
       {"percent_above_100", kBase + "allowed_failed_percent: 150\n", "allowed_failed_percent", 10},
       {"negative_retries", kBase + "retry_settings:\n  max_retries: -1\n",
        "retry_settings.max_retries", 11},
+      // Tries are retries + 1 in 32 bits: the largest count would wrap to 0 tries.
+      {"retries_wrap_tries_to_zero", kBase + "retry_settings:\n  max_retries: 4294967295\n",
+       "retry_settings.max_retries", 11, "expected an integer <= 4294967294 (got 4294967295)"},
+      {"retries_beyond_u32", kBase + "retry_settings:\n  max_retries: 8589934593\n",
+       "retry_settings.max_retries", 11},
+      // The bounds fanout-pool and fanout-interchange accept on their command line.
+      {"heartbeat_period_beyond_cli", kBase + "fanout:\n  heartbeat_period_ms: 3600001\n",
+       "fanout.heartbeat_period_ms", 11, "expected an integer <= 3600000"},
+      {"heartbeat_threshold_beyond_cli", kBase + "fanout:\n  heartbeat_threshold_ms: 86400001\n",
+       "fanout.heartbeat_threshold_ms", 11, "expected an integer <= 86400000"},
+      {"poll_ms_beyond_cli", kBase + "fanout:\n  poll_ms: 60001\n", "fanout.poll_ms", 11},
+      {"workers_beyond_cli", kBase + "fanout:\n  workers: 100001\n", "fanout.workers", 11},
       {"zero_timeout", kBase + "retry_settings:\n  timeout: 0\n", "retry_settings.timeout", 11},
       {"run_max_try_zero", kBase + "run_max_try: 0\n", "run_max_try", 10},
       {"bad_logging_level", kBase + "logging_level: LOUD\n", "logging_level", 10},

@@ -1,12 +1,16 @@
 // The checks of a submitted JobSpec (interchange/job_checks.hpp): specs it accepts, and near
-// misses it rejects with an error that names the field. No file is touched.
+// misses it rejects with an error that names the field. No file is touched, but for the write
+// roots' tests, which resolve links in a scratch folder.
 #include "interchange/job_checks.hpp"
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "support/scratch_dir.hpp"
 
 using fanout::ErrorCode;
 using fanout::ix::check_job_spec;
@@ -102,4 +106,125 @@ TEST_CASE("interchange.job_checks.refuses_an_output_file_a_live_job_appends_to")
   CHECK(fanout::ix::check_output_free(s, jobs).has_value());
   s.output_path.clear();
   CHECK(fanout::ix::check_output_free(s, jobs).has_value());
+}
+
+TEST_CASE("interchange.job_checks.is_within_compares_whole_components") {
+  using fanout::ix::is_within;
+  struct Case {
+    const char* path;
+    const char* root;
+    bool within;
+  };
+  const std::vector<Case> cases = {
+      {"/srv/out", "/srv/out", true},     {"/srv/out/a/b.txt", "/srv/out", true},
+      {"/srv/out/a", "/srv/out/", true},  {"/root2/x", "/root", false},
+      {"/root2", "/root", false},         {"/ro", "/root", false},
+      {"/srv", "/srv/out", false},        {"/anything/at/all", "/", true},
+      {"/etc/passwd", "/srv/out", false},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.path);
+    CAPTURE(c.root);
+    CHECK(is_within(c.path, c.root) == c.within);
+  }
+}
+
+TEST_CASE("interchange.job_checks.resolve_for_write_follows_links_then_dot_dot") {
+  namespace fs = std::filesystem;
+  fanout::test::ScratchDir dir("write-root");
+  const std::string d = dir.path();
+  fs::create_directories(d + "/root/sub");
+  fs::create_directories(d + "/elsewhere/deep");
+  fs::create_directory_symlink(d + "/elsewhere", d + "/root/out");            // absolute link out
+  fs::create_directory_symlink("../../elsewhere/deep", d + "/root/sub/rel");  // relative link
+  fs::create_symlink(d + "/elsewhere/new.txt", d + "/root/dangling");         // target missing
+  fs::create_symlink(d + "/root/loop", d + "/root/loop");
+  using fanout::ix::resolve_for_write;
+  struct Case {
+    std::string path;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {d + "/root/a.txt", d + "/root/a.txt"},
+      {d + "/root/sub/../a.txt", d + "/root/a.txt"},
+      {d + "/root/../elsewhere/a.txt", d + "/elsewhere/a.txt"},
+      {d + "/root/out/a.txt", d + "/elsewhere/a.txt"},
+      // `..` after a link steps up from where the link led, as the kernel does.
+      {d + "/root/out/../a.txt", d + "/a.txt"},
+      {d + "/root/sub/rel/a.txt", d + "/elsewhere/deep/a.txt"},
+      {d + "/root/dangling", d + "/elsewhere/new.txt"},
+      // Missing folders are made as written, `..` included.
+      {d + "/root/new/../../elsewhere/x", d + "/elsewhere/x"},
+      {d + "/root/new/deeper/x.txt", d + "/root/new/deeper/x.txt"},
+      {"/../../etc/x", "/etc/x"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.path);
+    auto r = resolve_for_write(c.path);
+    REQUIRE(r.has_value());
+    CHECK(*r == c.want);
+  }
+  CHECK_FALSE(resolve_for_write("relative/x").has_value());
+  auto loop = resolve_for_write(d + "/root/loop/x");
+  REQUIRE_FALSE(loop.has_value());
+  CHECK(loop.error().message.find("symbolic links") != std::string::npos);
+}
+
+TEST_CASE("interchange.job_checks.write_roots_accept_and_refuse_table") {
+  namespace fs = std::filesystem;
+  fanout::test::ScratchDir dir("write-root");
+  const std::string d = dir.path();
+  fs::create_directories(d + "/root/sub");
+  fs::create_directories(d + "/root2");
+  fs::create_directories(d + "/victim");
+  fs::create_directory_symlink(d + "/victim", d + "/root/sub/link");
+  fs::create_symlink(d + "/victim/planted.txt", d + "/root/dangling.txt");
+  const std::vector<std::string> roots = {d + "/root", d + "/other"};
+  struct Case {
+    const char* what;
+    std::string output_path;
+    std::string log_dir;
+    const char* refused_field;  // nullptr: accepted
+  };
+  const std::vector<Case> cases = {
+      {"both inside", d + "/root/out.txt", d + "/root/run/logs", nullptr},
+      {"inside the second root", d + "/other/new/out.txt", "", nullptr},
+      {"the root itself as log_dir", "", d + "/root", nullptr},
+      {"`..` that stays inside", d + "/root/sub/../out.txt", "", nullptr},
+      {"no paths at all", "", "", nullptr},
+      {"output outside", d + "/victim/out.txt", "", "output_path"},
+      {"log_dir outside", d + "/root/out.txt", d + "/victim/logs", "log_dir"},
+      {"`..` out of the root", d + "/root/../victim/out.txt", "", "output_path"},
+      {"`..` out through a missing folder", d + "/root/new/../../victim/x", "", "output_path"},
+      {"a symlinked parent", d + "/root/sub/link/out.txt", "", "output_path"},
+      {"a dangling link as the file", d + "/root/dangling.txt", "", "output_path"},
+      {"a symlinked log_dir parent", "", d + "/root/sub/link/logs", "log_dir"},
+      {"prefix trick root2 vs root", d + "/root2/out.txt", "", "output_path"},
+      {"/root itself", "/root/.bashrc", "", "output_path"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    JobSpec s = good();
+    s.output_path = c.output_path;
+    s.log_dir = c.log_dir;
+    auto r = fanout::ix::check_write_roots(s, roots, /*log_dir_is_clients=*/true);
+    if (c.refused_field == nullptr) {
+      CHECK(r.has_value());
+      continue;
+    }
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code == ErrorCode::InvalidArgument);
+    const std::string& m = r.error().message;
+    CHECK(m.rfind(std::string("SubmitJob: ") + c.refused_field + ": ", 0) == 0);
+    CHECK(m.find(c.output_path.empty() || std::string(c.refused_field) == "log_dir"
+                     ? c.log_dir
+                     : c.output_path) != std::string::npos);
+    CHECK(m.find(d + "/root, " + d + "/other") != std::string::npos);
+    CHECK(m.find("--write-root") != std::string::npos);
+    CHECK_FALSE(fs::exists(d + "/victim/out.txt"));
+  }
+  // A log_dir the interchange chose itself is not the client's and is not held to the roots.
+  JobSpec own = good();
+  own.log_dir = d + "/victim/runs/logs";
+  CHECK(fanout::ix::check_write_roots(own, roots, /*log_dir_is_clients=*/false).has_value());
 }

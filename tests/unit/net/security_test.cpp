@@ -4,6 +4,12 @@
 
 #include <doctest/doctest.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include "fanout/net/keys.hpp"
 #include "scratch_dir.hpp"
@@ -76,5 +82,137 @@ TEST_CASE("net.keys.folder_round_trip_and_modes") {
     auto r = net::read_public_key(junk);
     REQUIRE(!r.has_value());
     CHECK(r.error().message.find(junk) != std::string::npos);
+  }
+}
+
+TEST_CASE("net.keys.key_paths_others_may_write_are_refused") {
+  test::ScratchDir dir;
+  const std::string keys = dir.file("keys");
+  REQUIRE(net::make_key_folder(keys).has_value());
+  // keygen's own folders pass, whatever the umask was.
+  CHECK(net::check_key_folders(keys).has_value());
+  using K = net::KeyPathKind;
+  struct Case {
+    const char* what;
+    std::string path;
+    K kind;
+    mode_t mode;
+    const char* fix;  // nullptr: accepted
+  };
+  const std::string clients = net::authorized_clients_dir(keys);
+  const std::string pub = clients + "/client.key";
+  const std::string sec = net::secret_key_path(keys, "client");
+  const std::vector<Case> cases = {
+      {"private folder", clients, K::Folder, 0700, nullptr},
+      {"folder others may read", clients, K::Folder, 0755, nullptr},
+      {"group-writable folder", clients, K::Folder, 0775, "chmod go-w "},
+      {"world-writable folder", clients, K::Folder, 0777, "chmod go-w "},
+      {"others-writable folder", clients, K::Folder, 0703, "chmod go-w "},
+      {"sticky world-writable folder", clients, K::Folder, 01777, "chmod go-w "},
+      {"public key", pub, K::PublicKey, 0644, nullptr},
+      {"group-writable public key", pub, K::PublicKey, 0664, "chmod go-w "},
+      {"world-writable public key", pub, K::PublicKey, 0666, "chmod go-w "},
+      {"secret key", sec, K::SecretKey, 0600, nullptr},
+      {"group-readable secret key", sec, K::SecretKey, 0640, "chmod 600 "},
+      {"group-writable secret key", sec, K::SecretKey, 0620, "chmod 600 "},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    REQUIRE(::chmod(c.path.c_str(), c.mode) == 0);
+    auto r = net::check_key_path(c.path, c.kind);
+    if (c.fix == nullptr) {
+      CHECK(r.has_value());
+    } else {
+      REQUIRE_FALSE(r.has_value());
+      CHECK(r.error().code == ErrorCode::InvalidArgument);
+      CHECK(r.error().message.find(c.path) != std::string::npos);
+      CHECK(r.error().message.find(std::string(c.fix) + c.path) != std::string::npos);
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(c.mode));
+      CHECK(r.error().message.find(std::string("mode ") + mode) != std::string::npos);
+    }
+    REQUIRE(::chmod(c.path.c_str(), c.kind == K::Folder      ? 0700
+                                    : c.kind == K::PublicKey ? 0644
+                                                             : 0600) == 0);
+  }
+  CHECK(net::check_key_path(dir.file("nope"), K::Folder).error().code == ErrorCode::NotFound);
+
+  SUBCASE("each folder of the key folder is checked; a missing role folder is none") {
+    for (const std::string& folder :
+         {keys, keys + "/authorized", clients, net::authorized_pools_dir(keys)}) {
+      CAPTURE(folder);
+      REQUIRE(::chmod(folder.c_str(), 0777) == 0);
+      auto r = net::check_key_folders(keys);
+      REQUIRE_FALSE(r.has_value());
+      CHECK(r.error().message.find("key folder " + folder + " is writable by group or others") !=
+            std::string::npos);
+      REQUIRE(::chmod(folder.c_str(), 0700) == 0);
+    }
+    std::filesystem::remove_all(net::authorized_pools_dir(keys));
+    CHECK(net::check_key_folders(keys).has_value());
+  }
+  SUBCASE("a secret key in a folder others may write is refused") {
+    REQUIRE(::chmod(keys.c_str(), 0777) == 0);
+    auto r = net::read_secret_key(sec);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().message.find("chmod go-w " + keys) != std::string::npos);
+  }
+}
+
+// Owners need root (chown). The other owner is a bare uid: no user account is needed for it.
+TEST_CASE("net.keys.key_paths_of_another_owner_are_refused") {
+  if (::geteuid() != 0) {
+    MESSAGE("SKIP: needs root to chown files to another uid");
+    return;
+  }
+  constexpr uid_t kOther = 54321;
+  test::ScratchDir dir;
+  REQUIRE(::chmod(dir.path().c_str(), 0755) == 0);  // the other uid may reach the keys below
+  const std::string keys = dir.file("keys");
+  REQUIRE(net::make_key_folder(keys).has_value());
+  const std::string clients = net::authorized_clients_dir(keys);
+  const std::string sec = net::secret_key_path(keys, "client");
+  using K = net::KeyPathKind;
+
+  SUBCASE("a 0600 secret key of another user is refused, naming owner and fix") {
+    REQUIRE(::chown(sec.c_str(), kOther, static_cast<gid_t>(-1)) == 0);
+    auto r = net::read_secret_key(sec);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code == ErrorCode::InvalidArgument);
+    CHECK(r.error().message.find("secret key file " + sec + " is not owned by the user running") !=
+          std::string::npos);
+    CHECK(r.error().message.find("uid 54321") != std::string::npos);
+    CHECK(r.error().message.find("mode 0600") != std::string::npos);
+    CHECK(r.error().message.find("chown 0 " + sec) != std::string::npos);
+  }
+  SUBCASE("a folder or public key of another user is refused") {
+    for (const auto& [path, kind] : std::vector<std::pair<std::string, K>>{
+             {keys, K::Folder}, {clients, K::Folder}, {clients + "/client.key", K::PublicKey}}) {
+      CAPTURE(path);
+      REQUIRE(::chown(path.c_str(), kOther, static_cast<gid_t>(-1)) == 0);
+      auto r = net::check_key_path(path, kind);
+      REQUIRE_FALSE(r.has_value());
+      CHECK(r.error().message.find(" is not owned by root or the user running") !=
+            std::string::npos);
+      REQUIRE(::chown(path.c_str(), 0, static_cast<gid_t>(-1)) == 0);
+    }
+    REQUIRE(::chown(clients.c_str(), kOther, static_cast<gid_t>(-1)) == 0);
+    CHECK_FALSE(net::check_key_folders(keys).has_value());
+  }
+  SUBCASE("as another user: root's folders and public keys are trusted, root's secret key not") {
+    REQUIRE(::chmod(keys.c_str(), 0755) == 0);
+    const std::string mine = keys + "/mine.key_secret";
+    REQUIRE(net::write_certificate(mine, net::new_key_pair().value()).has_value());
+    REQUIRE(::chown(mine.c_str(), kOther, static_cast<gid_t>(-1)) == 0);
+    REQUIRE(::seteuid(kOther) == 0);
+    const bool folder_ok = net::check_key_path(keys, K::Folder).has_value();
+    const bool public_ok = net::check_key_path(keys + "/client.key", K::PublicKey).has_value();
+    const bool own_secret_ok = net::read_secret_key(mine).has_value();
+    const bool root_secret = net::check_key_path(sec, K::SecretKey).has_value();
+    REQUIRE(::seteuid(0) == 0);
+    CHECK(folder_ok);
+    CHECK(public_ok);
+    CHECK(own_secret_ok);
+    CHECK_FALSE(root_secret);
   }
 }
