@@ -1,5 +1,6 @@
 // The checks of a submitted JobSpec (interchange/job_checks.hpp): specs it accepts, and near
-// misses it rejects with an error that names the field. No file is touched.
+// misses it rejects with an error that names the field. Only check_output_fresh touches a file (in
+// a scratch folder).
 #include "interchange/job_checks.hpp"
 
 #include <doctest/doctest.h>
@@ -7,6 +8,8 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "scratch_dir.hpp"
 
 using fanout::ErrorCode;
 using fanout::ix::check_job_spec;
@@ -102,4 +105,25 @@ TEST_CASE("interchange.job_checks.refuses_an_output_file_a_live_job_appends_to")
   CHECK(fanout::ix::check_output_free(s, jobs).has_value());
   s.output_path.clear();
   CHECK(fanout::ix::check_output_free(s, jobs).has_value());
+}
+
+// A shared interchange once appended a re-run's rows to the first run's (every row twice): a new
+// job's output file must be absent or empty, whatever route submitted it.
+TEST_CASE("interchange.job_checks.an_earlier_jobs_rows_refuse_a_new_job") {
+  fanout::test::ScratchDir d;
+  JobSpec s = good();
+  s.output_path = d.path("rows.txt");
+  CHECK(fanout::ix::check_output_fresh(s).has_value());  // absent
+  d.write("rows.txt", "");
+  CHECK(fanout::ix::check_output_fresh(s).has_value());  // empty
+  d.write("rows.txt", "a\nb\n");
+  auto r = fanout::ix::check_output_fresh(s);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == ErrorCode::InvalidArgument);
+  CHECK(r.error().message == "SubmitJob: output_path: " + d.path("rows.txt") +
+                                 " holds 4 bytes of an earlier job's rows; a new job writes a "
+                                 "fresh file. Move it away, or run with --overwrite to replace "
+                                 "it (fanout resume JOB continues an unfinished job's own file)");
+  s.output_path.clear();
+  CHECK(fanout::ix::check_output_fresh(s).has_value());
 }
