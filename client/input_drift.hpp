@@ -1,6 +1,6 @@
 // Whether a job's input still lists as it did when the job was submitted: `fanout resume` lists
 // the input again and compares it with the mini-batches the store holds, so that files removed or
-// added since (or tables changed) are not skipped or run silently. See docs/job-spec.md#resume.
+// added since (or tables changed) are not skipped or run silently. See docs/job-spec.md#inputs.
 #pragma once
 
 #include <cstdint>
