@@ -53,10 +53,11 @@ std::string table(long base) {
   return t;
 }
 
-// A job over ./t.csv cut into ~1 kB mini-batches, on one worker, whose first run() changes the
-// file as $CHANGE says (after its own mini-batch was read) and which returns "id value" rows.
+// A job over ./tables (one file, t.csv) cut into ~1 kB mini-batches, on one worker, whose first
+// run() changes the file as $CHANGE says (after its own mini-batch was read) and which returns "id
+// value" rows.
 void make_table_job(const TempDir& dir, const std::string& change) {
-  write_file(dir / "t.csv", table(100000000));
+  write_file(dir / "tables/t.csv", table(100000000));
   write_file(dir / "src/score.py", R"PY(
 import os, time
 
@@ -77,7 +78,7 @@ def run(mini_batch):
   write_file(dir / "job.yaml", R"(type: parallel
 name: table-change
 inputs:
-  table: {type: uri_file, path: ./t.csv}
+  table: {type: uri_folder, path: ./tables}
 outputs:
   out: {type: uri_file, path: ./out.txt}
 input_data: ${{inputs.table}}
@@ -87,7 +88,8 @@ retry_settings:
   max_retries: 3
   timeout: 120
 environment_variables:
-  TABLE: )" + dir / "t.csv" + R"(
+  TABLE: )" + dir / "tables/t.csv" +
+                                   R"(
   CHANGE: )" + change + R"(
 task:
   type: run_function
@@ -119,7 +121,7 @@ void check_table_job(const TempDir& dir, const RunResult& r) {
   CHECK(sql_int(db, "select max(tries) from minibatches") == 1);
   auto msg = sql_column(db, "select error_message from attempts where status != 'RUN_DONE'");
   REQUIRE(!msg.empty());
-  CHECK(msg[0].find("INPUT_CHANGED: " + dir / "t.csv") == 0);
+  CHECK(msg[0].find("INPUT_CHANGED: " + dir / "tables/t.csv") == 0);
   CHECK(msg[0].find("expected size") != std::string::npos);
   // No row but those of the version the job listed, none cut short.
   auto lines = read_lines(dir / "out.txt");
