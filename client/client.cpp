@@ -195,12 +195,11 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
     return 2;
   }
-  // Outputs as Azure ML provides them: folders made, a fresh append_row file (issue 16). With
-  // --interchange the files are that interchange's to guard (it refuses a file a running job
-  // writes): the client only does what --overwrite asks.
-  if (auto r = ov.interchange.empty() || ov.overwrite ? claim_row_file(cfg, db, ov.overwrite)
-                                                      : Expected<void>{};
-      !r) {
+  // Outputs as Azure ML provides them: folders made, a fresh append_row file, on every route:
+  // an earlier job's file is refused unless --overwrite. The interchange refuses it too (a
+  // shared one may see a file this host does not); with --interchange the local store is not
+  // the interchange's, so only the file is looked at here.
+  if (auto r = claim_row_file(cfg, ov.interchange.empty() ? db : std::string(), ov.overwrite); !r) {
     std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
     return 2;
   }

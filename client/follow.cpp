@@ -14,6 +14,7 @@
 #include "client/client.hpp"
 #include "client/embedded.hpp"
 #include "client/end_summary.hpp"
+#include "client/input_drift.hpp"
 #include "client/job_outputs.hpp"
 #include "client/liveness.hpp"
 #include "client/progress.hpp"
@@ -28,6 +29,7 @@
 #include "fanout/store/job_status.hpp"
 #include "fanout/store/reader.hpp"
 #include "fanout/store/report_queries.hpp"
+#include "fanout/store/submitted_inputs.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
@@ -225,6 +227,63 @@ Expected<std::optional<Unsubmitted>> unsubmitted(const std::string& db, std::uin
   }
   return std::optional<Unsubmitted>{Unsubmitted{
       std::move(*cfg), rs.window > 0 ? std::min(rs.window, kResumeWindow) : kResumeWindow}};
+}
+
+// Lists the job's input again and compares it with what the store says was submitted. Returns
+// 0 to go on (nothing changed, or `accept` and the change recorded in the store), 2 when the
+// resume is refused; prints what changed. A job file that cannot be read (gone, or an ad hoc
+// job's) cannot be compared: a warning, and the resume goes on.
+int check_input_unchanged(const std::string& db, std::uint64_t job_id,
+                          const store::JobSettings& recorded, const std::string& python,
+                          bool complete, bool accept) {
+  std::string spec_path;
+  try {
+    if (auto data = store::read_report_data(db, job_id)) spec_path = data->spec_path;
+  } catch (const Failure&) {
+  }
+  auto cfg = spec_path.empty() ? Expected<config::JobConfig>(
+                                     make_error(ErrorCode::NotFound, "the store names no job file"))
+                               : config::load_job(spec_path);
+  RunOverrides ov;
+  ov.python = !python.empty() ? python : recorded.python;
+  Expected<InputDrift> drift = cfg ? Expected<InputDrift>(InputDrift{}) : Unexpected{cfg.error()};
+  if (cfg) {
+    if (auto r = prepare(*cfg, ov); !r) drift = Unexpected{r.error()};
+  }
+  if (drift) {
+    try {
+      drift = compare_input(*cfg, store::read_submitted_inputs(db, job_id), complete);
+    } catch (const Failure& f) {
+      drift = Unexpected{f.error()};
+    }
+  }
+  if (!drift) {
+    std::fprintf(stderr, "warning: job %llu: cannot check that its input is unchanged: %s\n",
+                 static_cast<unsigned long long>(job_id), drift.error().message.c_str());
+    return 0;
+  }
+  if (!drift->any()) return 0;
+  const std::string what = drift->describe();
+  if (!accept) {
+    std::fprintf(stderr,
+                 "error: job %llu: its input changed since it was submitted (%s): %s; resume "
+                 "would skip or run what the job never listed. Run it as a new job, or resume "
+                 "with --accept-changed-input to go on with what was submitted (recorded in the "
+                 "store)\n",
+                 static_cast<unsigned long long>(job_id), spec_path.c_str(), what.c_str());
+    return 2;
+  }
+  std::fprintf(stderr,
+               "warning: job %llu: its input changed since it was submitted: %s; resuming anyway "
+               "(--accept-changed-input), recorded in jobs.settings input_changed_on_resume\n",
+               static_cast<unsigned long long>(job_id), what.c_str());
+  try {
+    store::record_input_change(db, job_id, what);
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "error: %s\n", f.what());
+    return 2;
+  }
+  return 0;
 }
 
 // Waits for the interchange's first word on the job, then, when its submission is still open,
@@ -462,6 +521,13 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
     return 2;
   } else if (*cut) {
     rest.emplace(std::move(**cut));
+  }
+  // Resuming over an input that changed since the job was submitted would skip the files added
+  // and fail (or run stale ranges of) the ones changed, with nothing said: refused unless asked.
+  if (int rc = check_input_unchanged(opts.db, job_id, recorded, rs.python, !rest.has_value(),
+                                     opts.accept_changed_input);
+      rc != 0) {
+    return rc;
   }
   const std::string run_dir = fs::path(job->log_dir).parent_path().string();
   if (!opts.quiet) {

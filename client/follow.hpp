@@ -60,6 +60,9 @@ struct ResumeOptions {
   // --failed: also re-run the mini-batches that failed, of a job that may have ended (failed,
   // cancelled, partial); the output keeps its rows and gets only the new ones.
   bool failed = false;
+  // --accept-changed-input: resume even when the job's input no longer lists as it was submitted
+  // (files added or removed, a table changed); what changed is recorded in jobs.settings.
+  bool accept_changed_input = false;
 };
 
 // `fanout resume JOB --db X`: starts a private interchange on the store (it resumes every

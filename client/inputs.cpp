@@ -2,10 +2,12 @@
 #include "client/inputs.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
+#include "client/listing.hpp"
 #include "client/tabular.hpp"
 #include "fanout/partition/file_batcher.hpp"
 
@@ -14,42 +16,6 @@ namespace fanout::client {
 namespace fs = std::filesystem;
 
 namespace {
-
-// A folder is listed in runs of this many entries, each run sorted by name before it is
-// emitted: a folder of up to kSortRun entries comes out fully sorted, and a huge one starts
-// streaming after one run instead of after the whole listing (1,000,000 files take seconds to
-// read). See docs/job-spec.md#inputs for the order guarantee.
-constexpr std::size_t kSortRun = 65536;
-
-// Lists `dir` recursively, calling `emit` per regular file as it goes, so that submission starts
-// before listing ends. Returns false when `emit` asks to stop.
-template <typename F>
-bool walk_sorted(const fs::path& dir, F& emit) {
-  // Names are compared as plain strings taken once per entry: path::filename() in the comparator
-  // would build two paths per comparison.
-  std::vector<std::pair<std::string, fs::directory_entry>> run;
-  auto flush = [&]() {
-    std::sort(run.begin(), run.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [name, e] : run) {
-      std::error_code ec2;
-      if (e.is_directory(ec2)) {
-        if (!walk_sorted(e.path(), emit)) return false;
-      } else if (e.is_regular_file(ec2) && name != "MLTable") {
-        // An MLTable file describes its folder; it is never one of the folder's items.
-        if (!emit(e.path().string())) return false;
-      }
-    }
-    run.clear();
-    return true;
-  };
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    run.emplace_back(it->path().filename().string(), *it);
-    if (run.size() >= kSortRun && !flush()) return false;
-  }
-  return flush();
-}
 
 proto::MiniBatch to_proto(part::Batch&& b) {
   return proto::MiniBatch{b.index, std::move(b.items), std::move(b.detail)};
@@ -111,7 +77,17 @@ Expected<std::uint64_t> stream_minibatches(const config::JobConfig& cfg,
       if (!line.empty()) push(std::move(line));
     }
   } else if (input->type == "uri_folder") {
-    walk_sorted(fs::path(input->path), push);
+    // An MLTable file describes its folder; it is never one of the folder's items.
+    walk_folder(
+        input->path,
+        [&](const std::string& f) { return fs::path(f).filename() == "MLTable" ? true : push(f); },
+        [](const std::string& entry, const std::string& first) {
+          // Once per entry: the walk never enters a folder twice.
+          std::fprintf(stderr,
+                       "warning: %s: leads to the folder listed already as %s (a symbolic link "
+                       "loop or a second link to it); its files are listed once\n",
+                       entry.c_str(), first.c_str());
+        });
   } else {
     return make_error(ErrorCode::InvalidArgument, cfg.spec_path + ": inputs." + input->name +
                                                       ".type: '" + input->type +

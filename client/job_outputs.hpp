@@ -29,7 +29,8 @@ namespace fanout::client {
 // A new job writes a fresh append_row file. When the file exists and is not empty (an earlier,
 // finished job's rows), this refuses with a message naming the file and --overwrite, unless
 // `overwrite`, which removes it. A file that an unfinished job in the store `db` writes is
-// refused either way (that job continues it on resume). Error{InvalidArgument} or Error{Io}.
+// refused either way (that job continues it on resume); an empty `db` skips that check (a shared
+// interchange's store is not the client's). Error{InvalidArgument} or Error{Io}.
 [[nodiscard]] Expected<void> claim_row_file(const config::JobConfig& cfg, const std::string& db,
                                             bool overwrite);
 

@@ -183,6 +183,9 @@ int main(int argc, char** argv) {
   resume->add_flag("--failed", ro.failed,
                    "also re-run the mini-batches that failed, of an ended job too (failed, "
                    "cancelled, partial); the output gets only their rows");
+  resume->add_flag("--accept-changed-input", ro.accept_changed_input,
+                   "resume even when the job's input no longer lists as it was submitted (files "
+                   "added or removed, a table changed); recorded in the store");
   bool status_json = false;
   auto* status = app.add_subcommand("status", "a job's counts, rate, pools and last errors");
   status->add_option("job", job_id, "the job id")->required()->check(job_ids);

@@ -2,6 +2,7 @@
 #include "client/tabular.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -62,6 +63,11 @@ struct FileInfo {
   std::vector<std::string> columns{};
   std::vector<std::pair<std::string, std::string>> path_values{};
   std::uint64_t header_rows = 0;  // 1 when the file's first row is its header
+  // What identifies the file's content as listed, taken before it is read: the worker that finds
+  // another size or modification time fails the mini-batch as INPUT_CHANGED instead of reading
+  // rows that are not the ones cut (docs/worker-pipe.md, "Changed input").
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
 };
 
 // Reads the first row of `path` from `offset` (the whole file if it has one row). Returns the
@@ -95,6 +101,10 @@ Expected<FileInfo> file_info(const config::TableSpec& t, const std::string& path
                              const FileInfo* first) {
   FileInfo info;
   info.path = path;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return make_error(ErrorCode::Io, path + ": cannot be read");
+  info.size = static_cast<std::uint64_t>(st.st_size);
+  info.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   const std::uint64_t bom = bom_size(t, path);
   info.data_start = bom;
   const bool own_header = t.header == "all_files_different_headers" ||
@@ -190,7 +200,9 @@ std::string tabular_detail(const config::TableSpec& t, const std::vector<Part>& 
     j += "{\"file\":";
     json_quote(j, parts[i].file->path);
     j += ",\"begin\":" + std::to_string(parts[i].begin) +
-         ",\"end\":" + std::to_string(parts[i].end) + ",\"columns\":";
+         ",\"end\":" + std::to_string(parts[i].end) +
+         ",\"size\":" + std::to_string(parts[i].file->size) +
+         ",\"mtime_ns\":" + std::to_string(parts[i].file->mtime_ns) + ",\"columns\":";
     json_list(j, parts[i].file->columns);
     j += ",\"path_values\":";
     json_pairs(j, parts[i].file->path_values);

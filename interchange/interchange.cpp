@@ -322,6 +322,7 @@ void Interchange::on_submit_job(const std::string& peer, const std::string& fram
   auto ok = check_job_spec(m->spec);
   if (ok) ok = check_write_roots(m->spec, write_roots_, log_dir_is_clients);
   if (ok) ok = check_output_free(m->spec, ledger_.jobs());
+  if (ok) ok = check_output_fresh(m->spec);
   if (ok) ok = prepare_job_files(m->spec);
   if (!ok) {
     send_client(peer, proto::encode(proto::Reject{ok.error().message}));

@@ -141,4 +141,17 @@ Expected<void> check_write_roots(const proto::JobSpec& spec, const std::vector<s
   return {};
 }
 
+Expected<void> check_output_fresh(const proto::JobSpec& spec) {
+  if (spec.output_path.empty()) return {};
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(spec.output_path, ec);
+  if (ec || size == 0) return {};  // absent or empty: nothing of an earlier job is lost
+  return make_error(
+      ErrorCode::InvalidArgument,
+      fmt::format("SubmitJob: output_path: {} holds {} bytes of an earlier job's rows; a new job "
+                  "writes a fresh file. Move it away, or run with --overwrite to replace it "
+                  "(fanout resume JOB continues an unfinished job's own file)",
+                  spec.output_path, size));
+}
+
 }  // namespace fanout::ix

@@ -48,4 +48,10 @@ namespace fanout::ix {
                                                const std::vector<std::string>& roots,
                                                bool log_dir_is_clients);
 
+// A new job writes a fresh append_row file, on every route (the embedded interchange and a shared
+// one alike): Error{InvalidArgument, "SubmitJob: output_path: <path> holds N bytes of an earlier
+// job's rows; ..."} when spec.output_path exists and is not empty. The client removes it first
+// when run with --overwrite; `fanout resume` continues its own file and never submits.
+[[nodiscard]] Expected<void> check_output_fresh(const proto::JobSpec& spec);
+
 }  // namespace fanout::ix

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "fanout/protocol/error_categories.hpp"
+
 namespace fanout::ix {
 
 namespace {
@@ -135,9 +137,9 @@ void JobLedger::untake(const std::vector<proto::Task>& tasks) {
   }
 }
 
-BatchState JobLedger::fail(Job& job, proto::Task&& task) {
+BatchState JobLedger::fail(Job& job, proto::Task&& task, bool retry) {
   ++job.attempts_failed;
-  if (task.attempt < job.spec.max_tries) {
+  if (retry && task.attempt < job.spec.max_tries) {
     const std::uint32_t next = task.attempt + 1;
     job.ready.push_front(Pending{to_minibatch(std::move(task)), next});
     return BatchState::Pending;
@@ -174,7 +176,9 @@ Completion JobLedger::complete(std::uint64_t pool_id, proto::TaskResult& r, Cloc
     return c;
   }
   const std::uint64_t index = task.index;
-  c.batch = fail(job, std::move(task));
+  // A mini-batch whose input changed since it was listed reads the same changed file on every
+  // try: it fails now instead of using its tries (docs/worker-pipe.md, "Changed input").
+  c.batch = fail(job, std::move(task), r.error_category != proto::kInputChangedCategory);
   c.gave_up = c.batch == BatchState::Failed;
   if (r.status != static_cast<std::uint8_t>(AttemptStatus::LoadException)) {
     job.other_failures = true;

@@ -164,8 +164,9 @@ class JobLedger final {
   Ended end(std::uint64_t job_id, const Verdict& v, double now_unix);
 
  private:
-  // A failed try of `task`: requeued with the next attempt (Pending), or out of tries (Failed).
-  BatchState fail(Job& job, proto::Task&& task);
+  // A failed try of `task`: requeued with the next attempt (Pending), or out of tries (Failed);
+  // Failed at once when `retry` is false.
+  BatchState fail(Job& job, proto::Task&& task, bool retry = true);
 
   Jobs jobs_{};
   std::unordered_map<std::uint64_t, InFlight> in_flight_{};  // by task id

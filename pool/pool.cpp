@@ -13,10 +13,12 @@
 #include <thread>
 
 #include "fanout/protocol/codec.hpp"
+#include "fanout/protocol/error_categories.hpp"
 #include "fanout/util/fs.hpp"
 #include "pool/launch.hpp"
 #include "pool/result_frames.hpp"
 #include "pool/wall_clock.hpp"
+#include "pool/worker_pipe.hpp"
 
 namespace fanout::pool {
 
@@ -34,6 +36,9 @@ constexpr const char* kOverheadTimeout = "TASK_OVERHEAD_TIMEOUT";
 Clock::duration to_duration(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
+
+static_assert(pipe::kInputChangedCategory == proto::kInputChangedCategory,
+              "the worker pipe and the protocol name a changed input alike");
 
 // "ValueError: bad input\nTraceback..." -> "ValueError".
 std::string category_of(const std::string& text, const char* fallback) {
@@ -560,7 +565,12 @@ void Pool::on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events) 
           r.items = t.items.size();
           r.succeeded = std::min<std::uint64_t>(ev.n_result, r.items);
           r.failed = r.items - r.succeeded;
-          r.rows = ev.n_result;
+          // Rows are the lines the output file gets, so that the store's counts and the file
+          // agree when an element's text holds a newline (it writes several lines); without
+          // an output file they are what run() returned.
+          r.rows = ev.output.empty() ? ev.n_result
+                                     : static_cast<std::uint64_t>(
+                                           std::count(ev.output.begin(), ev.output.end(), '\n'));
           r.output = std::move(ev.output);
         } else {
           std::string category = category_of(

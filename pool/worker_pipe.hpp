@@ -30,6 +30,11 @@ enum class FrameKind : char {
   Done = 'D',        // worker -> pool: the reply to one T frame
 };
 
+// The category a worker gives (as "<category>: <message>" in a D frame's error text) when a
+// mini-batch's input changed after the client listed it; the interchange does not retry it.
+// Equal to proto::kInputChangedCategory (pool/pool.cpp asserts it).
+inline constexpr std::string_view kInputChangedCategory = "INPUT_CHANGED";
+
 // The status byte of a D frame.
 enum class DoneStatus : std::uint8_t {
   Ok = 0,         // run() returned a sequence; n_result = its length

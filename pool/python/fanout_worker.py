@@ -67,6 +67,10 @@ _MAX_FRAME = 512 * 1024 * 1024
 
 _EXPECTED = "expected a list, tuple or pandas DataFrame"
 
+# The error category of a mini-batch whose input changed after the client listed it
+# (pool/worker_pipe.hpp kInputChangedCategory); the interchange does not retry it.
+INPUT_CHANGED = "INPUT_CHANGED"
+
 # Frames whose code lives in this file (or in importlib's frozen bootstrap)
 # are left out of the tracebacks shown to users.
 _SHIM_FILE = (lambda: None).__code__.co_filename
@@ -90,6 +94,31 @@ class MiniBatchContext(object):
 
 class ProtocolError(Exception):
     pass
+
+
+class InputChanged(Exception):
+    """The input of a mini-batch is not what the client listed: reported as INPUT_CHANGED."""
+
+
+def _check_listed(f, part, begin, end, data):
+    """Raises InputChanged when the open file `f` is not the one listed or `data` is short.
+
+    The client records each file's size and mtime_ns when it lists it (docs/worker-pipe.md,
+    "Changed input"); a detail without them (an older client) is read unchecked, but a short
+    read is always an error.
+    """
+    name = part["file"]
+    if "size" in part:
+        st = os.fstat(f.fileno())
+        size, mtime_ns = int(part["size"]), int(part.get("mtime_ns", st.st_mtime_ns))
+        if st.st_size != size or st.st_mtime_ns != mtime_ns:
+            raise InputChanged("%s: changed since it was listed: expected size %d and mtime_ns %d, "
+                               "found size %d and mtime_ns %d" % (name, size, mtime_ns, st.st_size,
+                                                                  st.st_mtime_ns))
+    if len(data) != end - begin:
+        raise InputChanged("%s: bytes %d to %d: expected %d bytes, found %d (the file is %d bytes "
+                           "now)" % (name, begin, end, end - begin, len(data),
+                                     os.fstat(f.fileno()).st_size))
 
 
 # MLTable encoding names -> Python codec names.
@@ -126,6 +155,7 @@ def load_tabular(detail, items):
         with open(part["file"], "rb") as f:
             f.seek(begin)
             data = f.read(max(0, end - begin))
+            _check_listed(f, part, begin, end, data)
         kw = {"sep": sep, "header": None, "names": columns or None, "encoding": encoding,
               "index_col": False}
         if detail.get("empty_as_string"):
@@ -534,6 +564,8 @@ def serve(run, two_args, cfg):
                         out = text.encode("utf-8", "backslashreplace")
             else:
                 status, n_result, out, err = _classify(result, cfg)
+        except InputChanged as e:
+            status, n_result, out, err = STATUS_EXCEPTION, 0, empty, INPUT_CHANGED + ": " + _safe_str(e)
         except Exception as e:
             status, n_result, out, err = STATUS_EXCEPTION, 0, empty, describe_exception(e)
         except BaseException as e:  # noqa: B036 - SystemExit/KeyboardInterrupt: report, then leave

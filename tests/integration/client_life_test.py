@@ -431,10 +431,11 @@ def interchange_owns_its_paths(root):
         logs = [d for d, _, fs in os.walk(os.path.join(ixdir, "runs")) if "job_result.txt" in fs]
         if len(logs) != 1:
             fail("no job_result.txt under the interchange's runs/: %s" % logs)
-        # A relative --run-dir is made absolute before anything is made or sent.
+        # A relative --run-dir is made absolute before anything is made or sent. (The same job
+        # again: --overwrite replaces the first run's rows, as on every route.)
         r = subprocess.run([FANOUT, "run", job, "--interchange", cep, "--python", PYTHON,
-                            "--run-dir", "rel/runs"], env=env, capture_output=True, text=True,
-                           timeout=240, cwd=root)
+                            "--run-dir", "rel/runs", "--overwrite"], env=env, capture_output=True,
+                           text=True, timeout=240, cwd=root)
         if r.returncode != 0:
             fail("fanout run --run-dir rel/runs: exit %d\n%s" % (r.returncode, r.stderr))
         if not any("job_result.txt" in fs for _, _, fs in os.walk(os.path.join(root, "rel/runs"))):

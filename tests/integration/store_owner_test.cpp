@@ -76,8 +76,11 @@ std::size_t temporaries_under(const std::string& dir) {
 
 }  // namespace
 
-// Item 9: 1,000 lines in the output file before the job; no pools; the interchange is killed and
-// started again: recovery keeps the lines (it used to cut the file to 0 bytes).
+// Item 9: 1,000 lines in the output file before the job: it used to be cut to 0 bytes by
+// recovery. A new job now never starts on an earlier job's rows, on a shared interchange too
+// (docs/job-spec.md, "A fresh append_row file"): it is refused and the lines are kept. Moved away,
+// the job runs with no pools; the interchange is killed and started again, and the job's rows
+// are each written once.
 TEST_CASE("integration.store_owner.recovery_keeps_what_the_output_held_before_the_job") {
   TempDir dir("owner9");
   const std::string db = dir / "fanout.db";
@@ -89,6 +92,15 @@ TEST_CASE("integration.store_owner.recovery_keeps_what_the_output_held_before_th
   Cluster cl;
   cl.start_interchange(dir.path(), db, kFastBeats);
   const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
+  auto refused = run_capture({fanout_bin(), "run", dir / "job.yaml", "--interchange", client_ep,
+                              "--db", db, "--python", python_bin(), "--quiet"},
+                             dir.path(), {}, std::chrono::seconds(60));
+  CHECK(refused.status.code == 2);
+  CHECK(refused.err.find("--overwrite") != std::string::npos);
+  CHECK(read_text(dir / "out.txt") == before);
+  fs::rename(dir / "out.txt", dir / "earlier.txt");
+  before.clear();
+
   auto client = spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", client_ep, "--db",
                        db, "--python", python_bin(), "--quiet"},
                       dir / "client.out", dir / "client.err");
@@ -117,7 +129,7 @@ TEST_CASE("integration.store_owner.recovery_keeps_what_the_output_held_before_th
   CHECK(st->code == 0);
   const std::string out = read_text(dir / "out.txt");
   CHECK(out.substr(0, before.size()) == before);
-  CHECK(read_lines(dir / "out.txt").size() == 1005);
+  CHECK(read_lines(dir / "out.txt").size() == 5);
   cl.interchange.signal(SIGTERM);
   (void)cl.interchange.wait_for(std::chrono::seconds(30));
 }

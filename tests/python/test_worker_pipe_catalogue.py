@@ -77,6 +77,9 @@ class CatalogueTest(unittest.TestCase):
                           "BadReturn": s.STATUS_BAD_RETURN,
                           "Exiting": s.STATUS_EXITING}, self.cat["done_status"])
 
+    def test_input_changed_category(self):
+        self.assertEqual(self.shim.INPUT_CHANGED, self.cat["input_changed_category"])
+
     def test_task_layout(self):
         s = self.shim
         cat = dict(self.cat["task"])

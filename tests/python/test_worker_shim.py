@@ -510,6 +510,36 @@ class ShimTest(unittest.TestCase):
         self.assertEqual(d.status, 0, d.err)
         self.assertEqual(d.out, b"[[1, 'a']]\n")
 
+    def test_tabular_file_changed_since_listing_is_input_changed(self):
+        # A table truncated or replaced after the client listed it was read silently (a row cut
+        # short, rows of another version): the task fails as INPUT_CHANGED, naming the file.
+        if not has_pandas():
+            self.skipTest("the worker's interpreter has no pandas")
+        w = self.started("""
+            def run(mini_batch):
+                return [repr(mini_batch.values.tolist())]
+        """)
+        data = os.path.join(self.folder, "c.csv")
+        with open(data, "wb") as f:
+            f.write(b"1,a\n2,b\n")
+        st = os.stat(data)
+        part = {"file": data, "begin": 4, "end": 8, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                "columns": ["n", "s"]}
+        detail = {"kind": "tabular", "parts": [part]}
+        d = w.task(1, [""], detail=detail)
+        self.assertEqual((d.status, d.out), (0, b"[[2, 'b']]\n"), d.err)
+        os.truncate(data, 6)
+        d = w.task(2, [""], detail=detail)
+        self.assertEqual(d.status, 1)
+        self.assertTrue(d.err.startswith("INPUT_CHANGED: %s: changed since it was listed: expected "
+                                         "size 8" % data), d.err)
+        self.assertIn("found size 6", d.err)
+        del part["size"]  # an older client: only the short read is seen
+        d = w.task(3, [""], detail=detail)
+        self.assertEqual(d.status, 1)
+        self.assertTrue(d.err.startswith("INPUT_CHANGED: %s: bytes 4 to 8: expected 4 bytes, "
+                                         "found 2" % data), d.err)
+
     def test_tabular_partition_rows_are_filtered(self):
         if not has_pandas():
             self.skipTest("the worker's interpreter has no pandas")

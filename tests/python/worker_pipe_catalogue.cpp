@@ -53,6 +53,7 @@ void print_catalogue() {
        "\", \"LoadError\": \"" + kind_name(FrameKind::LoadError) + "\", \"RunStarted\": \"" +
        kind_name(FrameKind::RunStarted) + "\", \"RunEnded\": \"" + kind_name(FrameKind::RunEnded) +
        "\", \"Done\": \"" + kind_name(FrameKind::Done) + "\"},\n";
+  j += "  \"input_changed_category\": \"" + std::string(kInputChangedCategory) + "\",\n";
   j += "  \"done_status\": {\"Ok\": " + std::to_string(static_cast<int>(DoneStatus::Ok)) +
        ", \"Raised\": " + std::to_string(static_cast<int>(DoneStatus::Raised)) +
        ", \"BadReturn\": " + std::to_string(static_cast<int>(DoneStatus::BadReturn)) +

@@ -79,6 +79,7 @@ std::string settings_json(const JobSettings& s) {
     j["walltime"] = s.walltime;
   }
   if (!s.output_dir.empty()) j["output_dir"] = s.output_dir;
+  if (!s.input_changed_on_resume.empty()) j["input_changed_on_resume"] = s.input_changed_on_resume;
   // Paths and names are UTF-8 in practice; a stray byte is replaced rather than thrown on.
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
@@ -115,6 +116,11 @@ Expected<JobSettings> parse_settings_json(std::string_view json) {
   read_text(j, "partition", s.partition);
   read_text(j, "walltime", s.walltime);
   read_text(j, "output_dir", s.output_dir);
+  if (auto it = j.find("input_changed_on_resume"); it != j.end() && it->is_array()) {
+    for (const auto& note : *it) {
+      if (note.is_string()) s.input_changed_on_resume.push_back(note.get<std::string>());
+    }
+  }
   return s;
 }
 
@@ -130,6 +136,27 @@ std::optional<JobSettings> read_job_settings(const std::string& path, std::uint6
                   path + ": job " + std::to_string(job_id) + ": " + s.error().message);
   }
   return *s;
+}
+
+void record_input_change(const std::string& path, std::uint64_t job_id, const std::string& note) {
+  Db db(path, Db::Mode::ReadWriteCreate);
+  db.exec("PRAGMA busy_timeout = 5000", "set busy_timeout");
+  Transaction tx(db);
+  Statement get(db, "SELECT coalesce(settings, '{}') FROM jobs WHERE id = ?1");
+  get.bind(1, job_id);
+  if (!get.step()) {
+    throw Failure(ErrorCode::NotFound, path + ": no job " + std::to_string(job_id));
+  }
+  // Through JobSettings, so the keys stay the ones settings_json() writes; settings that are not
+  // a JSON object are replaced by the defaults plus the note.
+  auto parsed = parse_settings_json(get.column_text(0));
+  JobSettings s = parsed ? *parsed : JobSettings{};
+  get.reset();
+  s.input_changed_on_resume.push_back(note);
+  const std::string text = settings_json(s);
+  Statement put(db, "UPDATE jobs SET settings = ?2 WHERE id = ?1");
+  put.bind(1, job_id).bind(2, text).run();
+  tx.commit();
 }
 
 }  // namespace fanout::store

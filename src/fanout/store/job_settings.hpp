@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fanout/util/expected.hpp"
 
@@ -43,6 +44,9 @@ struct JobSettings {
   // The declared folder output a job without an append_row file writes to (its output_dir), the
   // one its end summary names; written only when set.
   std::string output_dir{};
+  // What `fanout resume --accept-changed-input` found changed in the job's input and resumed
+  // anyway, one note per such resume (record_input_change); written only when set.
+  std::vector<std::string> input_changed_on_resume{};
 };
 
 // The JSON object recorded with the job (JobSpec::settings_json): compact, keys in field order,
@@ -59,5 +63,11 @@ struct JobSettings {
 // object.
 [[nodiscard]] std::optional<JobSettings> read_job_settings(const std::string& path,
                                                            std::uint64_t job_id);
+
+// Appends `note` to input_changed_on_resume in the settings of job `job_id` in the store at
+// `path` (opened read-write; it must exist): what a resume found changed and accepted. Throws
+// Failure{Database} when the store cannot be written, Failure{NotFound} naming the job when it
+// has no such job.
+void record_input_change(const std::string& path, std::uint64_t job_id, const std::string& note);
 
 }  // namespace fanout::store

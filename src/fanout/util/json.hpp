@@ -7,7 +7,9 @@
 
 namespace fanout {
 
-// Appends `s` as a quoted JSON string (UTF-8 passed through, control characters escaped).
+// Appends `s` as a quoted JSON string: valid UTF-8 passed through, control characters escaped,
+// and each byte that is not part of valid UTF-8 written as the escape \udcNN (Python's
+// surrogateescape), so the result is always valid UTF-8 and loses nothing. See docs/store.md.
 void json_quote(std::string& out, std::string_view s);
 std::string json_quote(std::string_view s);
 

@@ -6,7 +6,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "scratch_dir.hpp"
@@ -151,4 +153,52 @@ TEST_CASE("client.listing.a_table_of_files_is_cut_by_file_count") {
   CHECK(bad.error().message ==
         "/jobs/job.yaml: mini_batch_size: expected a file count: inputs.images is a table of "
         "files (its MLTable has paths and no read_delimited) (got \"10kb\")");
+}
+
+// A folder holding `ln -s . self` and `ln -s .. sub/up` once made the listing endless (every
+// file under self/self/self/...): each folder is entered once, each file listed once, and each
+// link that leads back is reported once.
+TEST_CASE("client.listing.a_symbolic_link_loop_lists_each_file_once") {
+  namespace fs = std::filesystem;
+  ScratchDir d;
+  for (int i = 0; i < 4; ++i) d.write("data/f" + std::to_string(i) + ".txt", "x\n");
+  d.write("data/sub/g.txt", "x\n");
+  fs::create_directory_symlink(".", d.path("data/self"));
+  fs::create_directory_symlink("..", d.path("data/sub/up"));
+  std::vector<std::string> files;
+  std::vector<std::pair<std::string, std::string>> repeats;
+  const bool done = fanout::client::walk_folder(
+      d.path("data"),
+      [&](const std::string& f) {
+        files.push_back(f);
+        return files.size() < 1000;  // an endless listing stops here and fails the checks
+      },
+      [&](const std::string& entry, const std::string& first) {
+        repeats.emplace_back(entry, first);
+      });
+  CHECK(done);
+  CHECK(files == std::vector<std::string>{d.path("data/f0.txt"), d.path("data/f1.txt"),
+                                          d.path("data/f2.txt"), d.path("data/f3.txt"),
+                                          d.path("data/sub/g.txt")});
+  CHECK(repeats ==
+        std::vector<std::pair<std::string, std::string>>{{d.path("data/self"), d.path("data")},
+                                                         {d.path("data/sub/up"), d.path("data")}});
+
+  SUBCASE("a link to a sibling folder is not a loop and is listed once, under the link") {
+    d.write("other/h.txt", "x\n");
+    fs::create_directory_symlink("../other", d.path("data/a_other"));
+    files.clear();
+    repeats.clear();
+    fanout::client::walk_folder(
+        d.path("data"),
+        [&](const std::string& f) {
+          files.push_back(f);
+          return files.size() < 1000;
+        },
+        [&](const std::string& entry, const std::string& first) {
+          repeats.emplace_back(entry, first);
+        });
+    CHECK(files.front() == d.path("data/a_other/h.txt"));
+    CHECK(files.size() == 6);
+  }
 }

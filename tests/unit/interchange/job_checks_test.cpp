@@ -1,6 +1,6 @@
 // The checks of a submitted JobSpec (interchange/job_checks.hpp): specs it accepts, and near
-// misses it rejects with an error that names the field. No file is touched, but for the write
-// roots' tests, which resolve links in a scratch folder.
+// misses it rejects with an error that names the field. No file is touched, but in scratch folders:
+// the write roots' tests resolve links there, and check_output_fresh reads an output file.
 #include "interchange/job_checks.hpp"
 
 #include <doctest/doctest.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "support/scratch_dir.hpp"
+#include "scratch_dir.hpp"
 
 using fanout::ErrorCode;
 using fanout::ix::check_job_spec;
@@ -227,4 +227,25 @@ TEST_CASE("interchange.job_checks.write_roots_accept_and_refuse_table") {
   JobSpec own = good();
   own.log_dir = d + "/victim/runs/logs";
   CHECK(fanout::ix::check_write_roots(own, roots, /*log_dir_is_clients=*/false).has_value());
+}
+
+// A shared interchange once appended a re-run's rows to the first run's (every row twice): a new
+// job's output file must be absent or empty, whatever route submitted it.
+TEST_CASE("interchange.job_checks.an_earlier_jobs_rows_refuse_a_new_job") {
+  fanout::test::ScratchDir d;
+  JobSpec s = good();
+  s.output_path = d.path("rows.txt");
+  CHECK(fanout::ix::check_output_fresh(s).has_value());  // absent
+  d.write("rows.txt", "");
+  CHECK(fanout::ix::check_output_fresh(s).has_value());  // empty
+  d.write("rows.txt", "a\nb\n");
+  auto r = fanout::ix::check_output_fresh(s);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == ErrorCode::InvalidArgument);
+  CHECK(r.error().message == "SubmitJob: output_path: " + d.path("rows.txt") +
+                                 " holds 4 bytes of an earlier job's rows; a new job writes a "
+                                 "fresh file. Move it away, or run with --overwrite to replace "
+                                 "it (fanout resume JOB continues an unfinished job's own file)");
+  s.output_path.clear();
+  CHECK(fanout::ix::check_output_fresh(s).has_value());
 }
