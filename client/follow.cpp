@@ -477,6 +477,15 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
     std::fprintf(stderr, "error: %s\n", f.what());
     return 3;
   }
+  if (emb->guest()) {
+    // Another `fanout resume` (or run) on this store started its owner first, which resumed
+    // every unfinished job at its start: this one follows the job there, with its pools.
+    std::fprintf(stderr,
+                 "fanout: job %llu is being resumed by the running interchange pid %d on %s; "
+                 "following it there\n",
+                 static_cast<unsigned long long>(job_id), static_cast<int>(emb->owner_pid()),
+                 opts.db.c_str());
+  }
   FollowOptions fo;
   fo.db = opts.db;
   fo.quiet = opts.quiet;

@@ -399,6 +399,11 @@ TEST_CASE("integration.store_owner.two_resumes_after_a_crash_both_finish_the_job
   CHECK(sb->code == 0);
   CHECK(read_text(dir / "a.err").find("every pool exited") == std::string::npos);
   CHECK(read_text(dir / "b.err").find("every pool exited") == std::string::npos);
+  // One of them found the other's interchange owning the store, and says it follows the job
+  // there.
+  CHECK((read_text(dir / "a.err") + read_text(dir / "b.err"))
+            .find("fanout: job 1 is being resumed by the running interchange pid") !=
+        std::string::npos);
   CHECK(sql_column(db, "select state from jobs") == std::vector<std::string>{"succeeded"});
   check_rows_once(dir / "out.txt", files);
 }
