@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
@@ -353,13 +352,8 @@ void write_job_pointer(const std::string& run_dir, const std::string& endpoint,
                        std::uint64_t job_id) {
   const std::string path = run_dir + "/interchange.ready";
   if (fs::exists(path)) return;
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << "client=" << endpoint << "\njob=" << job_id << "\n";
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
+  // Through AtomicFile: a link planted at a fixed temporary name is never written through.
+  (void)write_file_atomic(path, "client=" + endpoint + "\njob=" + std::to_string(job_id) + "\n");
 }
 
 int report_ended(const proto::JobEnded& ended, const std::string& output_path,

@@ -20,6 +20,7 @@
 #include "client/run_settings.hpp"
 #include "client/session.hpp"
 #include "fanout/store/reader.hpp"
+#include "fanout/util/atomic_file.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
@@ -208,11 +209,7 @@ RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log, Tran
   (void)make_dirs(run_dir + "/logs");
   const std::string db = dir + "/perf.db";
   if (o.runtime == "python") {
-    std::FILE* f = std::fopen((code + "/noop.py").c_str(), "w");
-    if (f != nullptr) {
-      std::fputs(kNoopScript, f);
-      std::fclose(f);
-    }
+    (void)write_file_atomic(code + "/noop.py", kNoopScript);
   }
   const std::uint32_t prefetch =
       static_cast<std::uint32_t>(o.prefetch >= 0 ? o.prefetch : kPerfPrefetch);
