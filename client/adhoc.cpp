@@ -3,13 +3,21 @@
 
 #include "fanout/config/adhoc_job.hpp"
 
+#include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <string_view>
+
+#include "fanout/util/atomic_file.hpp"
+#include "fanout/util/error.hpp"
 
 namespace fanout::client {
 
@@ -35,6 +43,26 @@ std::string stamp() {
          std::to_string(::getpid());
 }
 
+// Narrows `folder` (ours, not a symbolic link) to mode 0700. Error{Io} naming it, its owner
+// and mode when it is not ours.
+Expected<void> private_folder(const std::string& folder) {
+  struct stat st {};
+  if (::lstat(folder.c_str(), &st) != 0) {
+    return make_error(ErrorCode::Io, folder + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+    return make_error(ErrorCode::Io,
+                      fmt::format("{}: the ad-hoc folder is not a folder of this user (owner uid "
+                                  "{}, mode {:04o}); remove it",
+                                  folder, st.st_uid, st.st_mode & 07777));
+  }
+  if ((st.st_mode & 077) != 0 && ::chmod(folder.c_str(), 0700) != 0) {
+    return make_error(ErrorCode::Io,
+                      folder + ": cannot narrow to mode 0700: " + std::strerror(errno));
+  }
+  return {};
+}
+
 }  // namespace
 
 Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& folder) {
@@ -50,6 +78,9 @@ Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& fol
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (ec) return bad("cannot make " + folder + " for the ad-hoc job file: " + ec.message());
+  // The job file holds the --env values, and the items and rows are the user's data: the
+  // folder is closed to other local users (also one an older fanout made 0755).
+  if (auto r = private_folder(folder); !r) return Unexpected{r.error()};
   const std::string base = (fs::path(folder) / stamp()).string();
 
   AdhocJob job;
@@ -57,10 +88,17 @@ Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& fol
   std::string input_path;
   if (o.input == "-") {
     input_path = base + ".items.txt";
-    std::ofstream items(input_path);
-    items << std::cin.rdbuf();
-    items.close();
-    if (!items) return bad("--input -: cannot save stdin to " + input_path);
+    try {
+      AtomicFile items(input_path, 0600);
+      std::string chunk(1 << 16, '\0');
+      while (std::cin.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) ||
+             std::cin.gcount() > 0) {
+        items.write(std::string_view(chunk.data(), static_cast<std::size_t>(std::cin.gcount())));
+      }
+      items.commit();
+    } catch (const Failure& f) {
+      return bad("--input -: cannot save stdin: " + f.error().message);
+    }
   } else {
     input_path = fs::absolute(o.input, ec).lexically_normal().string();
     if (fs::is_directory(input_path, ec)) {
@@ -73,6 +111,10 @@ Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& fol
   if (o.output.empty() || o.output == "-") {
     output_path = base + ".rows.txt";
     job.print_rows = output_path;
+    // Made now, mode 0600, so that the store's writer appends to a private file.
+    if (auto r = write_file_atomic(output_path, "", 0600); !r) {
+      return bad("cannot make the rows file: " + r.error().message);
+    }
   } else {
     output_path = fs::absolute(o.output, ec).lexically_normal().string();
   }
@@ -99,10 +141,9 @@ Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& fol
     spec.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
   job.job_file = base + ".yaml";
-  std::ofstream f(job.job_file);
-  f << config::adhoc_job_yaml(spec);
-  f.close();
-  if (!f) return bad("cannot write " + job.job_file);
+  if (auto r = write_file_atomic(job.job_file, config::adhoc_job_yaml(spec), 0600); !r) {
+    return bad("cannot write the ad-hoc job file: " + r.error().message);
+  }
   return job;
 }
 

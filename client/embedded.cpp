@@ -82,7 +82,6 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
   (void)make_dirs(sys_dir);
   ready_ = run_dir + "/interchange.ready";
   std::error_code ec;
-  fs::remove(ready_, ec);
   ix_log_ = sys_dir + "/interchange.log";
   SpawnOptions so;
   so.argv = {find_binary("FANOUT_INTERCHANGE_BIN", "fanout-interchange", "interchange"),
@@ -165,6 +164,14 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
   // exits 4: this run's job then goes to that owner (docs/store.md, section 1); should the owner
   // be gone meanwhile, a private interchange is started again.
   db_ = db;
+  // The ready file's text once our own interchange wrote it; "" before. Not removed first: a
+  // ready file there may be another live run's on the same run folder (two `fanout resume`s of
+  // one job), and the pid tells an old or foreign one from ours.
+  auto own_ready = [&]() -> std::string {
+    auto t = read_file(ready_);
+    if (!t || ready_value(*t, "pid") != std::to_string(ix_.pid())) return {};
+    return *t;
+  };
   auto deadline = Clock::now() + std::chrono::seconds(30);
   std::string text;
   while (text.empty()) {
@@ -173,7 +180,7 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
       if (!ix) throw Failure(ix.error());
       ix_ = std::move(*ix);
     }
-    while (!fs::exists(ready_)) {
+    while (own_ready().empty()) {
       if (auto st = ix_.poll()) {
         if (st->code == 4) {
           text = owner_endpoints(deadline);
@@ -188,7 +195,7 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    if (!guest_ && fs::exists(ready_)) text = read_file(ready_).value();
+    if (!guest_) text = own_ready();
   }
   client_ep_ = ready_value(text, "client");
   pool_ep_ = ready_value(text, "pool");
@@ -280,14 +287,18 @@ void Embedded::start_watchdog() {
 
 std::string Embedded::owner_endpoints(Clock::time_point deadline) {
   while (Clock::now() < deadline) {
-    auto owner = store::find_owner(db_);
+    auto found = store::find_owner(db_);
+    if (!found) throw Failure(found.error());
+    const auto& owner = *found;
     if (!owner) return {};  // gone meanwhile: start a private interchange again
     if (!ready_value(owner->text, "client").empty()) {
       guest_ = true;
       owner_pid_ = owner->pid;
       return owner->text;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // not published yet
+    // Not published yet: a new owner (what the file holds may be its dead predecessor's, which
+    // find_owner does not return).
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   throw Failure(ErrorCode::Runtime, "the store " + db_ +
                                         " is owned by another interchange, which did not publish "
@@ -298,7 +309,7 @@ std::string Embedded::owner_endpoints(Clock::time_point deadline) {
 bool Embedded::interchange_exited() {
   if (guest_) {
     auto owner = store::find_owner(db_);
-    return !owner || owner->pid != owner_pid_;
+    return !owner || !*owner || (*owner)->pid != owner_pid_;
   }
   return ix_.poll().has_value();
 }

@@ -58,6 +58,8 @@ class Embedded final {
   // This run found the store owned by another live interchange and uses it (its own pools
   // connect there; there is no private interchange to stop).
   [[nodiscard]] bool guest() const { return guest_; }
+  // The pid of the store's owner a guest() uses (0 otherwise).
+  [[nodiscard]] pid_t owner_pid() const { return owner_pid_; }
   [[nodiscard]] const std::string& client_endpoint() const { return client_ep_; }
   // What a client connecting to client_endpoint() uses (net::connect_secure).
   [[nodiscard]] const net::Security& security() const { return security_; }

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
@@ -412,13 +411,8 @@ void write_job_pointer(const std::string& run_dir, const std::string& endpoint,
                        std::uint64_t job_id) {
   const std::string path = run_dir + "/interchange.ready";
   if (fs::exists(path)) return;
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << "client=" << endpoint << "\njob=" << job_id << "\n";
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
+  // Through AtomicFile: a link planted at a fixed temporary name is never written through.
+  (void)write_file_atomic(path, "client=" + endpoint + "\njob=" + std::to_string(job_id) + "\n");
 }
 
 int report_ended(const proto::JobEnded& ended, const std::string& output_path,
@@ -542,6 +536,15 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
   } catch (const Failure& f) {
     std::fprintf(stderr, "error: %s\n", f.what());
     return 3;
+  }
+  if (emb->guest()) {
+    // Another `fanout resume` (or run) on this store started its owner first, which resumed
+    // every unfinished job at its start: this one follows the job there, with its pools.
+    std::fprintf(stderr,
+                 "fanout: job %llu is being resumed by the running interchange pid %d on %s; "
+                 "following it there\n",
+                 static_cast<unsigned long long>(job_id), static_cast<int>(emb->owner_pid()),
+                 opts.db.c_str());
   }
   FollowOptions fo;
   fo.db = opts.db;

@@ -256,9 +256,13 @@ int main(int argc, char** argv) {
   perf->add_flag("--no-ceiling", no_ceiling, "skip the ZeroMQ relay probe");
   perf->add_flag("--no-baseline", no_baseline, "skip the multiprocessing.Pool baseline");
   perf->add_flag("--curve", po.curve,
-                 "also run over Curve-encrypted TCP and print its ratio to plaintext TCP");
+                 "also run over Curve-encrypted TCP and print its ratio to the measured run "
+                 "(with --insecure-tcp: to plaintext TCP)");
   perf->add_flag("--encrypted", po.encrypted,
-                 "measure over Curve-encrypted TCP instead of plaintext TCP loopback");
+                 "measure over Curve-encrypted TCP loopback instead of private ipc://");
+  perf->add_flag("--insecure-tcp", po.insecure_tcp,
+                 "UNSAFE: measure over plaintext TCP loopback instead of private ipc://; while it "
+                 "runs, any local user can submit jobs that run as you");
   perf->add_option("--keep", po.keep_dir, "keep the store and logs in this folder");
 
   try {

@@ -20,6 +20,7 @@
 #include "client/run_settings.hpp"
 #include "client/session.hpp"
 #include "fanout/store/reader.hpp"
+#include "fanout/util/atomic_file.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
@@ -177,10 +178,30 @@ std::string perf_settings_json(const PerfOptions& o, std::uint32_t prefetch) {
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-// One measured run: a fresh store, interchange and pools in `dir`. Runs on plaintext TCP
-// loopback (--insecure), as perf's figures always were, unless `transport` says otherwise.
-RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log,
-                  Transport transport = Transport::Tcp) {
+// How the measured runs' interchange listens. By default on ipc:// in a private 0700 folder,
+// like `fanout run`'s embedded default: no other local user can reach it (on plaintext TCP
+// loopback, anyone on the machine could submit a job there that ran as the user).
+Transport measured_transport(const PerfOptions& o) {
+  if (o.encrypted) return Transport::Curve;
+  return o.insecure_tcp ? Transport::Tcp : Transport::Ipc;
+}
+
+// The name of a run's link, for the report.
+const char* link_name(Transport t) {
+  switch (t) {
+    case Transport::Ipc:
+      return "ipc";
+    case Transport::Tcp:
+      return "plaintext-tcp";
+    case Transport::Curve:
+      return "curve-tcp";
+  }
+  return "?";
+}
+
+// One measured run: a fresh store, interchange and pools in `dir`, listening as `transport`
+// says.
+RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log, Transport transport) {
   RunStats rs;
   const std::string code = dir + "/code";
   const std::string run_dir = dir + "/run";
@@ -188,11 +209,7 @@ RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log,
   (void)make_dirs(run_dir + "/logs");
   const std::string db = dir + "/perf.db";
   if (o.runtime == "python") {
-    std::FILE* f = std::fopen((code + "/noop.py").c_str(), "w");
-    if (f != nullptr) {
-      std::fputs(kNoopScript, f);
-      std::fclose(f);
-    }
+    (void)write_file_atomic(code + "/noop.py", kNoopScript);
   }
   const std::uint32_t prefetch =
       static_cast<std::uint32_t>(o.prefetch >= 0 ? o.prefetch : kPerfPrefetch);
@@ -365,9 +382,9 @@ double per_mb_ms(double cpu_s, std::uint64_t n) {
 std::string describe(const PerfOptions& o) {
   return fmt::format(
       "runtime {}, {} pool(s) x {} workers, prefetch {}, poll {} ms, log {}, "
-      "items/batch {}, sleep {} ms",
+      "items/batch {}, sleep {} ms, link {}",
       o.runtime, o.pools, o.workers, o.prefetch >= 0 ? o.prefetch : kPerfPrefetch, o.poll_ms,
-      o.log_level, o.items_per_batch, o.sleep_ms);
+      o.log_level, o.items_per_batch, o.sleep_ms, link_name(measured_transport(o)));
 }
 
 // The transport ceiling of one run: the relay probe with as many messages in flight as the
@@ -415,7 +432,7 @@ void print_run(const PerfOptions& o, const RunStats& rs, const Ceiling& ceiling,
         "\"interchange_peak_rss_kb\":%ld,\"ceiling_window\":%llu,\"ceiling_rate\":%.1f,"
         "\"fraction_of_ceiling\":%.4f,\"ceiling_rate_window_10000\":%.1f,"
         "\"fraction_of_ceiling_window_10000\":%.4f,"
-        "\"mp_pool_rate\":%.1f,\"fraction_of_mp_pool\":%.4f,\"ok\":%s}\n",
+        "\"mp_pool_rate\":%.1f,\"fraction_of_mp_pool\":%.4f,\"link\":\"%s\",\"ok\":%s}\n",
         static_cast<unsigned long long>(rs.tasks), json_quote(o.runtime).c_str(), o.workers,
         o.pools, static_cast<long long>(o.prefetch >= 0 ? o.prefetch : kPerfPrefetch), o.poll_ms,
         json_quote(o.log_level).c_str(), o.sleep_ms, o.items_per_batch, rs.wall_s, rs.report_s,
@@ -428,7 +445,8 @@ void print_run(const PerfOptions& o, const RunStats& rs, const Ceiling& ceiling,
         static_cast<unsigned long long>(ceiling.window), ceiling.rate,
         ceiling.rate > 0 ? rate / ceiling.rate : 0.0, ceiling.wide_rate,
         ceiling.wide_rate > 0 ? rate / ceiling.wide_rate : 0.0, baseline,
-        baseline > 0 ? rate / baseline : 0.0, rs.ok ? "true" : "false");
+        baseline > 0 ? rate / baseline : 0.0, link_name(measured_transport(o)),
+        rs.ok ? "true" : "false");
     return;
   }
   std::printf("fanout perf: %llu mini-batches (%s)\n", static_cast<unsigned long long>(rs.tasks),
@@ -480,8 +498,9 @@ void print_run(const PerfOptions& o, const RunStats& rs, const Ceiling& ceiling,
   }
 }
 
-// The Curve run beside the plaintext one: its rate and the ratio (target >= 0.85, see
-// docs/performance.md). Returns an exit code as run_perf does.
+// The Curve run beside the measured one (`plain`, over `o`'s link): its rate and the ratio
+// (target >= 0.85 against plaintext TCP, see docs/performance.md). Returns an exit code as
+// run_perf does.
 int print_curve(const PerfOptions& o, const RunStats& plain, const RunStats& curve) {
   if (!curve.error.empty() && curve.tasks == 0) {
     std::fprintf(stderr, "error: curve run: %s\n", curve.error.c_str());
@@ -489,13 +508,15 @@ int print_curve(const PerfOptions& o, const RunStats& plain, const RunStats& cur
   }
   const double ratio = plain.rate() > 0 ? curve.rate() / plain.rate() : 0.0;
   if (o.json) {
-    std::printf("{\"curve_rate\":%.1f,\"plaintext_rate\":%.1f,\"curve_ratio\":%.4f,\"ok\":%s}\n",
-                curve.rate(), plain.rate(), ratio, curve.ok ? "true" : "false");
-  } else {
     std::printf(
-        "  Curve-encrypted TCP, same run %10.0f mini-batches/s: %.3f x plaintext TCP (target "
-        ">= 0.85)\n",
-        curve.rate(), ratio);
+        "{\"curve_rate\":%.1f,\"plaintext_rate\":%.1f,\"curve_ratio\":%.4f,\"link\":\"%s\","
+        "\"ok\":%s}\n",
+        curve.rate(), plain.rate(), ratio, link_name(measured_transport(o)),
+        curve.ok ? "true" : "false");
+  } else {
+    std::printf("  Curve-encrypted TCP, same run %10.0f mini-batches/s: %.3f x the %s run%s\n",
+                curve.rate(), ratio, link_name(measured_transport(o)),
+                o.insecure_tcp ? " (target >= 0.85)" : "");
   }
   if (!curve.ok) {
     std::fprintf(stderr, "error: curve run: %s\n", curve.error.c_str());
@@ -537,7 +558,7 @@ int run_sweep(const PerfOptions& base, const std::string& root, Logger log) {
     PerfOptions o = base;
     t.apply(o);
     const std::string dir = fmt::format("{}/sweep{:02}", root, i++);
-    RunStats rs = run_once(o, dir, log, o.encrypted ? Transport::Curve : Transport::Tcp);
+    RunStats rs = run_once(o, dir, log, measured_transport(o));
     if (!rs.ok) rc = 1;
     if (t.factor == "baseline") base_rate = rs.rate();
     const double total_cpu = rs.cpu_client + rs.cpu_ix + rs.cpu_pools + rs.cpu_workers;
@@ -571,6 +592,15 @@ int run_perf(const PerfOptions& opts, Logger log) {
     std::fprintf(stderr, "error: --workers, --pools and --items-per-batch must be >= 1\n");
     return 2;
   }
+  if (opts.encrypted && opts.insecure_tcp) {
+    std::fprintf(stderr, "error: --encrypted and --insecure-tcp: give one link, not both\n");
+    return 2;
+  }
+  if (opts.insecure_tcp) {
+    std::fprintf(stderr,
+                 "warning: --insecure-tcp: while this benchmark runs, any local user can submit "
+                 "jobs to its interchange on plaintext TCP loopback, which run as you\n");
+  }
   std::string root;
   try {
     root = opts.keep_dir.empty() ? make_temp_dir() : opts.keep_dir;
@@ -594,7 +624,7 @@ int run_perf(const PerfOptions& opts, Logger log) {
                             "--workers", std::to_string(o.workers)},
                            root, log);
     }
-    RunStats rs = run_once(o, root + "/run", log, o.encrypted ? Transport::Curve : Transport::Tcp);
+    RunStats rs = run_once(o, root + "/run", log, measured_transport(o));
     if (!rs.error.empty() && rs.tasks == 0) {
       std::fprintf(stderr, "error: %s\n", rs.error.c_str());
       rc = 3;

@@ -28,10 +28,13 @@ struct PerfOptions {
   bool sweep = false;
   bool ceiling = true;   // also run tools' ZeroMQ relay probe (fanout-zmq-relay) for the ratio
   bool baseline = true;  // python runtime: also run the multiprocessing.Pool baseline
-  bool curve = false;    // also run over Curve-encrypted TCP and print its ratio to plaintext
-  // The measured runs' link: plaintext TCP loopback (the figures of docs/performance.md), or
-  // Curve-encrypted TCP (--encrypted: the tests run encrypted, as every real tcp:// link is).
+  bool curve = false;    // also run over Curve-encrypted TCP and print its ratio to the main run
+  // The measured runs' link: ipc:// in a private 0700 folder (the default, closed to other
+  // local users), Curve-encrypted TCP (--encrypted), or plaintext TCP loopback (--insecure-tcp:
+  // UNSAFE, any local user may submit jobs that run as this user while it runs; the link of the
+  // older figures in docs/performance.md).
   bool encrypted = false;
+  bool insecure_tcp = false;
   std::string keep_dir{};  // keep the temp folder here (logs, store) instead of removing it
 };
 

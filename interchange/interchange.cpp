@@ -3,6 +3,7 @@
 // client_sessions and job_checks. See interchange.hpp and docs/architecture.md.
 #include "interchange/interchange.hpp"
 
+#include <fcntl.h>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -10,16 +11,18 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <random>
 
 #include "fanout/protocol/codec.hpp"
 #include "fanout/report/progress_overview.hpp"
 #include "fanout/util/atomic_file.hpp"
+#include "fanout/util/fd.hpp"
 #include "fanout/util/fs.hpp"
 #include "interchange/job_checks.hpp"
 
@@ -126,13 +129,11 @@ void Interchange::write_ready_file() {
     if (!r) log_->warn("{}", r.error().message);
   }
   if (opts_.ready_file.empty()) return;
-  std::string tmp = opts_.ready_file + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << "client=" << eps_.client << "\npool=" << eps_.pool << "\npid=" << ::getpid()
-        << "\nhost=" << host_name() << "\n";
-  }
-  std::filesystem::rename(tmp, opts_.ready_file);
+  // Through AtomicFile: its temporary file is always new, never a planted link followed.
+  auto r = write_file_atomic(
+      opts_.ready_file, fmt::format("client={}\npool={}\npid={}\nhost={}\n", eps_.client, eps_.pool,
+                                    ::getpid(), host_name()));
+  if (!r) throw Failure(r.error());
 }
 
 bool Interchange::submitter_gone() {
@@ -363,8 +364,18 @@ Expected<void> Interchange::prepare_job_files(const proto::JobSpec& spec) const 
     if (auto r = make_dirs(out.parent_path().string()); !r) {
       return bad("output_path", r.error().message);
     }
-    std::ofstream probe(spec.output_path, std::ios::app);
-    if (!probe) return bad("output_path", spec.output_path + ": cannot be opened for writing");
+    // As the store's writer opens it (store/detail/output_file.cpp): a symbolic link there,
+    // dangling or not, is refused before the job starts, never written through.
+    UniqueFd probe(::open(spec.output_path.c_str(),
+                          O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!probe.valid()) {
+      const int err = errno;
+      return bad("output_path",
+                 spec.output_path + (err == ELOOP ? ": is a symbolic link, which fanout "
+                                                    "does not follow: remove it"
+                                                  : ": cannot be opened for writing: " +
+                                                        std::string(std::strerror(err))));
+    }
   }
   return {};
 }

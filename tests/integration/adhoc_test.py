@@ -6,6 +6,7 @@ Environment: FANOUT_BIN (set by tests/meson.build)."""
 
 import os
 import sqlite3
+import stat
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,15 @@ def main():
         kept = [n for n in os.listdir(os.path.join(tmp, "store", "adhoc")) if n.endswith(".yaml")]
         if len(kept) != 3:
             fail(f"expected 3 kept job files, got {kept}")
+        # Closed to other local users: the job files hold --env values, the item list and rows
+        # are the user's data (docs/security.md, "Local files and other local users").
+        adhoc = os.path.join(tmp, "store", "adhoc")
+        if stat.S_IMODE(os.stat(adhoc).st_mode) != 0o700:
+            fail(f"{adhoc}: mode {oct(os.stat(adhoc).st_mode)}, expected 0700")
+        for name in os.listdir(adhoc):
+            mode = stat.S_IMODE(os.stat(os.path.join(adhoc, name)).st_mode)
+            if mode != 0o600:
+                fail(f"{adhoc}/{name}: mode {oct(mode)}, expected 0600")
 
         # 4. Mistakes are CLI errors (exit 2) naming the option.
         for args, needle in [

@@ -353,7 +353,7 @@ TEST_CASE("integration.store_owner.a_run_attached_as_the_owner_exits_starts_its_
   auto sa = a.wait_for(std::chrono::seconds(120));
   REQUIRE(sa.has_value());
   CHECK(sa->code == 0);
-  REQUIRE(wait_until([&] { return !fanout::store::find_owner(db).has_value(); },
+  REQUIRE(wait_until([&] { return !fanout::store::find_owner(db).value().has_value(); },
                      std::chrono::seconds(30)));
   fs::remove(hold);
   auto sb = b.wait_for(std::chrono::seconds(120));
@@ -368,4 +368,54 @@ TEST_CASE("integration.store_owner.a_run_attached_as_the_owner_exits_starts_its_
         std::vector<std::string>{"succeeded", "succeeded"});
   check_rows_once(dir / "a/out.txt", 4);
   check_rows_once(dir / "b/out.txt", 3);
+}
+
+// Two `fanout resume`s of one crashed job at once. The second found the store's lock held by the
+// first's new interchange before it had published its endpoints, read the dead interchange's
+// endpoints still in the owner file (and the first's ready file in the shared run folder), waited
+// on them and exited 3 ("every pool exited"). Now a dead owner's text is never used: the second
+// joins the live owner (its job runs there) and both end with the job, each row once.
+TEST_CASE("integration.store_owner.two_resumes_after_a_crash_both_finish_the_job") {
+  TempDir dir("owner-resume2");
+  const std::string db = dir / "fanout.db";
+  const unsigned files = 16;
+  make_counting_job(dir.path(), "crashed", files, "0.3");
+  auto run = spawn(
+      {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(), "--quiet"},
+      dir / "run.out", dir / "run.err");
+  REQUIRE(wait_until([&] { return sql_int_or(db, "select submit_done from jobs") == 1; },
+                     std::chrono::seconds(60)));
+  REQUIRE(wait_until(
+      [&] { return sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 2; },
+      std::chrono::seconds(120)));
+  const auto owner = read_ready_file(db + ".owner");
+  REQUIRE(owner.count("pid") == 1);
+  ::kill(static_cast<pid_t>(std::stol(owner.at("pid"))), SIGKILL);
+  REQUIRE(run.wait_for(std::chrono::seconds(120)).has_value());
+  REQUIRE(sql_column(db, "select state from jobs") == std::vector<std::string>{"running"});
+  // The owner file still names the dead interchange's endpoints.
+  REQUIRE(read_ready_file(db + ".owner")["pid"] == owner.at("pid"));
+
+  auto resume = [&](const std::string& name) {
+    return spawn({fanout_bin(), "resume", "1", "--db", db, "--python", python_bin(), "--quiet"},
+                 dir / (name + ".out"), dir / (name + ".err"));
+  };
+  auto a = resume("a");
+  auto b = resume("b");
+  auto sa = a.wait_for(std::chrono::seconds(180));
+  auto sb = b.wait_for(std::chrono::seconds(180));
+  INFO("a:\n" << read_text(dir / "a.err") << "\nb:\n" << read_text(dir / "b.err"));
+  REQUIRE(sa.has_value());
+  REQUIRE(sb.has_value());
+  CHECK(sa->code == 0);
+  CHECK(sb->code == 0);
+  CHECK(read_text(dir / "a.err").find("every pool exited") == std::string::npos);
+  CHECK(read_text(dir / "b.err").find("every pool exited") == std::string::npos);
+  // One of them found the other's interchange owning the store, and says it follows the job
+  // there.
+  CHECK((read_text(dir / "a.err") + read_text(dir / "b.err"))
+            .find("fanout: job 1 is being resumed by the running interchange pid") !=
+        std::string::npos);
+  CHECK(sql_column(db, "select state from jobs") == std::vector<std::string>{"succeeded"});
+  check_rows_once(dir / "out.txt", files);
 }

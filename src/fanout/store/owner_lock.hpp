@@ -18,7 +18,8 @@ namespace fanout::store {
 std::string owner_file(const std::string& db_path);
 
 // What a store's owner published: its pid (from the lock) and the text it wrote ("key=value"
-// lines: client=, pool=, security=, keys=); `text` is empty until it has published.
+// lines: client=, pool=, pid=, security=, keys=); `text` is empty until it has published. Text
+// whose pid= is not the lock holder's is a dead owner's, left in the file: it reads as empty.
 struct StoreOwner {
   pid_t pid = 0;
   std::string text{};
@@ -27,9 +28,11 @@ struct StoreOwner {
 class OwnerLock final {
  public:
   OwnerLock() = default;
-  // Takes the lock of the store at `db_path` (creating the file, mode 0600). Error{State} naming
-  // the store and the owner's pid when a live process holds it; Error{Io} naming the file when it
-  // cannot be opened or locked.
+  // Takes the lock of the store at `db_path` (creating the file, mode 0600) and empties the file
+  // (what a dead owner published is no longer true). Error{State} naming the store and the
+  // owner's pid when a live process holds it; Error{Io} naming the file when it cannot be opened
+  // or locked, or when it is not to be trusted (a symbolic link, or a file of another user or
+  // writable by others: util/fs.hpp open_trusted), naming its owner and mode.
   static Expected<OwnerLock> acquire(const std::string& db_path);
   // Replaces the file's text (where this owner listens). Error{Io} naming the file.
   Expected<void> publish(const std::string& text);
@@ -40,7 +43,9 @@ class OwnerLock final {
   UniqueFd fd_{};
 };
 
-// The live owner of the store at `db_path`, or nullopt when no process holds its lock.
-std::optional<StoreOwner> find_owner(const std::string& db_path);
+// The live owner of the store at `db_path`, or nullopt when no process holds its lock (or there
+// is no owner file). Error{Io} naming the file, its owner and mode when the file is not to be
+// trusted (as acquire()): nothing it says is used.
+[[nodiscard]] Expected<std::optional<StoreOwner>> find_owner(const std::string& db_path);
 
 }  // namespace fanout::store

@@ -1,8 +1,14 @@
 // File-system helpers.
 #include "fanout/util/fs.hpp"
 
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -33,6 +39,55 @@ Expected<void> make_parent_dirs(const std::string& path) {
   const fs::path parent = fs::path(path).parent_path();
   if (parent.empty()) return {};
   return make_dirs(parent.string());
+}
+
+namespace {
+
+// "uid 1001 (alice)", or "uid 1001" when the account has no name.
+std::string describe_uid(uid_t uid) {
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  char buf[1024];
+  if (::getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) {
+    return fmt::format("uid {} ({})", uid, found->pw_name);
+  }
+  return fmt::format("uid {}", uid);
+}
+
+}  // namespace
+
+Expected<UniqueFd> open_trusted(const std::string& path, int flags, mode_t create_mode) {
+  UniqueFd fd(::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, create_mode));
+  if (!fd.valid()) {
+    const int err = errno;
+    if (err == ENOENT) return make_error(ErrorCode::NotFound, path + ": no such file");
+    struct stat lst {};
+    if (err == ELOOP && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+      return make_error(ErrorCode::Io,
+                        fmt::format("{}: is a symbolic link (owner {}); fanout does not follow "
+                                    "links here: remove it",
+                                    path, describe_uid(lst.st_uid)));
+    }
+    return make_error(ErrorCode::Io, path + ": cannot open: " + std::strerror(err));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return make_error(ErrorCode::Io, path + ": fstat: " + std::strerror(errno));
+  }
+  // Root's files are trusted as the system's own; a file writable by others could have been
+  // rewritten by any of them, whoever made it.
+  const uid_t me = ::geteuid();
+  if (!S_ISREG(st.st_mode) || (st.st_uid != me && st.st_uid != 0) ||
+      (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return make_error(
+        ErrorCode::Io,
+        fmt::format("{}: not trusted: owner {}, mode {:04o}{}; expected a regular "
+                    "file of {} writable by its owner only (another local user may "
+                    "have planted it: remove it)",
+                    path, describe_uid(st.st_uid), st.st_mode & 07777,
+                    S_ISREG(st.st_mode) ? "" : ", not a regular file", describe_uid(me)));
+  }
+  return fd;
 }
 
 std::string resolve_path(const std::string& base, const std::string& path) {

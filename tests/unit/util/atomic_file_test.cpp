@@ -2,6 +2,7 @@
 #include "fanout/util/atomic_file.hpp"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -89,4 +90,23 @@ TEST_CASE("util.atomic_file.stale_temporaries_of_dead_writers_are_removed") {
   CHECK(fs::exists(live));
   CHECK(fs::exists(kept));
   CHECK(fs::exists(other));
+}
+
+// A symbolic link another user planted at the temporary file's name (a shared folder such as
+// /tmp) is refused, with an error naming it: the file it points to is never written.
+TEST_CASE("util.atomic_file.planted_symlink_at_the_temporary_name_is_refused") {
+  ScratchDir dir;
+  const std::string target = dir.file("victim.txt");
+  fanout::write_file_atomic(target, "precious\n").value();
+  const std::string path = dir.file("ready");
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  fs::create_symlink(target, tmp);
+  auto r = fanout::write_file_atomic(path, "client=tcp://127.0.0.1:1\n");
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == ErrorCode::Io);
+  CHECK(r.error().message.find(tmp) != std::string::npos);
+  CHECK(r.error().message.find("symbolic link") != std::string::npos);
+  CHECK(slurp(target) == "precious\n");
+  CHECK_FALSE(fs::exists(path));
+  CHECK(fs::is_symlink(tmp));  // left for its owner to see
 }

@@ -25,8 +25,17 @@ std::string sys_error(const std::string& path, const char* what) {
 // size. Throws Failure{Io} naming the file or folder.
 UniqueFd open_for_append(const std::string& path, std::uint64_t& size) {
   if (auto r = make_parent_dirs(path); !r) throw Failure(r.error());
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
-  if (!fd.valid()) throw Failure(ErrorCode::Io, sys_error(path, "cannot open output file"));
+  // O_NOFOLLOW: a symbolic link at the output path (another local user may plant one in a
+  // shared folder, dangling or not) is refused, never written through.
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd.valid()) {
+    if (errno == ELOOP) {
+      throw Failure(ErrorCode::Io, path +
+                                       ": cannot open output file: it is a symbolic link, "
+                                       "which fanout does not follow: remove it");
+    }
+    throw Failure(ErrorCode::Io, sys_error(path, "cannot open output file"));
+  }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw Failure(ErrorCode::Io, sys_error(path, "fstat"));
   size = static_cast<std::uint64_t>(st.st_size);
