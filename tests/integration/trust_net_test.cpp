@@ -14,8 +14,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "fanout/net/keys.hpp"
@@ -96,6 +98,25 @@ std::size_t greeting_then_huge_frame(const std::string& endpoint, std::uint64_t 
   }
   ::close(fd);
   return written;
+}
+
+// Sockets in CLOSE-WAIT (the peer closed, we did not) on local port `port`, from /proc/net/tcp:
+// a connection the interchange forgot to close.
+int close_wait_on(int port) {
+  std::ifstream in("/proc/net/tcp");
+  std::string line;
+  int n = 0;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    // "  sl  local_address rem_address   st ...": local is HEXIP:HEXPORT, st 08 is CLOSE_WAIT.
+    std::istringstream fields(line);
+    std::string sl, local, remote, st;
+    fields >> sl >> local >> remote >> st;
+    const auto colon = local.find(':');
+    if (colon == std::string::npos) continue;
+    if (std::stoi(local.substr(colon + 1), nullptr, 16) == port && st == "08") ++n;
+  }
+  return n;
 }
 
 // A job over ./data of `files` files, one per mini-batch, each sleeping `nap` seconds, rows into
@@ -214,8 +235,8 @@ TEST_CASE("integration.trust_net.another_connection_cannot_take_a_pools_routing_
   REQUIRE(wait_until([&] { return sql_int(db, "select count(*) from attempts") >= 2; },
                      std::chrono::seconds(60)));
 
-  RawDealer silent(cl.pool_ep, "peer", {}, "good");
-  RawDealer forger(cl.pool_ep, "peer", {}, "good");
+  auto silent = std::make_unique<RawDealer>(cl.pool_ep, "peer", std::string(), "good");
+  auto forger = std::make_unique<RawDealer>(cl.pool_ep, "peer", std::string(), "good");
   proto::ResultBatch forged;
   for (std::uint64_t id = 1; id <= 2 * files; ++id) {
     proto::TaskResult t;
@@ -228,9 +249,9 @@ TEST_CASE("integration.trust_net.another_connection_cannot_take_a_pools_routing_
     t.error_message = "forged";
     forged.results.push_back(t);
   }
-  forger.send(proto::encode(forged));
-  forger.send(proto::encode(proto::Heartbeat{}));
-  forger.send(proto::encode(forged));
+  forger->send(proto::encode(forged));
+  forger->send(proto::encode(proto::Heartbeat{}));
+  forger->send(proto::encode(forged));
 
   REQUIRE(wait_until([&] { return client->poll().has_value(); }, std::chrono::seconds(150)));
   INFO("client stderr:\n" << read_text(dir / "client.err") << cl.logs());
@@ -242,8 +263,13 @@ TEST_CASE("integration.trust_net.another_connection_cannot_take_a_pools_routing_
   CHECK(sql_column(db, "select distinct pool from attempts") == std::vector<std::string>{"good"});
   CHECK(sql_int(db, "select count(*) from pools") == 1);
   // Neither connection received anything meant for the pool.
-  CHECK(silent.recv_within(500).empty());
-  CHECK(forger.recv_within(500).empty());
+  CHECK(silent->recv_within(500).empty());
+  CHECK(forger->recv_within(500).empty());
+  // Once they leave, the interchange closes their connections: none stays in CLOSE-WAIT.
+  silent.reset();
+  forger.reset();
+  const int port = std::stoi(cl.pool_ep.substr(cl.pool_ep.rfind(':') + 1));
+  CHECK(wait_until([&] { return close_wait_on(port) == 0; }, std::chrono::seconds(20)));
 }
 
 TEST_CASE("integration.trust_net.a_pool_name_stays_with_its_key") {
