@@ -7,6 +7,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -77,11 +78,45 @@ Interchange::~Interchange() {
   if (store_) store_->on_attempts_committed(nullptr);
 }
 
+namespace {
+
+// Each connection costs a descriptor, and the default soft limit (1,024) is far below what
+// pools, clients and idle unauthenticated peers may need together: the soft limit goes up to the
+// hard one. An accept that still fails is logged (net::ConnectionGuard).
+void raise_open_files_limit(const Logger& log) {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  const rlim_t was = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+    log->warn("open files limit stays at {}: setrlimit to the hard limit {} failed", was,
+              rl.rlim_max);
+    return;
+  }
+  SPDLOG_LOGGER_DEBUG(log, "open files limit raised from {} to {}", was, rl.rlim_max);
+}
+
+}  // namespace
+
 Interchange::Endpoints Interchange::open_sockets() {
   Endpoints eps;
+  raise_open_files_limit(log_);
   // Without a ZAP handler in the context, libzmq admits every Curve key: it starts first.
   zap_ = net::make_zap_handler(ctx_, {opts_.client_endpoint, opts_.pool_endpoint}, opts_.security,
                                log_);
+  for (auto* s : {&client_sock_, &pool_sock_}) {
+    // An idle unauthenticated connection holds a descriptor this long at most, and a dead peer's
+    // connection (and a pool's routing id) is freed after the pools' heartbeat threshold.
+    s->set_handshake_timeout(net::kHandshakeTimeout);
+    s->set_peer_liveness(opts_.heartbeat_period, opts_.heartbeat_threshold);
+  }
+  // What a Curve peer sends before it is admitted is bounded (connection_guard.hpp).
+  if (auto c = net::wants_curve(opts_.client_endpoint, opts_.security); c && *c) {
+    client_guard_ = std::make_unique<net::ConnectionGuard>(ctx_, client_sock_, "client", log_);
+  }
+  if (auto c = net::wants_curve(opts_.pool_endpoint, opts_.security); c && *c) {
+    pool_guard_ = std::make_unique<net::ConnectionGuard>(ctx_, pool_sock_, "pool", log_);
+  }
   eps.client =
       net::bind_secure(client_sock_, opts_.client_endpoint, opts_.security, net::Role::Client);
   eps.pool = net::bind_secure(pool_sock_, opts_.pool_endpoint, opts_.security, net::Role::Pool);
@@ -550,22 +585,39 @@ void Interchange::on_pool(net::Message& msg) {
   if (h->type == proto::MsgType::Register) {
     auto m = proto::decode<proto::Register>(msg.frame);
     if (!m) return bad_frame("pool", msg.peer, m.error());
-    // A routing id stays with the key that first registered it: another key can neither take
-    // over the registration nor register anew under that name (ROUTER_HANDOVER would let it).
-    if (!key_holds(msg, /*bind=*/true)) {
+    // A routing id and a pool name stay with the key that first registered them: another key
+    // can register under neither (it would replace the pool's row and fingerprint).
+    if (!key_holds(msg)) {
       (void)pool_sock_.send_to(
           msg.peer,
-          proto::encode(proto::Reject{"Register: this pool name belongs to another key"}));
+          proto::encode(proto::Reject{"Register: this routing id belongs to another key"}));
       return;
     }
+    if (!pools_.name_holds(m->pool_name, msg.user_id)) {
+      ++stats_.key_mismatch;
+      if (warned_keys_.insert(msg.user_id).second) {
+        log_->warn(
+            "pool name '{}' is bound to key {}, but key {} registered under it (routing id "
+            "'{}'); refused (further attempts of this key are counted)",
+            m->pool_name, *pools_.name_key(m->pool_name), msg.user_id, msg.peer);
+      }
+      (void)pool_sock_.send_to(msg.peer,
+                               proto::encode(proto::Reject{"Register: pool name '" + m->pool_name +
+                                                           "' belongs to another key"}));
+      return;
+    }
+    pools_.bind_key(msg.peer, msg.user_id);
+    pools_.bind_name(m->pool_name, msg.user_id);
     on_register(msg.peer, *m, msg.user_id);
     return;
   }
   Pool* pool = pools_.find(msg.peer);
-  if (pool != nullptr && !key_holds(msg, /*bind=*/false)) {
-    // Another key took over the registered pool's connection (handover): what was sent there
-    // may have reached it, so the pool's tasks are requeued; the real pool registers again.
-    lose_pool(msg.peer, "its routing id was used by another key");
+  if (pool != nullptr && !key_holds(msg)) {
+    // Routing ids are unique among live connections (no ROUTER_HANDOVER), so the registered
+    // pool's connection is gone and another key's connection has its id: what was sent there
+    // may have reached it. The tasks are requeued with no try used (it is not their failure);
+    // the real pool registers again when it reconnects.
+    lose_pool(msg.peer, "its routing id was used by another key", false, true);
     return;
   }
   if (pool == nullptr) {
@@ -626,11 +678,8 @@ void Interchange::on_pool(net::Message& msg) {
   }
 }
 
-bool Interchange::key_holds(const net::Message& msg, bool bind) {
-  if (pools_.key_holds(msg.peer, msg.user_id)) {
-    if (bind) pools_.bind_key(msg.peer, msg.user_id);
-    return true;
-  }
+bool Interchange::key_holds(const net::Message& msg) {
+  if (pools_.key_holds(msg.peer, msg.user_id)) return true;
   ++stats_.key_mismatch;
   if (warned_keys_.insert(msg.user_id).second) {
     log_->warn(
@@ -754,7 +803,8 @@ void Interchange::on_results(Pool& pool, proto::ResultBatch& batch) {
   }
 }
 
-void Interchange::lose_pool(const std::string& peer, const std::string& why, bool left) {
+void Interchange::lose_pool(const std::string& peer, const std::string& why, bool left,
+                            bool no_try) {
   auto removed = pools_.remove(peer);
   if (!removed) return;
   const Pool& pool = removed->pool;
@@ -763,12 +813,14 @@ void Interchange::lose_pool(const std::string& peer, const std::string& why, boo
   ++(left ? stats_.pools_left : stats_.pools_lost);
   log_->log(left ? spdlog::level::info : spdlog::level::warn,
             "pool {} ({} on {}) {}: {}; requeueing {} tasks{}", pool.id, pool.reg.pool_name,
-            pool.reg.node, what, why, removed->tasks.size(), left ? " (no try used)" : "");
+            pool.reg.node, what, why, removed->tasks.size(),
+            left || no_try ? " (no try used)" : "");
   store_->upsert_pool(store::PoolRecord{
       pool.id, pool.reg.pool_name, pool.reg.node, pool.reg.workers, pool.reg.prefetch, pool.reg.pid,
       pool.reg.build, left ? "gone" : "lost", pool.registered, unix_now(), pool.key});
-  if (left) {
-    // It said goodbye: what it still held never ran, or it stopped it itself. No try is used.
+  if (left || no_try) {
+    // It said goodbye: what it still held never ran, or it stopped it itself. Or it was taken
+    // from the pool for a reason that is not the tasks'. No try is used.
     reports_->skip(ledger_.hand_back(removed->tasks));
     return;
   }
@@ -941,18 +993,27 @@ void Interchange::log_stats(bool force) {
   if (!force && now - last_stats_ < opts_.stats_interval) return;
   last_stats_ = now;
   if (zap_) stats_.refused_peers = zap_->refused();
+  stats_.unauthenticated_cut = 0;
+  stats_.accept_failures = 0;
+  for (const auto* g : {client_guard_.get(), pool_guard_.get()}) {
+    if (g == nullptr) continue;
+    stats_.unauthenticated_cut += g->cut();
+    stats_.accept_failures += g->accept_failures();
+  }
   if (stats_ == logged_stats_) return;
   logged_stats_ = stats_;
   log_->info(
       "stats: frames in {} out {}, tasks {}, results {}, late {}, stale {}, bad frames {}, "
       "unregistered-pool frames {}, re-registrations {}, dropped submissions {}, "
       "would-block {}, pools lost {}, left {}, resource samples {}, refused peers {}, "
-      "pool key mismatches {}, window-refused {}, leases expired {}, pools {}, jobs {}",
+      "pool key mismatches {}, window-refused {}, leases expired {}, pools {}, jobs {}, "
+      "unauthenticated cut {}, accept failures {}",
       stats_.frames_in, stats_.frames_out, stats_.tasks_dispatched, stats_.results,
       stats_.late_results, stats_.stale_results, stats_.bad_frames, stats_.unknown_pool_frames,
       stats_.reregistrations, stats_.dropped_submissions, stats_.would_block, stats_.pools_lost,
       stats_.pools_left, stats_.resource_samples, stats_.refused_peers, stats_.key_mismatch,
-      stats_.window_refused, stats_.leases_expired, pools_.size(), ledger_.jobs().size());
+      stats_.window_refused, stats_.leases_expired, pools_.size(), ledger_.jobs().size(),
+      stats_.unauthenticated_cut, stats_.accept_failures);
 }
 
 }  // namespace fanout::ix

@@ -13,6 +13,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "fanout/net/connection_guard.hpp"
 #include "fanout/net/security.hpp"
 #include "fanout/net/socket.hpp"
 #include "fanout/protocol/messages.hpp"
@@ -63,7 +64,10 @@ struct LoopStats {
   std::uint64_t unknown_pool_frames = 0, reregistrations = 0, dropped_submissions = 0;
   std::uint64_t resource_samples = 0, pools_left = 0;
   std::uint64_t refused_peers = 0;  // connections the ZAP handler refused
-  std::uint64_t key_mismatch = 0;   // pool frames whose key is not the one its routing id holds
+  // Connections cut for sending too much before authenticating, and those ZeroMQ could not
+  // accept (no descriptors), on both sockets (net::ConnectionGuard).
+  std::uint64_t unauthenticated_cut = 0, accept_failures = 0;
+  std::uint64_t key_mismatch = 0;  // pool frames whose key is not the one its routing id holds
   // Mini-batches beyond a client's window; tasks a heartbeating pool did not hold (peer_bounds).
   std::uint64_t window_refused = 0, leases_expired = 0;
   bool operator==(const LoopStats&) const = default;
@@ -117,9 +121,9 @@ class Interchange final {
 
   // Pool side.
   void on_pool(net::Message& msg);
-  // Whether the frame's key (Message::user_id) may use its routing id (PoolTable::key_holds);
-  // `bind` binds an unbound id to it (on Register). Counts a mismatch and logs it once per key.
-  bool key_holds(const net::Message& msg, bool bind);
+  // Whether the frame's key (Message::user_id) may use its routing id (PoolTable::key_holds).
+  // Counts a mismatch and logs it once per key.
+  bool key_holds(const net::Message& msg);
   void on_register(const std::string& peer, const proto::Register& reg, const std::string& key);
   void on_results(Pool& pool, proto::ResultBatch& batch);
   void on_resource_sample(const Pool& pool, proto::ResourceSample& sample);
@@ -131,8 +135,10 @@ class Interchange final {
   // Requeues the tasks of `pool` whose lease expired (TaskLeases), each as a POOL_LOST attempt.
   void expire_leases(Pool& pool, const std::vector<std::uint64_t>& tasks);
   // Drops a pool and requeues what it held, each as a POOL_LOST attempt. `left`: it said
-  // goodbye (PoolLeaving) and is recorded `gone`; otherwise `lost`.
-  void lose_pool(const std::string& peer, const std::string& why, bool left = false);
+  // goodbye (PoolLeaving) and is recorded `gone`; otherwise `lost`. `no_try`: its tasks go back
+  // with no try used (left, or taken from it for a reason that is not theirs).
+  void lose_pool(const std::string& peer, const std::string& why, bool left = false,
+                 bool no_try = false);
 
   // Jobs.
   // Ends the job if the ledger has a verdict for it.
@@ -152,6 +158,9 @@ class Interchange final {
   std::unique_ptr<net::ZapHandler> zap_;  // started before the sockets bind; stops before ctx_
   net::Socket client_sock_;
   net::Socket pool_sock_;
+  // Watch the Curve sockets' unauthenticated connections; set by open_sockets, destroyed before
+  // the sockets.
+  std::unique_ptr<net::ConnectionGuard> client_guard_, pool_guard_;
   Endpoints eps_;  // bound before the store opens
   std::unique_ptr<store::TaskStore> store_;
   std::unique_ptr<ReportWriter> reports_;  // after store_: destroyed (and joined) first

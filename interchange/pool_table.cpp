@@ -79,6 +79,20 @@ const std::string* PoolTable::bound_key(const std::string& peer) const {
   return it == peer_keys_.end() ? nullptr : &it->second;
 }
 
+bool PoolTable::name_holds(const std::string& name, const std::string& key) const {
+  const std::string* bound = name_key(name);
+  return bound == nullptr || *bound == key;
+}
+
+void PoolTable::bind_name(const std::string& name, const std::string& key) {
+  (void)name_keys_.try_emplace(name, key);
+}
+
+const std::string* PoolTable::name_key(const std::string& name) const {
+  auto it = name_keys_.find(name);
+  return it == name_keys_.end() ? nullptr : &it->second;
+}
+
 Pool* PoolTable::find(const std::string& peer) {
   auto it = pools_.find(peer);
   return it == pools_.end() ? nullptr : &it->second;

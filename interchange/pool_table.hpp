@@ -106,6 +106,14 @@ class PoolTable final {
   void bind_key(const std::string& peer, const std::string& key);
   // The key `peer` is bound to; nullptr when unbound.
   [[nodiscard]] const std::string* bound_key(const std::string& peer) const;
+  // A pool name (Register.pool_name, shown in reports and the pools table) is bound the same
+  // way: the first key that registers a name holds it for the interchange's life, so that another
+  // key cannot register under it from another routing id. Whether `key` may use `name`.
+  [[nodiscard]] bool name_holds(const std::string& name, const std::string& key) const;
+  // Binds `name` to `key` unless it is bound already.
+  void bind_name(const std::string& name, const std::string& key);
+  // The key `name` is bound to; nullptr when unbound.
+  [[nodiscard]] const std::string* name_key(const std::string& name) const;
 
   // Peers silent for longer than `threshold`, oldest first. Walks the last-seen order and stops
   // at the first live pool.
@@ -132,6 +140,8 @@ class PoolTable final {
   std::vector<Pool*> free_{};   // pools with room
   // Routing id -> the key it is bound to; kept after the pool is removed.
   std::unordered_map<std::string, std::string> peer_keys_{};
+  // Pool name -> the key it is bound to; kept after the pool is removed.
+  std::unordered_map<std::string, std::string> name_keys_{};
   std::uint64_t next_id_ = 1;
   std::uint32_t workers_ = 0;  // sum of reg.workers
 };

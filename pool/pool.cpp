@@ -238,8 +238,13 @@ int Pool::run() {
       // Unanswered: the interchange is away. Ask again, less and less often.
       register_backoff_ = std::min(register_backoff_ * 2, kMaxRegisterBackoff);
       // WARN, once per try: the tries thin out to one per kMaxRegisterBackoff.
-      log_->warn("no answer to Register; trying again, then waiting {} ms",
+      log_->warn("no answer to Register; trying again on a new connection, then waiting {} ms",
                  register_backoff_.count());
+      // A new connection: the interchange ignores one that names a routing id its previous
+      // connection from us still holds (no ROUTER_HANDOVER, docs/security.md), so this one may
+      // be deaf until we make another.
+      sock_.disconnect(opts_.interchange);
+      sock_.connect(opts_.interchange);
       send_register();
     }
     if (now - last_heard_ > hb_threshold_) {

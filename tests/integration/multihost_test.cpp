@@ -72,12 +72,22 @@ TEST_CASE("multihost.pool_host_cut_off_mid_job_rows_exactly_once") {
                 mh.logs());
   check_rows_once(dir / "out.txt", 60);
   CHECK(sql_int(mh.db, "select count(*) from attempts where status='RUN_DONE'") == 60);
-  // Those late results were refused as stale, counted and logged.
-  CHECK_MESSAGE(
-      wait_until([&] { return stale_results(dir / "ix.log") > 0; }, std::chrono::seconds(30)),
-      mh.logs());
-  CHECK(read_text(dir / "ix.log").find("stale results from unregistered pool 'host1'") !=
-        std::string::npos);
+  // Those late results were refused as stale, counted and logged; or host1 dropped them with its
+  // connection when its Register went unanswered while cut off (it then reconnects: the
+  // interchange ignores a connection under a routing id its old one still holds, and no
+  // ROUTER_HANDOVER lets one take an id over; docs/security.md).
+  CHECK_MESSAGE(wait_until(
+                    [&] {
+                      return stale_results(dir / "ix.log") > 0 ||
+                             read_text(dir / "host1.log").find("on a new connection") !=
+                                 std::string::npos;
+                    },
+                    std::chrono::seconds(30)),
+                mh.logs());
+  if (stale_results(dir / "ix.log") > 0) {
+    CHECK(read_text(dir / "ix.log").find("stale results from unregistered pool 'host1'") !=
+          std::string::npos);
+  }
   CHECK_FALSE(mh.ix.poll().has_value());
 }
 

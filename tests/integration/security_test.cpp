@@ -189,16 +189,23 @@ TEST_CASE("integration.security.only_authorised_pool_keys_get_tasks") {
     CHECK(count_of(ix_log, "key " + fp + " is not in") == 1);
   }
 
-  // Another authorised pool key using the registered pool's name (its routing id) cannot take
-  // over its registration: refused, counted, logged; the pool stays registered under its key.
+  // Another authorised pool key using the registered pool's routing id is not routed at all
+  // (no ROUTER_HANDOVER): it gets nothing, not even a Reject. Under its own routing id, it cannot
+  // register under the pool's name: refused, counted, logged; the pool stays registered under
+  // its key.
   {
     RawDealer intruder(cl.pool_ep, "intruder", keys, "good");
+    intruder.send(proto::encode(proto::Register{"good", "nowhere", 4, 0, "x", 1}));
+    CHECK(intruder.recv_within(2000).empty());
+  }
+  {
+    RawDealer intruder(cl.pool_ep, "intruder", keys, "good-too");
     intruder.send(proto::encode(proto::Register{"good", "nowhere", 4, 0, "x", 1}));
     auto rej = proto::decode<proto::Reject>(wait_for_type(intruder, proto::MsgType::Reject, 5000));
     REQUIRE(rej.has_value());
     CHECK(rej->reason.find("another key") != std::string::npos);
   }
-  CHECK(read_text(cl.ix_log).find("pool routing id 'good' is bound to key") != std::string::npos);
+  CHECK(read_text(cl.ix_log).find("pool name 'good' is bound to key") != std::string::npos);
   CHECK(sql_column(db, "select count(*) from pools where name = 'good'")[0] == "1");
 
   cl.interchange.set_grace(std::chrono::milliseconds(5000));

@@ -54,4 +54,29 @@ std::string RawDealer::recv_within(int ms) {
   return m.to_string();
 }
 
+struct FreshKeyPeers::Impl {
+  zmq::context_t ctx{1};
+  std::vector<zmq::socket_t> socks;
+};
+
+FreshKeyPeers::FreshKeyPeers(const std::vector<std::string>& endpoints, unsigned count)
+    : impl_(std::make_unique<Impl>()) {
+  namespace net = fanout::net;
+  auto server = net::read_public_key(net::public_key_path(test_keys_dir(), "interchange"));
+  if (!server) throw std::runtime_error(server.error().message);
+  for (unsigned i = 0; i < count; ++i) {
+    char pub[41], sec[41];
+    if (zmq_curve_keypair(pub, sec) != 0) throw std::runtime_error("zmq_curve_keypair failed");
+    zmq::socket_t s(impl_->ctx, zmq::socket_type::dealer);
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::curve_serverkey, *server);
+    s.set(zmq::sockopt::curve_publickey, std::string(pub));
+    s.set(zmq::sockopt::curve_secretkey, std::string(sec));
+    s.connect(endpoints[i % endpoints.size()]);
+    impl_->socks.push_back(std::move(s));
+  }
+}
+
+FreshKeyPeers::~FreshKeyPeers() = default;
+
 }  // namespace fanout::test

@@ -28,4 +28,19 @@ class RawDealer final {
   std::unique_ptr<Impl> impl_;
 };
 
+// `count` DEALER connections, alternately to each of `endpoints`, each a Curve client with a
+// fresh key pair that no folder authorises (a peer making a new key per connection). They keep
+// retrying until destroyed.
+class FreshKeyPeers final {
+ public:
+  FreshKeyPeers(const std::vector<std::string>& endpoints, unsigned count);
+  ~FreshKeyPeers();
+  FreshKeyPeers(const FreshKeyPeers&) = delete;
+  FreshKeyPeers& operator=(const FreshKeyPeers&) = delete;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace fanout::test

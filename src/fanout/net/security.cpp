@@ -22,6 +22,8 @@ namespace fanout::net {
 namespace {
 
 const char* const kZapEndpoint = "inproc://zeromq.zap.01";  // fixed by RFC 27
+// Refused keys logged in full; refusals beyond are counted only.
+constexpr std::size_t kLoggedRefusedKeys = 16;
 
 std::string keys_dir_of(const Security& sec) {
   return sec.keys_dir.empty() ? default_keys_dir() : sec.keys_dir;
@@ -254,12 +256,16 @@ void ZapHandler::serve() {
       }
       if (status != "200") {
         refused_.fetch_add(1, std::memory_order_relaxed);
-        if (warned.insert(fp).second) {
+        // Logged once per key, for the first kLoggedRefusedKeys keys only: a peer making a fresh
+        // key per connection must grow neither the log nor this set. The rest are counted
+        // ("refused peers" in the interchange's stats line).
+        if (warned.size() < kLoggedRefusedKeys && warned.insert(fp).second) {
           log_->warn(
               "refused a {} connection from {}: key {} is not in {}/authorized/{}s/ (further "
-              "refusals of this key are counted)",
+              "refusals of this key{} are counted)",
               domain.empty() ? "?" : domain, address, fp.empty() ? "(none)" : fp, keys_dir_,
-              domain == "pool" ? "pool" : "client");
+              domain == "pool" ? "pool" : "client",
+              warned.size() == kLoggedRefusedKeys ? ", and of any other key from now on," : "");
         }
       }
       // RFC 27 reply: version, request id, status code, status text, user id, metadata.

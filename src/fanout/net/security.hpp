@@ -58,7 +58,9 @@ void warn_if_insecure(const Security& sec, const Logger& log);
 // `ctx`. Admits a Curve key on the domain of `role` only when a certificate with that public
 // key is in authorized/clients/ or authorized/pools/ of `keys_dir`, read again for each
 // connection (removing a file revokes new connections). Refusals are counted and logged at WARN
-// once per key fingerprint. Owned by the interchange; destroy it before `ctx`.
+// once per key fingerprint, for the first 16 keys refused; later keys are only counted, so that
+// fresh keys per connection grow neither the log nor memory. Owned by the interchange; destroy
+// it before `ctx`.
 class ZapHandler final {
  public:
   // Binds the handler's socket. Throws Failure when it cannot (another handler in `ctx`).

@@ -41,8 +41,12 @@ Socket::Socket(Context& ctx, Kind kind, const std::string& identity) : kind_(kin
     s.set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(proto::kMaxFrameBytes));
     if (kind == Kind::Router) {
       s.set(zmq::sockopt::router_mandatory, 1);
-      // A pool that reconnects with the same routing id takes over its old connection.
-      s.set(zmq::sockopt::router_handover, 1);
+      // No ROUTER_HANDOVER: with it, a second connection naming a connected peer's routing id
+      // takes that id over, receives what is sent to the peer and leaves the peer's connection
+      // open but deaf (docs/security.md). Without it the second connection is ignored; a peer
+      // whose old connection is dead frees its id when ZeroMQ's heartbeat closes that connection
+      // (set_peer_liveness), and a pool whose Register goes unanswered reconnects.
+      s.set(zmq::sockopt::router_handover, 0);
     } else if (!identity.empty()) {
       s.set(zmq::sockopt::routing_id, identity);
     }
@@ -78,6 +82,16 @@ void Socket::disconnect(const std::string& endpoint) {
   } catch (const zmq::error_t&) {
     // Not connected: nothing to undo.
   }
+}
+
+void Socket::set_handshake_timeout(std::chrono::milliseconds timeout) {
+  impl_->sock.set(zmq::sockopt::handshake_ivl, static_cast<int>(timeout.count()));
+}
+
+void Socket::set_peer_liveness(std::chrono::milliseconds interval,
+                               std::chrono::milliseconds timeout) {
+  impl_->sock.set(zmq::sockopt::heartbeat_ivl, static_cast<int>(interval.count()));
+  impl_->sock.set(zmq::sockopt::heartbeat_timeout, static_cast<int>(timeout.count()));
 }
 
 void Socket::set_linger(std::chrono::milliseconds linger) {

@@ -44,8 +44,9 @@ enum class SendResult : std::uint8_t {
   Unreachable,  // ROUTER: no such peer (disconnected); the message was not queued
 };
 
-// A ROUTER or DEALER socket with linger 0, ROUTER_MANDATORY on routers, and high-water marks
-// sized for the credit-based flow control above it. Used by one thread only.
+// A ROUTER or DEALER socket with linger 0, ROUTER_MANDATORY (and no ROUTER_HANDOVER) on
+// routers, and high-water marks sized for the credit-based flow control above it. Used by one
+// thread only.
 class Socket final {
  public:
   enum class Kind : std::uint8_t { Router, Dealer };
@@ -62,6 +63,12 @@ class Socket final {
   [[nodiscard]] std::string bind(const std::string& endpoint);
   void connect(const std::string& endpoint);
   void disconnect(const std::string& endpoint);
+  // A connection whose handshake (greeting, Curve and ZAP) has not completed within `timeout` is
+  // closed. Applies to connections accepted by later bind() calls only.
+  void set_handshake_timeout(std::chrono::milliseconds timeout);
+  // ZeroMQ's own heartbeat (ZMTP PING, answered by any libzmq peer): a connection that answers
+  // nothing for `timeout` is closed, and a ROUTER frees its routing id. Call before bind().
+  void set_peer_liveness(std::chrono::milliseconds interval, std::chrono::milliseconds timeout);
   // Lets queued messages go out for up to `linger` after close (default 0: dropped).
   void set_linger(std::chrono::milliseconds linger);
 

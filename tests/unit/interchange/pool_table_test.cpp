@@ -207,6 +207,25 @@ TEST_CASE("interchange.pool_table.a_routing_id_stays_with_the_key_that_first_reg
   CHECK(t.key_holds("p2", "key-b"));
 }
 
+TEST_CASE("interchange.pool_table.a_pool_name_stays_with_the_key_that_first_registered_it") {
+  PoolTable t;
+  CHECK(t.name_key("good") == nullptr);
+  CHECK(t.name_holds("good", "key-a"));
+  t.bind_name("good", "key-a");
+  REQUIRE(t.name_key("good") != nullptr);
+  CHECK(*t.name_key("good") == "key-a");
+  // Another key cannot use the name (from any routing id) nor rebind it; the binding outlives
+  // the pool.
+  CHECK_FALSE(t.name_holds("good", "key-b"));
+  t.bind_name("good", "key-b");
+  CHECK(*t.name_key("good") == "key-a");
+  t.add("p1", reg(1), t0, 1000.0, "key-a");
+  REQUIRE(t.remove("p1").has_value());
+  CHECK_FALSE(t.name_holds("good", "key-b"));
+  CHECK(t.name_holds("good", "key-a"));
+  CHECK(t.name_holds("other", "key-b"));
+}
+
 TEST_CASE("interchange.pool_table.plaintext_peers_carry_no_key_and_always_hold") {
   PoolTable t;
   t.bind_key("p1", "");
