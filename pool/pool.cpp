@@ -223,6 +223,19 @@ int Pool::run() {
       if (!alive) on_worker_gone(slot);
     }
     now = Clock::now();
+    if (now - last_exit_check_ >= kExitCheckPeriod) {
+      // A worker has ended when its process has, whatever its pipe says: a process it started
+      // may hold the pipe open long after it (reaping it kills the rest of its group). What it
+      // wrote before it ended is read first.
+      last_exit_check_ = now;
+      for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
+        if (!slots_[slot] || !slots_[slot]->process().poll()) continue;
+        events.clear();
+        (void)slots_[slot]->read_events(events);
+        on_worker_events(slot, events);
+        on_worker_gone(slot);
+      }
+    }
     check_deadlines(now);
     assign();
     run_monitor(now);

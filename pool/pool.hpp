@@ -154,6 +154,9 @@ class Pool final {
   static constexpr std::size_t kPipeBudgetBytes = 48 * 1024;
   // The most capacity() adds beyond the workers for short tasks (see capacity()).
   static constexpr std::size_t kMaxAutoPrefetch = 256;
+  // How often the loop looks for workers whose process ended (see run()).
+  static constexpr std::chrono::milliseconds kExitCheckPeriod{100};
+  Clock::time_point last_exit_check_{};
   std::deque<proto::Task> queue_{};
   std::vector<std::optional<Worker>> slots_{};
   std::vector<proto::TaskResult> results_{};
