@@ -18,12 +18,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// On the first try of file00000 run() starts a grandchild and hangs past the 5 s timeout; of
-// file00001 it starts one and ends its worker with os._exit; of file00002 it starts one and
-// returns (the grandchild is left to the job's end). Each grandchild's pid and each worker's
-// process group go to files the test reads.
+// On the first try of file00000 run() forks a grandchild (which keeps the worker's pipes) and hangs
+// past the 5 s timeout; of file00001 it starts one and ends its worker with os._exit; of file00002
+// it starts one and returns (the grandchild is left to the job's end). Each grandchild's pid and
+// each worker's process group go to files the test reads.
 const char* kScript = R"PY(
-import os, subprocess, time
+import os, time
 MARKERS = os.environ["MARKERS"]
 def first_try(name):
     path = os.path.join(MARKERS, name)
@@ -38,8 +38,10 @@ def run(mini_batch):
     name = os.path.basename(mini_batch[0])
     note("groups.txt", str(os.getpgid(0)))
     if name in ("file00000.txt", "file00001.txt", "file00002.txt") and first_try(name):
-        child = subprocess.Popen(["sleep", "40"])
-        note("grandchildren.txt", str(child.pid))
+        child = os.fork()  # as a user's fork() does: the worker's pipes are inherited
+        if child == 0:
+            os.execvp("sleep", ["sleep", "40"])
+        note("grandchildren.txt", str(child))
         if name == "file00000.txt":
             time.sleep(120)
         if name == "file00001.txt":
