@@ -338,8 +338,11 @@ void write_missing_reports(const std::string& db, std::uint64_t job_id,
     }
   }
   if (!r) {
-    std::fprintf(stderr, "fanout: job %llu: the reports could not be written: %s\n",
-                 static_cast<unsigned long long>(job_id), r.error().message.c_str());
+    std::fprintf(stderr,
+                 "fanout: job %llu: the reports could not be written into %s: %s; write them "
+                 "once there is room with: fanout report %llu --db %s\n",
+                 static_cast<unsigned long long>(job_id), log_dir.c_str(),
+                 r.error().message.c_str(), static_cast<unsigned long long>(job_id), db.c_str());
   }
 }
 

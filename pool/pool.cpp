@@ -207,6 +207,24 @@ int Pool::run() {
     // poll_ms bounds the wait like Parsl's poll period: deadlines are re-checked at least that
     // often.
     poller.wait(std::clamp(timeout, Millis(0), std::min(hb_period_, opts_.poll)));
+    {
+      // The loop wakes at least every poll period. A much longer gap means this process was
+      // frozen (SIGSTOP, a suspended VM, swapping): the interchange's silence is counted from
+      // now, not across our own freeze, so that it gets a heartbeat period or more to answer
+      // (and, if it declared us lost meanwhile, a Reject that makes us register again).
+      const auto woke = Clock::now();
+      const auto gap = woke - last_turn_;
+      if (last_turn_ != Clock::time_point{} &&
+          gap > std::max<Clock::duration>(2 * hb_period_, Millis(2000))) {
+        log_->warn(
+            "this pool was frozen for {} ms (stopped or starved); the interchange's "
+            "silence is measured from now",
+            std::chrono::duration_cast<Millis>(gap).count());
+        last_heard_ = std::max(last_heard_, woke);
+        send(proto::encode(heartbeat()));
+      }
+      last_turn_ = woke;
+    }
 
     for (int i = 0; i < 4096 && sock_.recv(msg); ++i) {
       last_heard_ = Clock::now();

@@ -138,6 +138,7 @@ class Pool final {
   // kMaxRegisterBackoff (zguide Paranoid Pirate), reset once registered.
   std::chrono::milliseconds register_backoff_{1000};
   Clock::time_point last_heard_{};
+  Clock::time_point last_turn_{};  // when the loop last woke (see run(): a frozen pool)
   Clock::time_point last_sent_{};
   std::chrono::milliseconds hb_period_;
   std::chrono::milliseconds hb_threshold_;
