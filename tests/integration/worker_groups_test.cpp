@@ -1,7 +1,7 @@
 // Processes a worker's run() starts go with the worker: each worker leads its own process group,
 // stopped as a group on a timeout, at its death and at the job's end, and the pool learns of a
 // worker's end from its process, not from its pipe (which a grandchild may hold open). Real
-// fanout, pool and Python workers; the grandchildren are `sleep 40`.
+// fanout, pool and Python workers; the grandchildren are forked Pythons sleeping 40 s.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -38,9 +38,10 @@ def run(mini_batch):
     name = os.path.basename(mini_batch[0])
     note("groups.txt", str(os.getpgid(0)))
     if name in ("file00000.txt", "file00001.txt", "file00002.txt") and first_try(name):
-        child = os.fork()  # as a user's fork() does: the worker's pipes are inherited
+        child = os.fork()  # a forked Python holds every fd of the worker, its pipes too
         if child == 0:
-            os.execvp("sleep", ["sleep", "40"])
+            time.sleep(40)
+            os._exit(0)
         note("grandchildren.txt", str(child))
         if name == "file00000.txt":
             time.sleep(120)
@@ -123,7 +124,7 @@ task:
   CHECK(read_lines(dir / "out.txt").size() == 6);
 
   // The hung run() ended at its timeout (plus the kill grace), not when its grandchild's
-  // `sleep 40` let go of the worker's pipe; the worker that exited was lost at once.
+  // 40 s sleep let go of the worker's pipe; the worker that exited was lost at once.
   const auto timeout_s = sql_column(
       db, "select elapsed_s from attempts where status='RUN_TIMEOUT' and minibatch_id=0");
   REQUIRE(timeout_s.size() == 1);
