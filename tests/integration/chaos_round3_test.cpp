@@ -2,7 +2,7 @@
 // by SIGSTOP past the heartbeat threshold wakes and carries on (it does not take its own freeze
 // for the interchange's silence); a run whose logs folder is full says that its reports could
 // not be written, and why, and `fanout report` writes them later; a `fanout run` whose
-// interchange is gone exits promptly on SIGTERM.
+// interchange is gone exits promptly on SIGTERM; a user's print loop is capped per log file.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -144,4 +144,43 @@ TEST_CASE("integration.chaos_round3.a_run_whose_interchange_is_gone_exits_on_sig
   CHECK(st->code == 3);
   CHECK(read_text(dir / "client.err").find("did not answer") != std::string::npos);
   for (auto& p : cl.pools) p.signal(SIGKILL);
+}
+
+TEST_CASE("integration.chaos_round3.a_users_print_loop_is_capped_per_log_file") {
+  TempDir dir("logcap");
+  const std::string db = dir / "fanout.db";
+  make_files(dir / "data", 2);
+  // 3 MB on stdout per mini-batch, then a pause in which the pool looks at the file.
+  write_file(dir / "src/score.py", R"PY(
+import os, sys, time
+def run(mini_batch):
+    for _ in range(3 * 1024):
+        sys.stdout.write("y" * 1023 + "\n")
+    sys.stdout.flush()
+    time.sleep(5)
+    return [os.path.basename(mini_batch[0])]
+)PY");
+  write_file(dir / "job.yaml", counting_job_yaml("log-cap", dir / "runs.txt", "0"));
+  Cluster cl;
+  cl.start_interchange(dir.path(), db);
+  cl.start_pool(dir.path(), "pool-a", 2, {"--max-user-log-mb", "1"});
+  auto r = run_capture({fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep,
+                        "--db", db, "--python", python_bin(), "--quiet"},
+                       dir.path(), {}, std::chrono::seconds(180));
+  INFO("client stderr:\n" << r.err << cl.logs());
+  CHECK(r.status.code == 0);
+  const std::string logs = sql_column(db, "select log_dir from jobs where id=1").at(0);
+  std::size_t files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(logs + "/user/stdout")) {
+    if (!e.is_regular_file()) continue;
+    ++files;
+    INFO(e.path().string());
+    CHECK(fs::file_size(e.path()) <= 1024 * 1024 + 512);
+    CHECK(read_text(e.path().string()).find("reached its cap of 1 MB") != std::string::npos);
+  }
+  CHECK(files >= 1);
+  const std::string pool_log = read_text(cl.pool_logs.at(0));
+  CHECK(pool_log.find("reached its cap of 1 MB") != std::string::npos);
+  cl.interchange.signal(SIGTERM);
+  (void)cl.interchange.wait_for(std::chrono::seconds(30));
 }
