@@ -2,7 +2,9 @@
 // append_row output file lies on a 1 MiB tmpfs it fills, beside job B on a healthy disk. A ends
 // failed with a reason naming the file and the errno, B succeeds with every row once, and the
 // interchange keeps running; a restart with A unfinished in the store does not stop it; and
-// `fanout cancel` works on a store no interchange owns. Needs root (mount); SKIP otherwise.
+// `fanout cancel` works on a store no interchange owns. And a run whose logs folder is full says
+// that its reports could not be written, and why; `fanout report` writes them later. Needs root
+// (mount); SKIP otherwise.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -178,4 +180,45 @@ TEST_CASE("integration.storage_failure.a_full_output_disk_fails_its_job_not_the_
   CHECK(c.status.code == 0);
   CHECK(sql_column(db, "select state from jobs where id=" + a_id) ==
         std::vector<std::string>{"cancelled"});
+}
+
+TEST_CASE("integration.storage_failure.a_full_logs_folder_is_said_and_report_writes_it_later") {
+  if (::geteuid() != 0) {
+    std::fprintf(stderr, "SKIP: needs root to mount a small tmpfs (mount -t tmpfs)\n");
+    std::_Exit(77);
+  }
+  TempDir dir("fulllogs");
+  const std::string run_dir = dir / "run";
+  fs::create_directories(run_dir);
+  if (std::system(("mount -t tmpfs -o size=512k tmpfs '" + run_dir + "'").c_str()) != 0) {
+    std::fprintf(stderr, "SKIP: cannot mount a tmpfs on %s\n", run_dir.c_str());
+    std::_Exit(77);
+  }
+  struct Unmount {
+    std::string dir;
+    ~Unmount() { (void)std::system(("umount -l '" + dir + "'").c_str()); }
+  } unmount{run_dir};
+  // Nearly full before the job starts: its logs begin, its reports do not fit.
+  (void)std::system(
+      ("dd if=/dev/zero of='" + run_dir + "/filler' bs=1k count=440 status=none 2>/dev/null")
+          .c_str());
+  const std::string db = dir / "fanout.db";
+  make_files(dir / "data", 8);
+  write_file(dir / "src/score.py", kCountingScript);
+  write_file(dir / "job.yaml", counting_job_yaml("full-logs", dir / "runs.txt", "0.05"));
+  auto r = fanout_run(dir, "job.yaml", db, {"--run-dir", run_dir});
+  INFO("client stderr:\n" << r.err);
+  CHECK(read_lines(dir / "out.txt").size() == 8);
+  CHECK(r.err.find("reports could not be written") != std::string::npos);
+  CHECK(r.err.find("fanout report") != std::string::npos);
+  const long long job = sql_int(db, "select max(id) from jobs");
+  const std::string logs =
+      sql_column(db, "select log_dir from jobs where id=" + std::to_string(job)).at(0);
+
+  // With room again, `fanout report` writes them.
+  fs::remove(run_dir + "/filler");
+  auto rep = run_capture({fanout_bin(), "report", std::to_string(job), "--db", db}, dir.path());
+  INFO("report stderr:\n" << rep.err);
+  CHECK(rep.status.code == 0);
+  CHECK(read_text(logs + "/job_result.txt").find("succeeded") != std::string::npos);
 }
