@@ -376,7 +376,12 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
     if (auto r = write_output_mltables(cfg); !r) {
       std::fprintf(stderr, "warning: %s\n", r.error().message.c_str());
     }
-    if (state.end() == SessionEnd::EndedInStore) write_missing_reports(db, job_id, spec.log_dir);
+    // The interchange that wrote them (or failed to: a full logs folder) may not have said;
+    // with the store at hand, reports that are missing are written here, or why they cannot be
+    // is said.
+    if (state.end() == SessionEnd::EndedInStore || ov.interchange.empty()) {
+      write_missing_reports(db, job_id, spec.log_dir);
+    }
     (void)report_ended(*state.ended(), summary_output(spec.output_path, recorded_settings(cfg)),
                        spec.log_dir, ov.interchange.empty() ? db : std::string(), allow_partial);
   } else if (state.end() == SessionEnd::LeftRunning && job_id != 0) {

@@ -26,6 +26,8 @@
 #include "fanout/report/job_report.hpp"
 #include "fanout/store/job_settings.hpp"
 #include "fanout/store/job_status.hpp"
+#include "fanout/store/offline_cancel.hpp"
+#include "fanout/store/owner_lock.hpp"
 #include "fanout/store/reader.hpp"
 #include "fanout/store/report_queries.hpp"
 #include "fanout/store/submitted_inputs.hpp"
@@ -394,8 +396,11 @@ void write_missing_reports(const std::string& db, std::uint64_t job_id,
     }
   }
   if (!r) {
-    std::fprintf(stderr, "fanout: job %llu: the reports could not be written: %s\n",
-                 static_cast<unsigned long long>(job_id), r.error().message.c_str());
+    std::fprintf(stderr,
+                 "fanout: job %llu: the reports could not be written into %s: %s; write them "
+                 "once there is room with: fanout report %llu --db %s\n",
+                 static_cast<unsigned long long>(job_id), log_dir.c_str(),
+                 r.error().message.c_str(), static_cast<unsigned long long>(job_id), db.c_str());
   }
 }
 
@@ -443,6 +448,31 @@ int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log) {
     std::fprintf(stderr, "fanout: job %llu had already ended; nothing cancelled\n",
                  static_cast<unsigned long long>(job_id));
     return kExitFailed;
+  }
+  if (opts.cancel && job && opts.interchange.empty() && !store::find_owner(opts.db)) {
+    // No interchange owns the store (none runs, or one cannot start on it): none would answer,
+    // so the job is cancelled in the store itself.
+    auto r = store::cancel_unowned(opts.db, job_id,
+                                   "cancelled by fanout cancel (no interchange owned the store)");
+    if (r && *r) {
+      std::fprintf(stderr, "fanout: job %llu cancelled in the store %s (no interchange runs)\n",
+                   static_cast<unsigned long long>(job_id), opts.db.c_str());
+      if (auto now = job_in_store(opts.db, job_id, error)) {
+        write_missing_reports(opts.db, job_id, now->log_dir);
+        (void)report_from_store(*now, opts.db, opts.allow_partial);
+      }
+      return 0;
+    }
+    if (r) {
+      std::fprintf(stderr, "fanout: job %llu had already ended; nothing cancelled\n",
+                   static_cast<unsigned long long>(job_id));
+      return kExitFailed;
+    }
+    if (r.error().code != ErrorCode::State) {
+      std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
+      return 3;
+    }
+    // An interchange took the store meanwhile: the cancel goes through it, below.
   }
   if (job && opts.interchange.empty()) {
     // On the interchange's host a dead one is known at once: nothing would ever answer.

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "client/embedded.hpp"
 #include "client/progress.hpp"
 #include "fanout/protocol/codec.hpp"
@@ -91,6 +93,7 @@ SessionPolicy::Interrupt SessionPolicy::on_interrupts(int count) {
   }
   if (count > 0 && job_id_ != 0 && !interrupt_cancelled_) {
     interrupt_cancelled_ = true;
+    interrupted_at_ = Clock::now();
     cancel_reason_ = "cancelled by the user (signal)";
     what = Interrupt::Cancel;
   }
@@ -135,7 +138,19 @@ void SessionPolicy::probe_sent(Clock::time_point now) {
 }
 
 bool SessionPolicy::give_up_if_silent(Clock::time_point now) {
-  if (end_ != SessionEnd::Open || !rules_.give_up_after) return false;
+  if (end_ != SessionEnd::Open) return false;
+  if (interrupt_cancelled_ && now - interrupted_at_ > kInterruptNoAnswer &&
+      now - last_heard_ > kInterruptNoAnswer) {
+    // The user wants to stop, and no interchange has answered since: it is gone (killed, its
+    // host down), and waiting for it to carry out the cancel could last forever.
+    finish(SessionEnd::NoAnswer,
+           fmt::format("interrupted, and the interchange did not answer for {} s: job {} was not "
+                       "cancelled",
+                       std::chrono::duration_cast<std::chrono::seconds>(now - last_heard_).count(),
+                       job_id_));
+    return true;
+  }
+  if (!rules_.give_up_after) return false;
   if (now - last_heard_ <= *rules_.give_up_after) return false;
   finish(SessionEnd::NoAnswer, {});
   return true;

@@ -31,6 +31,9 @@ class ProgressPrinter;
 inline constexpr auto kProbeAfter = std::chrono::seconds(2);
 // How long a submitted job may wait for JobAccepted.
 inline constexpr auto kAcceptWithin = std::chrono::seconds(30);
+// After an interrupt asked to cancel the job, the silence of the interchange past which the
+// session ends (NoAnswer) instead of waiting for an interchange that is gone.
+inline constexpr auto kInterruptNoAnswer = std::chrono::seconds(5);
 
 // Why a session is over.
 enum class SessionEnd : std::uint8_t {
@@ -124,7 +127,8 @@ class SessionPolicy final {
   [[nodiscard]] bool probe_due(Clock::time_point now);
   // Counts a probe sent outside probe_due() (the first Attach of a session that follows a job).
   void probe_sent(Clock::time_point now);
-  // Ends the session when it has been silent for longer than the rules allow. Returns true then.
+  // Ends the session when it has been silent for longer than the rules allow, or for
+  // kInterruptNoAnswer since an interrupt asked to cancel the job. Returns true then.
   bool give_up_if_silent(Clock::time_point now);
   // Mini-batches the window lets the client send now (0 when it is full).
   [[nodiscard]] std::uint64_t credit() const;
@@ -185,6 +189,7 @@ class SessionPolicy final {
   std::uint64_t restarts_ = 0;
   std::string cancel_reason_{};
   bool interrupt_cancelled_ = false;
+  Clock::time_point interrupted_at_{};  // when the interrupt that asked to cancel came
 };
 
 // How many times in all `fanout run` attaches or starts an interchange when the store's owner it

@@ -241,8 +241,18 @@ int Interchange::run() {
       if (submitter_gone()) break;
     }
     if (!store_->ok()) {
+      // The database itself failed: nothing can be recorded any more, for any job.
       log_->critical("store {} failed; stopping", opts_.db_path);
       return 1;
+    }
+    // A job whose output file failed (disk full, I/O error) ends failed; the others go on.
+    for (auto& [id, reason] : store_->take_failed_jobs()) store_failed_[id] = std::move(reason);
+    while (!store_failed_.empty()) {
+      auto f = store_failed_.begin();
+      const std::uint64_t id = f->first;
+      const Verdict failed{JobState::Failed, f->second};
+      store_failed_.erase(f);
+      if (ledger_.find(id) != nullptr) end_job(id, failed);
     }
     if (opts_.exit_when_idle && had_client_ && ledger_.empty() && !sessions_.reporting()) {
       // Give the last JobEnded time to leave before the sockets close.
@@ -927,13 +937,23 @@ void Interchange::end_job(std::uint64_t job_id, const Verdict& verdict) {
   }
   store_->finish_job(job.id, state, verdict.reason, unix_now());
   store_->flush();  // the client is told only what is durable
+  // The job's output file may have failed in what was just flushed: the store then ended it
+  // failed (its rows taken back), whatever the verdict was, and so is the client told.
+  for (auto& [id, why] : store_->take_failed_jobs()) store_failed_[id] = std::move(why);
+  std::string end_state = state;
+  std::string end_reason = verdict.reason;
+  if (auto f = store_failed_.find(job.id); f != store_failed_.end()) {
+    end_state = state_string(JobState::Failed);
+    end_reason = std::move(f->second);
+    store_failed_.erase(f);
+  }
   // Tests: dies as a SIGKILL here would, after the end is committed and before the reports and
   // JobEnded (docs/architecture.md, failure table).
   static const bool test_exit = std::getenv("FANOUT_TEST_EXIT_AFTER_JOB_END") != nullptr;
   if (test_exit) ::kill(::getpid(), SIGKILL);
-  proto::JobEnded msg{job.id, state, verdict.reason, progress_of(job)};
-  log_->info("job {} ({}) {}: {} ({} of {} mini-batches succeeded)", job.id, job.spec.name, state,
-             verdict.reason, job.succeeded, job.total);
+  proto::JobEnded msg{job.id, end_state, end_reason, progress_of(job)};
+  log_->info("job {} ({}) {}: {} ({} of {} mini-batches succeeded)", job.id, job.spec.name,
+             end_state, end_reason, job.succeeded, job.total);
   // The report reads every attempt of the job: seconds for a large one. It is written on the
   // report thread from what was just flushed, while this loop serves the other jobs; the
   // clients get JobEnded once it is done.

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -165,6 +166,9 @@ class Interchange final {
   std::unique_ptr<store::TaskStore> store_;
   std::unique_ptr<ReportWriter> reports_;  // after store_: destroyed (and joined) first
   std::atomic<bool> stop_{false};
+  // Jobs the store failed because their output file could not be written, and why, until the
+  // loop or end_job() has ended each as failed (TaskStore::take_failed_jobs()).
+  std::map<std::uint64_t, std::string> store_failed_{};
 
   PoolTable pools_;
   JobLedger ledger_;

@@ -71,6 +71,10 @@ int main(int argc, char** argv) {
   app.add_option("--drain-grace-ms", drain_grace_ms,
                  "on SIGTERM/SIGINT: running tasks may finish this long, the rest is handed back")
       ->capture_default_str();
+  app.add_option("--max-user-log-mb", opts.max_user_log_mb,
+                 "cap of each worker's user log file (stdout, stderr, entry_script_log), in MB; "
+                 "0: no cap")
+      ->capture_default_str();
   app.add_option("--python", opts.python, "interpreter for python workers (overrides the job)");
   app.add_option("--shim-dir", opts.shim_dir, "folder of fanout_worker.py");
   app.add_option("--worker-bin", opts.worker_bin, "fanout-worker (command and native runtimes)");

@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iterator>
@@ -212,6 +214,24 @@ int Pool::run() {
     // poll_ms bounds the wait like Parsl's poll period: deadlines are re-checked at least that
     // often.
     poller.wait(std::clamp(timeout, Millis(0), std::min(hb_period_, opts_.poll)));
+    {
+      // The loop wakes at least every poll period. A much longer gap means this process was
+      // frozen (SIGSTOP, a suspended VM, swapping): the interchange's silence is counted from
+      // now, not across our own freeze, so that it gets a heartbeat period or more to answer
+      // (and, if it declared us lost meanwhile, a Reject that makes us register again).
+      const auto woke = Clock::now();
+      const auto gap = woke - last_turn_;
+      if (last_turn_ != Clock::time_point{} &&
+          gap > std::max<Clock::duration>(2 * hb_period_, Millis(2000))) {
+        log_->warn(
+            "this pool was frozen for {} ms (stopped or starved); the interchange's "
+            "silence is measured from now",
+            std::chrono::duration_cast<Millis>(gap).count());
+        last_heard_ = std::max(last_heard_, woke);
+        send(proto::encode(heartbeat()));
+      }
+      last_turn_ = woke;
+    }
 
     for (int i = 0; i < 4096 && sock_.recv(msg); ++i) {
       last_heard_ = Clock::now();
@@ -228,7 +248,21 @@ int Pool::run() {
       if (!alive) on_worker_gone(slot);
     }
     now = Clock::now();
+    if (now - last_exit_check_ >= kExitCheckPeriod) {
+      // A worker has ended when its process has, whatever its pipe says: a process it started
+      // may hold the pipe open long after it (reaping it kills the rest of its group). What it
+      // wrote before it ended is read first.
+      last_exit_check_ = now;
+      for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
+        if (!slots_[slot] || !slots_[slot]->process().poll()) continue;
+        events.clear();
+        (void)slots_[slot]->read_events(events);
+        on_worker_events(slot, events);
+        on_worker_gone(slot);
+      }
+    }
     check_deadlines(now);
+    cap_user_logs(now);
     assign();
     run_monitor(now);
     if (!results_.empty() && first_result_ == Clock::time_point{}) first_result_ = now;
@@ -416,6 +450,17 @@ std::string Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
   }
   ++stats_.workers_started;
   SPDLOG_LOGGER_DEBUG(log_, "started {} (pid {}) for job {}", process, w->pid(), job_id);
+  if (opts_.max_user_log_mb > 0) {
+    for (const auto& f : {l.stdout_file, l.stderr_file}) {
+      if (!f.empty()) user_logs_.emplace(f, false);
+    }
+    if (!spec.log_dir.empty()) {
+      // Where the shim's EntryScript logger writes (fanout_runtime: _log_path()).
+      user_logs_.emplace(
+          fmt::format("{}/user/entry_script_log/{}/{}.log.txt", spec.log_dir, opts_.node, process),
+          false);
+    }
+  }
   slots_[slot] = std::move(*w);
   return {};
 }
@@ -784,6 +829,34 @@ void Pool::flush_results() {
     send(proto::encode(batch, bytes));
   }
   results_.clear();
+}
+
+// A user's print loop can fill a disk (321 MB from one job): each user log file is cut back to
+// the cap. The files are opened O_APPEND by the worker (and its logger), so what it writes after
+// a cut goes to the new end, and the next check cuts it again: a file stays within the cap plus
+// what is written in one check period. The first cut is said in the file and at WARN, once.
+void Pool::cap_user_logs(Clock::time_point now) {
+  if (opts_.max_user_log_mb == 0 || now - last_log_check_ < kUserLogCheckPeriod) return;
+  last_log_check_ = now;
+  const auto cap = static_cast<off_t>(opts_.max_user_log_mb * 1024 * 1024);
+  const std::string note = fmt::format(
+      "\n[fanout: this log reached its cap of {} MB (fanout-pool --max-user-log-mb); what the "
+      "worker writes after this is dropped]\n",
+      opts_.max_user_log_mb);
+  const auto end = cap + static_cast<off_t>(note.size());
+  for (auto& [path, said] : user_logs_) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || st.st_size <= end) continue;
+    if (::truncate(path.c_str(), said ? end : cap) != 0) continue;
+    if (said) continue;
+    said = true;
+    if (FILE* f = std::fopen(path.c_str(), "a")) {
+      std::fputs(note.c_str(), f);
+      std::fclose(f);
+    }
+    log_->warn("user log {} reached its cap of {} MB; what follows is dropped", path,
+               opts_.max_user_log_mb);
+  }
 }
 
 double Pool::monitor_interval_s() const {

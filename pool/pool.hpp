@@ -47,6 +47,9 @@ struct Options {
   std::string python{};       // overrides the job's interpreter when set
   std::string worker_bin{};   // fanout-worker, for the command and native runtimes
   bool exit_on_lost = false;  // embedded mode: exit when the interchange goes silent
+  // Cap of each user log file a worker writes (logs/user/stdout, stderr, entry_script_log), in
+  // MB; 0: none. What a worker writes beyond it is dropped, with a line saying so in the file.
+  std::uint64_t max_user_log_mb = 100;
   // Resource monitor period in seconds; 0: only while running a job that asks for one
   // (JobSpec::resource_monitor_interval_s). The smallest non-zero period wins.
   double resource_monitor_interval_s = 0;
@@ -113,6 +116,8 @@ class Pool final {
   [[nodiscard]] double reported_unix(double local_unix) const noexcept {
     return local_unix + clock_correction_;
   }
+  // Every kUserLogCheckPeriod: cuts each user log file over max_user_log_mb back to it.
+  void cap_user_logs(Clock::time_point now);
   // The resource monitor's period now (0: off), from the option and the jobs held.
   double monitor_interval_s() const;
   // Starts, stops or samples the monitor as its period and deadline say.
@@ -138,6 +143,7 @@ class Pool final {
   // kMaxRegisterBackoff (zguide Paranoid Pirate), reset once registered.
   std::chrono::milliseconds register_backoff_{1000};
   Clock::time_point last_heard_{};
+  Clock::time_point last_turn_{};  // when the loop last woke (see run(): a frozen pool)
   Clock::time_point last_sent_{};
   std::chrono::milliseconds hb_period_;
   std::chrono::milliseconds hb_threshold_;
@@ -154,6 +160,14 @@ class Pool final {
   static constexpr std::size_t kPipeBudgetBytes = 48 * 1024;
   // The most capacity() adds beyond the workers for short tasks (see capacity()).
   static constexpr std::size_t kMaxAutoPrefetch = 256;
+  // How often the loop looks for workers whose process ended (see run()).
+  static constexpr std::chrono::milliseconds kExitCheckPeriod{100};
+  Clock::time_point last_exit_check_{};
+  // The user log files of the workers started, each with whether its cut was said (see
+  // cap_user_logs()).
+  static constexpr std::chrono::seconds kUserLogCheckPeriod{2};
+  std::map<std::string, bool> user_logs_{};
+  Clock::time_point last_log_check_{};
   std::deque<proto::Task> queue_{};
   std::vector<std::optional<Worker>> slots_{};
   std::vector<proto::TaskResult> results_{};

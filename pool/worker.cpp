@@ -21,6 +21,9 @@ Expected<Worker> Worker::start(const WorkerLaunch& launch, std::uint64_t job_id,
   so.stdout_file = launch.stdout_file;
   so.stderr_file = launch.stderr_file;
   so.fd_map = {{to->read.get(), 3}, {from->write.get(), 4}};
+  // Its own process group: what run() starts goes with the worker when it is stopped or ends
+  // (see ChildProcess), instead of outliving the job under init.
+  so.kill_group = true;
   auto child = ChildProcess::spawn(so);
   if (!child) return Unexpected{child.error()};
   Worker w;

@@ -305,7 +305,9 @@ class CommandRuntime final : public Runtime {
     so.stdin_file = "null";
     so.stdout_file = out_file_;
     so.stderr_file = err_file_;
-    so.new_process_group = true;
+    // Its own group, killed when the command ends: what it left running in the background
+    // does not outlive the mini-batch.
+    so.kill_group = true;
     auto child = ChildProcess::spawn(so);
     if (!child) return fail(out, "CommandError", child.error().message);
     g_command_pgid.store(child->pid());

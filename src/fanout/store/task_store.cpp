@@ -106,6 +106,10 @@ struct TaskStore::Impl {
     const double cpu0 = thread_cpu_seconds();
     const auto w0 = std::chrono::steady_clock::now();
     writer->apply(ops);
+    if (auto failed = writer->take_failed_jobs(); !failed.empty()) {
+      std::lock_guard lk(failed_mu);
+      failed_jobs.insert(failed_jobs.end(), failed.begin(), failed.end());
+    }
     stats_cpu_s += thread_cpu_seconds() - cpu0;
     stats_wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
     ++stats_batches;
@@ -120,7 +124,9 @@ struct TaskStore::Impl {
   Db db;
   std::mutex db_mu;  // serialises the connection between startup calls and the writer thread
   std::unique_ptr<detail::Writer> writer;
-  std::unique_ptr<detail::Checkpointer> checkpointer;  // absent without a WAL
+  std::unique_ptr<detail::Checkpointer> checkpointer;              // absent without a WAL
+  std::mutex failed_mu;                                            // guards failed_jobs
+  std::vector<std::pair<std::uint64_t, std::string>> failed_jobs;  // for take_failed_jobs()
 
   // Writer thread only; read once the queue has stopped.
   std::uint64_t stats_batches = 0, stats_ops = 0, stats_max_batch = 0;
@@ -219,6 +225,11 @@ void TaskStore::flush() {
 }
 
 bool TaskStore::ok() const noexcept { return impl_->queue.ok(); }
+
+std::vector<std::pair<std::uint64_t, std::string>> TaskStore::take_failed_jobs() {
+  std::lock_guard lk(impl_->failed_mu);
+  return std::exchange(impl_->failed_jobs, {});
+}
 
 const std::string& TaskStore::path() const noexcept { return impl_->path; }
 

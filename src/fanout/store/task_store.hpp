@@ -25,8 +25,9 @@
 namespace fanout::store {
 
 // Owns the writer connection and thread. Methods that queue work are thread-safe and cheap: they
-// move the argument into a queue. Errors on the writer thread (disk full, ...) are logged
-// critical and make ok() false; the interchange then stops taking work.
+// move the argument into a queue. Errors of the database on the writer thread (disk full, ...)
+// are logged critical and make ok() false; the interchange then stops taking work. An error of
+// one job's output file fails that job only (take_failed_jobs()).
 class TaskStore final {
  public:
   // Opens or creates the store at `path` (creating parent folders), sets WAL, applies
@@ -75,8 +76,13 @@ class TaskStore final {
 
   // Blocks until everything queued before the call is committed (output data synced first).
   void flush();
-  // False once the writer thread hit an error it could not recover from.
+  // False once the writer thread hit an error it could not recover from (the store database
+  // itself failed).
   [[nodiscard]] bool ok() const noexcept;
+  // Jobs the writer marked failed since the last call, because their append_row output file
+  // could not be opened, written or synced, each with its reason (the file, the call and the
+  // errno). The rest of the store goes on; the caller ends each job as failed. Thread-safe.
+  [[nodiscard]] std::vector<std::pair<std::uint64_t, std::string>> take_failed_jobs();
   [[nodiscard]] const std::string& path() const noexcept;
 
  private:

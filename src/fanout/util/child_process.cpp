@@ -39,6 +39,7 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
     pid_ = std::exchange(o.pid_, -1);
     status_ = std::move(o.status_);
     grace_ = o.grace_;
+    group_ = o.group_;
   }
   return *this;
 }
@@ -115,7 +116,7 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnOptions& opts) {
   sigdelset(&all, SIGSTOP);
   sigdelset(&all, SIGHUP);
   ::posix_spawnattr_setsigdefault(&attr.a, &all);
-  if (opts.new_process_group) {
+  if (opts.new_process_group || opts.kill_group) {
     flags |= POSIX_SPAWN_SETPGROUP;
     ::posix_spawnattr_setpgroup(&attr.a, 0);
   }
@@ -157,7 +158,16 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnOptions& opts) {
     return make_error(ErrorCode::Io,
                       fmt::format("cannot run {}: {}", spawn_what(opts), std::strerror(rc)));
   }
-  return ChildProcess(pid);
+  return ChildProcess(pid, opts.kill_group);
+}
+
+void ChildProcess::reaped(ExitStatus st) noexcept {
+  const pid_t group = pid_;
+  status_ = st;
+  pid_ = -1;
+  // A member left behind would outlive the job (a grandchild started with `&`, or by fork()
+  // from a worker), and may hold the child's pipes open.
+  if (group_ && group > 0) ::kill(-group, SIGKILL);
 }
 
 std::optional<ExitStatus> ChildProcess::poll() {
@@ -166,13 +176,11 @@ std::optional<ExitStatus> ChildProcess::poll() {
   int st = 0;
   pid_t r = ::waitpid(pid_, &st, WNOHANG);
   if (r == pid_) {
-    status_ = decode_wait_status(st);
-    pid_ = -1;
+    reaped(decode_wait_status(st));
     return status_;
   }
   if (r < 0 && errno == ECHILD) {
-    status_ = ExitStatus{};
-    pid_ = -1;
+    reaped(ExitStatus{});
     return status_;
   }
   return std::nullopt;
@@ -196,18 +204,16 @@ ExitStatus ChildProcess::wait() {
   int st = 0;
   while (::waitpid(pid_, &st, 0) < 0) {
     if (errno != EINTR) {
-      status_ = ExitStatus{};
-      pid_ = -1;
+      reaped(ExitStatus{});
       return *status_;
     }
   }
-  status_ = decode_wait_status(st);
-  pid_ = -1;
+  reaped(decode_wait_status(st));
   return *status_;
 }
 
 void ChildProcess::signal(int sig) noexcept {
-  if (pid_ > 0) ::kill(pid_, sig);
+  if (pid_ > 0) ::kill(group_ ? -pid_ : pid_, sig);
 }
 
 ExitStatus ChildProcess::stop() {

@@ -23,6 +23,10 @@ struct SpawnOptions {
   std::string stderr_file{};                  // empty: inherit; else appended
   std::vector<std::pair<int, int>> fd_map{};  // {parent fd, child fd}
   bool new_process_group = false;
+  // The child leads a new process group (as new_process_group) that is its own: signal() and
+  // stop() reach the whole group, and once the child has ended and been reaped, whatever is left
+  // of its group (children it started and did not wait for) is SIGKILLed.
+  bool kill_group = false;
 };
 
 // How a child ended: exit code, or the terminating signal.
@@ -37,7 +41,10 @@ class ChildProcess final {
  public:
   ChildProcess() = default;
   ChildProcess(ChildProcess&& o) noexcept
-      : pid_(std::exchange(o.pid_, -1)), status_(std::move(o.status_)), grace_(o.grace_) {}
+      : pid_(std::exchange(o.pid_, -1)),
+        status_(std::move(o.status_)),
+        grace_(o.grace_),
+        group_(o.group_) {}
   ChildProcess& operator=(ChildProcess&& o) noexcept;
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -58,7 +65,7 @@ class ChildProcess final {
   std::optional<ExitStatus> wait_for(std::chrono::milliseconds timeout);
   // Blocks until the child ends.
   ExitStatus wait();
-  // Sends `sig` if the child still runs.
+  // Sends `sig` if the child still runs (to its whole group with SpawnOptions::kill_group).
   void signal(int sig) noexcept;
   // SIGTERM, wait up to the grace period, SIGKILL, reap. Returns how it ended. Idempotent.
   ExitStatus stop();
@@ -67,10 +74,14 @@ class ChildProcess final {
   [[nodiscard]] pid_t release() noexcept { return std::exchange(pid_, -1); }
 
  private:
-  explicit ChildProcess(pid_t pid) noexcept : pid_(pid) {}
+  ChildProcess(pid_t pid, bool group) noexcept : pid_(pid), group_(group) {}
+  // The child was reaped: records how it ended and, with kill_group, kills what is left of its
+  // group (the group id stays the reaped pid's while any member lives, so it names no other).
+  void reaped(ExitStatus st) noexcept;
   pid_t pid_ = -1;
   std::optional<ExitStatus> status_{};
   std::chrono::milliseconds grace_{2000};
+  bool group_ = false;  // SpawnOptions::kill_group
 };
 
 // Decodes a waitpid() status word.

@@ -44,7 +44,7 @@ TEST_CASE("store.output_file.appends_after_the_existing_end_and_commits") {
   CHECK(files.append(f, "r0\n") == 0);
   CHECK(files.append(f, "r1\nr2\n") == 3);
   CHECK(slurp(path).empty());  // nothing before write_and_sync()
-  files.write_and_sync();
+  CHECK(files.write_and_sync().empty());
   files.commit();
   CHECK(slurp(path) == "r0\nr1\nr2\n");
   CHECK(f.end == 9);
@@ -55,7 +55,7 @@ TEST_CASE("store.output_file.appends_after_the_existing_end_and_commits") {
   OutputFile& g = again.open(1, path);
   CHECK(g.end == 9);
   CHECK(again.append(g, "r3\n") == 9);
-  again.write_and_sync();
+  CHECK(again.write_and_sync().empty());
   again.commit();
   CHECK(slurp(path) == "r0\nr1\nr2\nr3\n");
 }
@@ -66,11 +66,11 @@ TEST_CASE("store.output_file.discard_cuts_back_to_the_committed_end") {
   OutputFiles files;
   OutputFile& f = files.open(7, path);
   files.append(f, "kept\n");
-  files.write_and_sync();
+  CHECK(files.write_and_sync().empty());
   files.commit();
   // A batch whose bytes were written but whose transaction then failed.
   files.append(f, "lost\n");
-  files.write_and_sync();
+  CHECK(files.write_and_sync().empty());
   CHECK(slurp(path) == "kept\nlost\n");
   files.discard();
   CHECK(slurp(path) == "kept\n");
@@ -85,7 +85,7 @@ TEST_CASE("store.output_file.finished_job_closes_after_its_batch") {
   files.append(f, "x\n");
   files.close_after_batch(1);
   CHECK(files.find(1) != nullptr);  // its bytes still go out with this batch
-  files.write_and_sync();
+  CHECK(files.write_and_sync().empty());
   files.commit();
   CHECK(files.find(1) == nullptr);
   CHECK(slurp(dir.file("out.txt")) == "x\n");
@@ -130,4 +130,22 @@ TEST_CASE("store.output_file.restore_cuts_creates_and_never_pads") {
     restore_output(dir.file("out.txt"), 100, quiet());
     CHECK(slurp(dir.file("out.txt")) == "r0\n");
   }
+}
+
+TEST_CASE("store.output_file.a_file_that_cannot_be_written_fails_alone") {
+  ScratchDir dir;
+  const std::string path = dir.file("out.txt");
+  OutputFiles files;
+  OutputFile& good = files.open(1, path);
+  OutputFile& full = files.open(2, "/dev/full");  // every write: ENOSPC
+  files.append(good, "row\n");
+  files.append(full, "lost\n");
+  const auto failed = files.write_and_sync();
+  REQUIRE(failed.size() == 1);
+  CHECK(failed[0].job_id == 2);
+  CHECK(failed[0].reason == "/dev/full: write: No space left on device (ENOSPC)");
+  files.commit();
+  CHECK(slurp(path) == "row\n");
+  CHECK(files.find(2) == nullptr);  // closed after the batch
+  CHECK(files.find(1) != nullptr);
 }

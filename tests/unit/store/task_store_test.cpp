@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -141,17 +142,72 @@ TEST_CASE("store.task_store.records_job_lifecycle") {
 }
 
 TEST_CASE("store.task_store.write_error_makes_store_not_ok") {
+  // A failure of the database itself (here a constraint: the same job id twice).
   ScratchDir dir;
   const std::string path = dir.file("fanout.db");
-  const std::string blocker = dir.file("blocker");
-  append(blocker, "a file, not a folder");
   TaskStore store(path, quiet_logger());
-  store.create_job(1, make_spec(blocker + "/out.txt"), 10.0);  // the output cannot be opened
-  store.flush();  // returns: a failed batch counts as done
+  store.create_job(1, make_spec(""), 10.0);
+  store.flush();
+  store.create_job(1, make_spec(""), 10.0);
+  store.create_job(3, make_spec(""), 10.0);  // in the failed batch
+  store.flush();                             // returns: a failed batch counts as done
   CHECK_FALSE(store.ok());
   store.create_job(2, make_spec(""), 10.0);  // dropped
   store.flush();
-  CHECK(sql_int(path, "SELECT count(*) FROM jobs") == 0);  // the failed batch was rolled back
+  CHECK(sql_int(path, "SELECT count(*) FROM jobs") == 1);  // the failed batch was rolled back
+}
+
+TEST_CASE("store.task_store.an_output_file_that_cannot_be_written_fails_its_job_only") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  const std::string out = dir.file("out.txt");
+  const std::string blocker = dir.file("blocker");
+  append(blocker, "a file, not a folder");
+  using S = proto::AttemptStatus;
+  TaskStore store(path, quiet_logger());
+  store.create_job(1, make_spec("/dev/full"), 10.0);  // every write: ENOSPC
+  store.create_job(2, make_spec(out), 10.0);
+  store.create_job(3, make_spec(blocker + "/out.txt"), 10.0);  // cannot be opened
+  for (std::uint64_t job : {1, 2}) {
+    store.add_minibatches(job, {make_batch(0, {"a"}), make_batch(1, {"b"})});
+    store.set_submit_done(job, 2);
+    store.mark_running(job, 0, 1);
+    store.mark_running(job, 1, 1);
+  }
+  store.record_attempt(make_attempt(1, 1, 0, 1, S::RunDone, "succeeded", "a1\n", true));
+  store.record_attempt(make_attempt(2, 2, 0, 1, S::RunDone, "succeeded", "a2\n", true));
+  store.record_attempt(make_attempt(3, 1, 1, 1, S::RunException, "pending"));
+  store.flush();
+  CHECK(store.ok());
+  auto failed = store.take_failed_jobs();
+  REQUIRE(failed.size() == 2);
+  std::sort(failed.begin(), failed.end());
+  CHECK(failed[0].first == 1);
+  CHECK(failed[0].second.find("/dev/full") != std::string::npos);
+  CHECK(failed[0].second.find("ENOSPC") != std::string::npos);
+  CHECK(failed[1].first == 3);
+  CHECK(failed[1].second.find(blocker) != std::string::npos);
+  CHECK(store.take_failed_jobs().empty());
+  CHECK(sql_text(path, "SELECT state FROM jobs WHERE id = 1") == "failed");
+  CHECK(sql_text(path, "SELECT state FROM jobs WHERE id = 3") == "failed");
+  CHECK(sql_text(path, "SELECT reason FROM jobs WHERE id = 1") == failed[0].second);
+  // Job 1's succeeded result is taken back (its rows are in no file); its failed one stays.
+  CHECK(sql_int(path, "SELECT count(*) FROM attempts WHERE job_id = 1") == 1);
+  CHECK(sql_text(path, "SELECT state FROM minibatches WHERE job_id = 1 AND id = 0") == "pending");
+  CHECK(sql_int(path, "SELECT tries FROM minibatches WHERE job_id = 1 AND id = 0") == 0);
+  CHECK(sql_int(path, "SELECT output_bytes IS NULL FROM minibatches WHERE job_id = 1 AND id = 0") ==
+        1);
+  // Job 2 went on: its row is in its file, where the store says.
+  CHECK(sql_text(path, "SELECT state FROM jobs WHERE id = 2") == "running");
+  CHECK(slurp(out) == "a2\n");
+  CHECK(sql_int(path, "SELECT output_bytes FROM minibatches WHERE job_id = 2 AND id = 0") == 3);
+  // Later results with rows of job 1 are not recorded; its end stays failed.
+  store.record_attempt(make_attempt(4, 1, 1, 2, S::RunDone, "succeeded", "b1\n", true));
+  store.finish_job(1, "succeeded", "all mini-batches succeeded", 20.0);
+  store.flush();
+  CHECK(store.ok());
+  CHECK(sql_int(path, "SELECT count(*) FROM attempts WHERE job_id = 1") == 1);
+  CHECK(sql_text(path, "SELECT state FROM jobs WHERE id = 1") == "failed");
 }
 
 TEST_CASE("store.task_store.issue_6.idle_after_a_write_error_with_held_minibatches") {
@@ -159,14 +215,12 @@ TEST_CASE("store.task_store.issue_6.idle_after_a_write_error_with_held_minibatch
   // the writer must then wait for work again rather than wake at a deadline already past.
   ScratchDir dir;
   const std::string path = dir.file("fanout.db");
-  const std::string blocker = dir.file("blocker");
-  append(blocker, "a file, not a folder");
   TaskStore store(path, quiet_logger());
   store.create_job(1, make_spec(""), 10.0);
   store.add_minibatches(1, {make_batch(0, {"a"}), make_batch(1, {"b"})});
   // Committed, its mini-batches held (a flush would write them).
   REQUIRE(wait_for_int(path, "SELECT count(*) FROM jobs", 1));
-  store.create_job(2, make_spec(blocker + "/out.txt"), 10.0);  // fails the next transaction
+  store.create_job(1, make_spec(""), 10.0);  // the same id: fails the next transaction
   REQUIRE(wait_for([&] { return !store.ok(); }));
   const auto cpu = [] {
     rusage ru{};

@@ -407,3 +407,39 @@ TEST_CASE("util.child_process.child_starts_with_default_signals_in_its_own_group
   CHECK(mask("SigBlk") == 0);
   CHECK((mask("SigIgn") & (bit(SIGPIPE) | bit(SIGUSR1))) == 0);
 }
+
+// kill_group: what the child left running in its group goes once the child is reaped, and
+// signal() reaches the whole group.
+TEST_CASE("util.child_process.kill_group_takes_what_the_child_left") {
+  ScratchDir dir;
+  auto running = [](long pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) return false;
+    const auto close = line.rfind(')');
+    return close != std::string::npos && line.substr(close + 2, 1) != "Z";
+  };
+  auto wait_gone = [&](long pid) {
+    for (int i = 0; i < 500 && running(pid); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return !running(pid);
+  };
+  SpawnOptions opts;
+  opts.kill_group = true;
+  opts.argv = {"/bin/sh", "-c", "sleep 30 & echo $! > \"$1\"; exit 0", "sh", dir.file("left.txt")};
+  auto c = spawn(opts);
+  CHECK(finish(c).success());
+  const long left = std::stol(slurp(dir.file("left.txt")));
+  CHECK(wait_gone(left));
+
+  opts.argv = {"/bin/sh", "-c", "sleep 30 & echo $! > \"$1\"; wait", "sh", dir.file("kept.txt")};
+  auto d = spawn(opts);
+  for (int i = 0; i < 500 && slurp(dir.file("kept.txt")).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const long kept = std::stol(slurp(dir.file("kept.txt")));
+  d.signal(SIGKILL);  // the shell and its sleep alike
+  CHECK(d.wait().signal == SIGKILL);
+  CHECK(wait_gone(kept));
+}

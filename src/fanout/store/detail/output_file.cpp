@@ -18,7 +18,10 @@ namespace fanout::store::detail {
 namespace {
 
 std::string sys_error(const std::string& path, const char* what) {
-  return path + ": " + what + ": " + std::strerror(errno);
+  const int err = errno;
+  const char* name = ::strerrorname_np(err);
+  return path + ": " + what + ": " + std::strerror(err) + " (" + (name != nullptr ? name : "?") +
+         ")";
 }
 
 // Opens (creating, never truncating) the file at `path`, making its folders, and returns its
@@ -50,6 +53,7 @@ OutputFile& OutputFiles::open(std::uint64_t job_id, const std::string& path) {
     return it->second;
   }
   OutputFile f;
+  f.job_id = job_id;
   f.fd = open_for_append(path, f.end);
   f.path = path;
   return files_.emplace(job_id, std::move(f)).first->second;
@@ -60,23 +64,34 @@ void OutputFiles::close_after_batch(std::uint64_t job_id) {
   if (auto it = files_.find(job_id); it != files_.end()) it->second.close_after = true;
 }
 
-void OutputFiles::write_and_sync() {
+std::vector<OutputFailure> OutputFiles::write_and_sync() {
+  std::vector<OutputFailure> failed;
   for (OutputFile* f : touched_) {
     std::string_view data = f->pending;
     auto off = static_cast<off_t>(f->end);
+    std::string error;
     while (!data.empty()) {
       const ssize_t n = ::pwrite(f->fd.get(), data.data(), data.size(), off);
       if (n < 0) {
         if (errno == EINTR) continue;
-        throw Failure(ErrorCode::Io, sys_error(f->path, "write"));
+        error = sys_error(f->path, "write");
+        break;
       }
       data.remove_prefix(static_cast<std::size_t>(n));
       off += n;
     }
-    if (::fdatasync(f->fd.get()) != 0) {
-      throw Failure(ErrorCode::Io, sys_error(f->path, "fdatasync"));
+    if (error.empty() && ::fdatasync(f->fd.get()) != 0) error = sys_error(f->path, "fdatasync");
+    if (error.empty()) continue;
+    // Only this job's file: its bytes of the batch go, the file is cut back to its committed
+    // rows (best effort; recovery cuts it again), and it is closed after this batch.
+    if (::ftruncate(f->fd.get(), static_cast<off_t>(f->end)) != 0) {
+      // Left to recovery, as in discard().
     }
+    f->pending.clear();
+    f->close_after = true;
+    failed.push_back(OutputFailure{f->job_id, std::move(error)});
   }
+  return failed;
 }
 
 void OutputFiles::commit() {

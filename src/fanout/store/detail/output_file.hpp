@@ -16,12 +16,21 @@ namespace fanout::store::detail {
 
 // A job's append_row file, open while the job runs.
 struct OutputFile {
+  std::uint64_t job_id = 0;
   std::string path{};
   UniqueFd fd{};
   std::uint64_t end = 0;     // bytes written and synced (or present at open)
   std::string pending{};     // bytes of the current batch, written at `end`
   bool touched = false;      // has pending bytes in the current batch
   bool close_after = false;  // the job finished in the current batch
+};
+
+// A job's output file that could not be written or synced (disk full, I/O error, quota,
+// read-only): `reason` names the file, the call and the errno ("out.txt: write: No space left
+// on device (ENOSPC)").
+struct OutputFailure {
+  std::uint64_t job_id = 0;
+  std::string reason{};
 };
 
 // The open output files, by job id, and the bytes the current transaction adds to them. A batch
@@ -55,8 +64,9 @@ class OutputFiles final {
   void close_after_batch(std::uint64_t job_id);
 
   // Writes the batch's bytes at each touched file's end (one pwrite each), then fdatasyncs each.
-  // Throws Failure{Io} naming the file.
-  void write_and_sync();
+  // A file that fails is cut back to its committed end, its batch bytes are dropped, and it is
+  // closed at commit(); the others are written all the same. Returns the files that failed.
+  [[nodiscard]] std::vector<OutputFailure> write_and_sync();
 
   // After the commit: the batch's bytes are part of the committed output; the files of jobs
   // that finished in the batch are closed.

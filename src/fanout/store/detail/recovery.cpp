@@ -58,8 +58,13 @@ SELECT max(coalesce((SELECT max(m.output_offset + m.output_bytes)
   Statement fail_job(db, "UPDATE jobs SET state = 'failed', reason = ?2, ended = ?3 WHERE id = ?1");
 
   std::vector<UnfinishedJob> out;
-  std::vector<std::pair<std::uint64_t, std::string>> broken;   // job id, reason
-  std::vector<std::pair<std::string, std::uint64_t>> outputs;  // path, committed end
+  std::vector<std::pair<std::uint64_t, std::string>> broken;  // job id, reason
+  struct Output {
+    std::uint64_t job_id = 0;
+    std::string path{};
+    std::uint64_t end = 0;  // committed end
+  };
+  std::vector<Output> outputs;
   std::string detail;
   while (jobs.step()) {
     UnfinishedJob u;
@@ -111,7 +116,7 @@ SELECT max(coalesce((SELECT max(m.output_offset + m.output_bytes)
       output_end.bind(1, u.job_id).bind(2, output_path);
       const std::uint64_t end = output_end.step() ? output_end.column_uint64(0) : 0;
       output_end.reset();
-      outputs.emplace_back(output_path, end);
+      outputs.push_back(Output{u.job_id, output_path, end});
     }
     out.push_back(std::move(u));
   }
@@ -127,7 +132,20 @@ SELECT max(coalesce((SELECT max(m.output_offset + m.output_bytes)
     fail_job.bind(1, id).bind(2, reason).bind(3, now);
     fail_job.run();
   }
-  for (const auto& [path, end] : outputs) restore_output(path, end, log);
+  for (const auto& o : outputs) {
+    try {
+      restore_output(o.path, o.end, log);
+    } catch (const Failure& f) {
+      // A job whose output file cannot be restored (a full or read-only disk) is not resumed:
+      // it is marked failed, and the interchange starts with the others instead of stopping
+      // at every start.
+      const std::string reason = std::string("cannot resume: its output file: ") + f.what();
+      log->error("store {}: job {} {}; marked failed", db.path(), o.job_id, reason);
+      fail_job.bind(1, o.job_id).bind(2, reason).bind(3, now);
+      fail_job.run();
+      std::erase_if(out, [&](const UnfinishedJob& u) { return u.job_id == o.job_id; });
+    }
+  }
   // Pools connected to the previous interchange process are gone with it: one that is still
   // alive registers again, as a new row.
   Statement stale(db, "UPDATE pools SET state = 'lost', last_seen = ?1 WHERE state = 'connected'");

@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "fanout/store/detail/encoding.hpp"
+#include "fanout/util/clock.hpp"
+#include "fanout/util/error.hpp"
 
 namespace fanout::store::detail {
 
@@ -83,10 +85,29 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13))sql"),
       insert_disk_sample_(db, R"sql(
 INSERT INTO disk_usage_samples (job_id, pool_id, pool, node, time, mount, total_mb, used_mb,
                               free_mb, used_percent)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql") {}
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql"),
+      drop_attempt_(db, "DELETE FROM attempts WHERE id = ?1"),
+      reopen_minibatch_(db, R"sql(
+UPDATE minibatches SET state = 'pending', tries = ?3, succeeded = 0, failed = 0, rows = 0,
+                     output_offset = NULL, output_bytes = NULL
+WHERE job_id = ?1 AND id = ?2)sql"),
+      fail_job_(db,
+                "UPDATE jobs SET state = 'failed', reason = ?2, ended = coalesce(ended, ?3) "
+                "WHERE id = ?1") {}
+
+// ---- A job's storage failure ----
+// A job's output file that cannot be written (ENOSPC, EIO, EDQUOT, EROFS, ...) fails that job
+// only: the other jobs of the transaction commit as usual. The job's results of the
+// transaction that had rows are taken back (their attempts rows deleted, their mini-batches
+// pending again, the file cut back to its committed end), so that the store and the file agree
+// and a resume of the job runs them again; the job is marked failed with the file and
+// the errno, in the same transaction. Its later results with rows are not recorded. A failure of
+// the store database itself still fails the whole transaction (and the store).
 
 void Writer::apply(std::span<Op> ops) {
   skip_superseded(ops);
+  output_attempts_.clear();
+  pending_failed_.clear();
   try {
     Transaction tx(db_);
     for (auto& op : ops) {
@@ -100,7 +121,12 @@ void Writer::apply(std::span<Op> ops) {
     }
     flush_attempts();
     write_due_submitted();
-    outputs_.write_and_sync();
+    for (const auto& f : outputs_.write_and_sync()) fail_job_output(f.job_id, f.reason);
+    const double now = unix_now();
+    for (const auto& [job_id, reason] : pending_failed_) {
+      fail_job_.bind(1, job_id).bind(2, reason).bind(3, now);
+      fail_job_.run();
+    }
     tx.commit();
   } catch (...) {
     attempts_.clear();
@@ -110,7 +136,39 @@ void Writer::apply(std::span<Op> ops) {
     throw;
   }
   outputs_.commit();
+  newly_failed_.insert(newly_failed_.end(), pending_failed_.begin(), pending_failed_.end());
   hand_on_committed();
+}
+
+void Writer::note_failed(std::uint64_t job_id, const std::string& reason) {
+  if (!failed_outputs_.emplace(job_id, reason).second) return;
+  log_->error("job {} failed: {}", job_id, reason);
+  pending_failed_.emplace_back(job_id, reason);
+}
+
+void Writer::fail_job_output(std::uint64_t job_id, const std::string& reason) {
+  note_failed(job_id, "cannot write its output file " + reason);
+  std::unordered_set<std::uint64_t> taken_back;
+  for (const OutputAttempt& a : output_attempts_) {
+    if (a.job_id != job_id) continue;
+    drop_attempt_.bind(1, a.task_id);
+    drop_attempt_.run();
+    reopen_minibatch_.bind(1, job_id).bind(2, a.index).bind(3, a.attempt > 0 ? a.attempt - 1 : 0);
+    reopen_minibatch_.run();
+    taken_back.insert(a.task_id);
+  }
+  // Nor do the reports see them.
+  std::size_t keep = 0;
+  for (std::size_t i = 0; i < committed_.size(); ++i) {
+    if (committed_[i].job_id == job_id && taken_back.contains(committed_[i].id)) continue;
+    if (keep != i) {
+      committed_[keep] = std::move(committed_[i]);
+      committed_recs_[keep] = committed_recs_[i];
+    }
+    ++keep;
+  }
+  committed_.resize(keep);
+  committed_recs_.resize(keep);
 }
 
 // For listener_: the attempts being written (flush_attempts()), with what is at hand only now:
@@ -179,7 +237,14 @@ void Writer::do_op(std::unique_ptr<CreateJob>& op) {
   const auto& s = op->spec;
   // Opened first: its size now is where this job's rows start, below which recovery never cuts.
   std::uint64_t output_start = 0;
-  if (!s.output_path.empty()) output_start = outputs_.open(op->job_id, s.output_path).end;
+  if (!s.output_path.empty()) {
+    try {
+      output_start = outputs_.open(op->job_id, s.output_path).end;
+    } catch (const Failure& f) {
+      // The job is created, and failed at the end of this transaction.
+      note_failed(op->job_id, std::string("cannot open its output file: ") + f.what());
+    }
+  }
   pack_into(buf_, s);
   insert_job_.bind(1, op->job_id)
       .bind(2, s.name)
@@ -344,17 +409,22 @@ void Writer::do_op(MarkRunning& op) {
 void Writer::do_op(AttemptRecord& rec) {
   QueuedAttempt q{&rec};
   const auto& r = rec.result;
+  OutputFile* out = nullptr;
+  if (rec.write_output) {
+    const bool failed = !failed_outputs_.empty() && failed_outputs_.contains(r.job_id);
+    if (!failed) out = output_for(r.job_id);
+    // Rows its failed output file cannot take: the result is not recorded (the job has failed).
+    if (out == nullptr && failed_outputs_.contains(r.job_id)) return;
+  }
   if (HeldMiniBatch* e = find_held(r.job_id, r.index)) {
     e->written = true;
     q.held = &e->mb;
     HeldJob& job = held_.find(r.job_id)->second;
     job.written_end = std::max(job.written_end, r.index + 1);
   }
-  if (rec.write_output) {
-    if (OutputFile* f = output_for(rec.result.job_id)) {
-      q.has_output = true;
-      q.output_offset = outputs_.append(*f, rec.result.output);
-    }
+  if (out != nullptr) {
+    q.has_output = true;
+    q.output_offset = outputs_.append(*out, rec.result.output);
   }
   attempts_.push_back(q);
 }
@@ -408,6 +478,10 @@ void Writer::flush_attempts() {
   rows_.clear();
   for (const QueuedAttempt& q : attempts_) {
     if (q.held != nullptr) rows_.push_back(SubmittedRow{q.rec->result.job_id, q.held});
+    if (q.has_output) {
+      const auto& r = q.rec->result;
+      output_attempts_.push_back(OutputAttempt{r.job_id, r.task_id, r.index, r.attempt});
+    }
   }
   if (!rows_.empty()) write_inputs();
   if (listener_) keep_committed();
@@ -420,7 +494,12 @@ void Writer::do_op(FinishJob& op) {
     write_held(op.job_id, it->second, it->second.entries.size());
     held_.erase(it);
   }
-  finish_job_.bind(1, op.job_id).bind(2, op.state).bind(3, op.reason).bind(4, op.ended);
+  // A job whose output failed ends failed, for that reason, whatever else ended it meanwhile.
+  if (auto f = failed_outputs_.find(op.job_id); f != failed_outputs_.end()) {
+    finish_job_.bind(1, op.job_id).bind(2, "failed").bind(3, f->second).bind(4, op.ended);
+  } else {
+    finish_job_.bind(1, op.job_id).bind(2, op.state).bind(3, op.reason).bind(4, op.ended);
+  }
   finish_job_.run();
   // Closed only after this batch's bytes are written and synced (see apply()).
   outputs_.close_after_batch(op.job_id);
@@ -523,7 +602,12 @@ OutputFile* Writer::output_for(std::uint64_t job_id) {
   if (job_output_.step()) path = job_output_.column_text(0);
   job_output_.reset();
   if (path.empty()) return nullptr;
-  return &outputs_.open(job_id, path);
+  try {
+    return &outputs_.open(job_id, path);
+  } catch (const Failure& f) {
+    note_failed(job_id, std::string("cannot open its output file: ") + f.what());
+    return nullptr;
+  }
 }
 
 }  // namespace fanout::store::detail

@@ -83,6 +83,13 @@ class Writer final {
   // After each commit, `listener` gets the attempts committed (none when null).
   void set_listener(AttemptListener listener) { listener_ = std::move(listener); }
 
+  // Jobs whose output file failed (see "A job's storage failure" in writer.cpp) since the last
+  // call, with the reason recorded for each; the store marked each failed in the transaction
+  // that committed last.
+  [[nodiscard]] std::vector<std::pair<std::uint64_t, std::string>> take_failed_jobs() {
+    return std::exchange(newly_failed_, {});
+  }
+
   // When the oldest held mini-batch is due to be written without a result (max: none held);
   // apply({}) at that time writes it.
   [[nodiscard]] std::chrono::steady_clock::time_point held_due() const;
@@ -115,6 +122,11 @@ class Writer final {
   void keep_committed();
   void hand_on_committed();
   OutputFile* output_for(std::uint64_t job_id);
+  // The job's output file cannot be written: its rows of this transaction are taken back and
+  // the job is marked failed with `reason` (see writer.cpp).
+  void fail_job_output(std::uint64_t job_id, const std::string& reason);
+  // Records `reason` as the job's storage failure, once.
+  void note_failed(std::uint64_t job_id, const std::string& reason);
   // The pools row of a registration id (itself when unknown, e.g. 0).
   [[nodiscard]] std::uint64_t pool_row(std::uint64_t registration) const;
 
@@ -150,6 +162,19 @@ class Writer final {
   // committed (parallel).
   std::vector<CommittedAttempt> committed_;
   std::vector<AttemptRecord*> committed_recs_;
+  // This transaction's results with output bytes (task id, mini-batch, try), by job.
+  struct OutputAttempt {
+    std::uint64_t job_id = 0, task_id = 0, index = 0;
+    std::uint32_t attempt = 0;
+  };
+  std::vector<OutputAttempt> output_attempts_;
+  // Jobs whose output file failed, and why: their later results with rows are not recorded.
+  std::unordered_map<std::uint64_t, std::string> failed_outputs_;
+  std::vector<std::pair<std::uint64_t, std::string>> pending_failed_;  // this transaction
+  std::vector<std::pair<std::uint64_t, std::string>> newly_failed_;    // for take_failed_jobs()
+  Statement drop_attempt_;
+  Statement reopen_minibatch_;
+  Statement fail_job_;
 };
 
 }  // namespace fanout::store::detail
