@@ -449,7 +449,13 @@ int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log) {
                  static_cast<unsigned long long>(job_id));
     return kExitFailed;
   }
-  if (opts.cancel && job && opts.interchange.empty() && !store::find_owner(opts.db)) {
+  // An owner file that cannot be trusted is no proof that none runs: then the cancel goes the
+  // usual way, and the error of the interchange's session says why.
+  const auto unowned = [&] {
+    const auto owner = store::find_owner(opts.db);
+    return owner && !owner->has_value();
+  };
+  if (opts.cancel && job && opts.interchange.empty() && unowned()) {
     // No interchange owns the store (none runs, or one cannot start on it): none would answer,
     // so the job is cancelled in the store itself.
     auto r = store::cancel_unowned(opts.db, job_id,
