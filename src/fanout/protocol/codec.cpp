@@ -152,6 +152,20 @@ struct ElementCounter : msgpack::null_visitor {
     --depth;
     return true;
   }
+  // msgpack-cxx re-encodes an integral double d with `d <= double(UINT64_MAX)` as an unsigned
+  // integer, and double(UINT64_MAX) rounds up to 2^64, so a decoded float equal to 2^64 would be
+  // converted to uint64 out of range (undefined behaviour) the next time it is encoded. No
+  // field of the protocol carries such a value, so the frame is refused here instead.
+  bool visit_float32(float v) { return visit_float64(v); }
+  bool visit_float64(double v) {
+    if (v == kTwoTo64) {
+      float_out_of_range = true;
+      return false;
+    }
+    return true;
+  }
+  static constexpr double kTwoTo64 = 18446744073709551616.0;
+  bool float_out_of_range = false;
   void parse_error(std::size_t, std::size_t) {}
   void insufficient_bytes(std::size_t, std::size_t) {}
 };
@@ -175,6 +189,12 @@ Expected<void> unpack_into(std::string_view body, const char* what, std::size_t 
                         fmt::format("{}: body: more than {} elements, or nested deeper than {} "
                                     "(the limit of this message; docs/protocol.md)",
                                     what, max_elements, ElementCounter::kMaxDepth));
+    }
+    if (counter.float_out_of_range) {
+      return make_error(ErrorCode::Protocol,
+                        fmt::format("{}: body: a float equal to 2^64, which no field holds and "
+                                    "msgpack cannot re-encode",
+                                    what));
     }
   }
   // Every msgpack element takes at least one byte, so no container in a body of n bytes can

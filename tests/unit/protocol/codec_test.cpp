@@ -646,6 +646,39 @@ TEST_CASE("protocol.codec.rejects_wrong_field_type") {
   }
 }
 
+TEST_CASE("protocol.codec.rejects_a_float_msgpack_cannot_reencode") {
+  // Registered.now_unix equal to 2^64: msgpack-cxx would convert it to uint64 out of range when
+  // the decoded message is encoded again (found by the codec fuzzer), so it is refused on decode.
+  for (const bool as_float32 : {false, true}) {
+    CAPTURE(as_float32);
+    // Written as raw bytes: msgpack's own pack_double would hit the same fault on 2^64.
+    const std::string raw = as_float32 ? std::string("\xca\x5f\x80\x00\x00", 5)
+                                       : std::string("\xcb\x43\xf0\x00\x00\x00\x00\x00\x00", 9);
+    const std::string frame = frame_with_body(MsgType::Registered,
+                                              [&](auto& pk) {
+                                                pk.pack_array(4);
+                                                pk.pack(1);
+                                                pk.pack(1000);
+                                                pk.pack(3000);
+                                              }) +
+                              raw;
+    auto m = proto::decode<proto::Registered>(frame);
+    REQUIRE_FALSE(m.has_value());
+    CHECK(m.error().code == ErrorCode::Protocol);
+    CHECK(contains(m.error().message, "Registered"));
+    CHECK(contains(m.error().message, "2^64"));
+  }
+  // The largest double below 2^64 and very large floats still decode and re-encode.
+  for (const double v : {18446744073709549568.0, 1e300, -1e300}) {
+    CAPTURE(v);
+    proto::Registered r;
+    r.now_unix = v;
+    auto m = proto::decode<proto::Registered>(proto::encode(r));
+    REQUIRE(m.has_value());
+    CHECK(m->now_unix == v);
+  }
+}
+
 TEST_CASE("protocol.codec.rejects_huge_claimed_sizes_fast") {
   using namespace std::string_literals;
   struct Case {
