@@ -57,6 +57,12 @@ unsigned long long open_files_limit() {
 struct ConnectionGuard::Impl {
   zmq::socket_t pair;
   std::string endpoint;
+  // What the serving thread alone touches.
+  // Connections accepted and not yet past their handshake: descriptor -> when accepted.
+  std::unordered_map<int, std::chrono::steady_clock::time_point> pending{};
+  bool warned_cut = false;
+  std::uint64_t failures_logged = 0;
+  std::chrono::steady_clock::time_point last_failure_log{};
 };
 
 ConnectionGuard::ConnectionGuard(Context& ctx, Socket& sock, std::string name, Logger log)
@@ -84,13 +90,8 @@ ConnectionGuard::~ConnectionGuard() {
 }
 
 void ConnectionGuard::serve() {
-  auto& s = impl_->pair;
-  // Connections accepted and not yet past their handshake: descriptor -> when accepted.
-  std::unordered_map<int, std::chrono::steady_clock::time_point> pending;
-  bool warned_cut = false;
-  std::uint64_t failures_logged = 0;
-  std::chrono::steady_clock::time_point last_failure_log{};
-  zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};
+  auto& pending = impl_->pending;
+  zmq::pollitem_t item{impl_->pair.handle(), 0, ZMQ_POLLIN, 0};
   while (!stop_.load(std::memory_order_relaxed)) {
     try {
       // Pending connections are checked every 2 ms, or less often when there are many, so that
@@ -102,80 +103,97 @@ void ConnectionGuard::serve() {
       (void)zmq::poll(&item, 1, interval);
       // Every event queued so far first, so that a descriptor closed (and perhaps reused) is
       // known before the byte counts are read.
-      zmq::message_t head, where;
-      while (s.recv(head, zmq::recv_flags::dontwait)) {
-        if (head.more()) (void)s.recv(where, zmq::recv_flags::none);
-        if (head.size() < 6) continue;
-        std::uint16_t event = 0;
-        std::uint32_t value = 0;
-        std::memcpy(&event, head.data(), 2);
-        std::memcpy(&value, static_cast<const char*>(head.data()) + 2, 4);
-        const int fd = static_cast<int>(value);
-        switch (event) {
-          case ZMQ_EVENT_ACCEPTED:
-            pending[fd] = std::chrono::steady_clock::now();
-            break;
-          case ZMQ_EVENT_DISCONNECTED:
-          case ZMQ_EVENT_CLOSED:
-            pending.erase(fd);
-            break;
-          case ZMQ_EVENT_ACCEPT_FAILED: {
-            const auto n = accept_failures_.fetch_add(1, std::memory_order_relaxed) + 1;
-            const auto now = std::chrono::steady_clock::now();
-            // The first in full, then at most once a minute with the count since.
-            if (failures_logged == 0 || now - last_failure_log >= std::chrono::minutes(1)) {
-              log_->warn(
-                  "{} socket {}: cannot accept a connection: {} (open files limit {}); {} "
-                  "accept failures so far, counted in the stats line",
-                  name_, where.to_string(), std::strerror(static_cast<int>(value)),
-                  open_files_limit(), n);
-              failures_logged = n;
-              last_failure_log = now;
-            }
-            break;
-          }
-          case ZMQ_EVENT_MONITOR_STOPPED:
-            return;
-          default:
-            break;
-        }
-      }
-      const auto now = std::chrono::steady_clock::now();
-      for (auto it = pending.begin(); it != pending.end();) {
-        tcp_info ti{};
-        socklen_t len = sizeof ti;
-        // Not TCP (ipc://), or already gone: nothing to watch.
-        if (::getsockopt(it->first, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
-            len < offsetof(tcp_info, tcpi_bytes_received) + sizeof ti.tcpi_bytes_received) {
-          it = pending.erase(it);
-          continue;
-        }
-        if (ti.tcpi_bytes_sent > kCurveServerHandshakeBytes ||
-            now - it->second > kHandshakeTimeout + std::chrono::seconds(5)) {
-          it = pending.erase(it);  // admitted (READY went out), or closed by ZeroMQ meanwhile
-          continue;
-        }
-        if (ti.tcpi_bytes_received > kMaxUnauthenticatedBytes) {
-          const std::string from = peer_address(it->first);
-          // Not close(): the descriptor is ZeroMQ's. It sees the connection end and frees it.
-          (void)::shutdown(it->first, SHUT_RDWR);
-          const auto n = cut_.fetch_add(1, std::memory_order_relaxed) + 1;
-          if (!warned_cut) {
-            warned_cut = true;
-            log_->warn(
-                "{} socket: cut a connection from {} that sent {} bytes before authenticating "
-                "(at most {} allowed; further ones are counted in the stats line, {} so far)",
-                name_, from, ti.tcpi_bytes_received, kMaxUnauthenticatedBytes, n);
-          }
-          it = pending.erase(it);
-          continue;
-        }
-        ++it;
-      }
+      if (!read_events()) return;
+      check_pending();
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return;
       if (e.num() != EINTR) log_->warn("{} socket monitor: {}", name_, e.what());
     }
+  }
+}
+
+bool ConnectionGuard::read_events() {
+  auto& s = impl_->pair;
+  zmq::message_t head, where;
+  while (s.recv(head, zmq::recv_flags::dontwait)) {
+    if (head.more()) (void)s.recv(where, zmq::recv_flags::none);
+    if (head.size() < 6) continue;
+    std::uint16_t event = 0;
+    std::uint32_t value = 0;
+    std::memcpy(&event, head.data(), 2);
+    std::memcpy(&value, static_cast<const char*>(head.data()) + 2, 4);
+    const int fd = static_cast<int>(value);
+    switch (event) {
+      case ZMQ_EVENT_ACCEPTED:
+        impl_->pending[fd] = std::chrono::steady_clock::now();
+        break;
+      case ZMQ_EVENT_DISCONNECTED:
+      case ZMQ_EVENT_CLOSED:
+        impl_->pending.erase(fd);
+        break;
+      case ZMQ_EVENT_ACCEPT_FAILED:
+        on_accept_failed(static_cast<int>(value), where.to_string());
+        break;
+      case ZMQ_EVENT_MONITOR_STOPPED:
+        return false;
+      default:
+        break;
+    }
+  }
+  return true;
+}
+
+void ConnectionGuard::on_accept_failed(int err, const std::string& where) {
+  const auto n = accept_failures_.fetch_add(1, std::memory_order_relaxed) + 1;
+  const auto now = std::chrono::steady_clock::now();
+  // The first in full, then at most once a minute with the count since.
+  if (impl_->failures_logged == 0 || now - impl_->last_failure_log >= std::chrono::minutes(1)) {
+    log_->warn(
+        "{} socket {}: cannot accept a connection: {} (open files limit {}); {} "
+        "accept failures so far, counted in the stats line",
+        name_, where, std::strerror(err), open_files_limit(), n);
+    impl_->failures_logged = n;
+    impl_->last_failure_log = now;
+  }
+}
+
+void ConnectionGuard::check_pending() {
+  auto& pending = impl_->pending;
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = pending.begin(); it != pending.end();) {
+    tcp_info ti{};
+    socklen_t len = sizeof ti;
+    // Not TCP (ipc://), or already gone: nothing to watch.
+    if (::getsockopt(it->first, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        len < offsetof(tcp_info, tcpi_bytes_received) + sizeof ti.tcpi_bytes_received) {
+      it = pending.erase(it);
+      continue;
+    }
+    if (ti.tcpi_bytes_sent > kCurveServerHandshakeBytes ||
+        now - it->second > kHandshakeTimeout + std::chrono::seconds(5)) {
+      it = pending.erase(it);  // admitted (READY went out), or closed by ZeroMQ meanwhile
+      continue;
+    }
+    if (ti.tcpi_bytes_received > kMaxUnauthenticatedBytes) {
+      cut_connection(it->first, ti.tcpi_bytes_received);
+      it = pending.erase(it);
+      continue;
+    }
+    ++it;
+  }
+}
+
+void ConnectionGuard::cut_connection(int fd, std::uint64_t received) {
+  const std::string from = peer_address(fd);
+  // Not close(): the descriptor is ZeroMQ's. It sees the connection end and frees it.
+  (void)::shutdown(fd, SHUT_RDWR);
+  const auto n = cut_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (!impl_->warned_cut) {
+    impl_->warned_cut = true;
+    log_->warn(
+        "{} socket: cut a connection from {} that sent {} bytes before authenticating "
+        "(at most {} allowed; further ones are counted in the stats line, {} so far)",
+        name_, from, received, kMaxUnauthenticatedBytes, n);
   }
 }
 

@@ -51,6 +51,10 @@ class ConnectionGuard final {
 
  private:
   void serve();
+  bool read_events();  // false once the monitor stopped
+  void on_accept_failed(int err, const std::string& where);
+  void check_pending();
+  void cut_connection(int fd, std::uint64_t received);
 
   struct Impl;
   std::string name_;

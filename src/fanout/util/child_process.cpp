@@ -73,14 +73,8 @@ std::string spawn_what(const SpawnOptions& opts) {
   return what;
 }
 
-}  // namespace
-
-Expected<ChildProcess> ChildProcess::spawn(const SpawnOptions& opts) {
-  if (opts.argv.empty()) return make_error(ErrorCode::InvalidArgument, "spawn: empty argv");
-  // posix_spawn (glibc: clone(CLONE_VM | CLONE_VFORK) + exec) instead of fork + exec from a
-  // multithreaded process: nothing of the parent's runs in the child between the two, so no
-  // lock another thread held (malloc, ZeroMQ) can be met there, and glibc blocks every signal
-  // across the clone.
+// The parent's environment with opts.env_set applied over it, as KEY=VALUE strings.
+std::vector<std::string> child_environment(const SpawnOptions& opts) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view kv(*e);
@@ -94,15 +88,11 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnOptions& opts) {
     if (!overridden) env_strings.emplace_back(kv);
   }
   for (const auto& [k, v] : opts.env_set) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = opts.argv;
-  std::vector<char*> argv;
-  for (auto& s : argv_copy) argv.push_back(s.data());
-  argv.push_back(nullptr);
+  return env_strings;
+}
 
-  SpawnAttr attr;
+// Signal mask and dispositions of a fresh program, and the process group opts ask for.
+void set_signals_and_group(SpawnAttr& attr, const SpawnOptions& opts) {
   short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
   // Every signal unblocked, and every disposition the default (what the parent ignores, such as
   // SIGPIPE, too; exec resets the handled ones): the child starts as a fresh program would. Only
@@ -121,6 +111,27 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnOptions& opts) {
     ::posix_spawnattr_setpgroup(&attr.a, 0);
   }
   ::posix_spawnattr_setflags(&attr.a, flags);
+}
+
+}  // namespace
+
+Expected<ChildProcess> ChildProcess::spawn(const SpawnOptions& opts) {
+  if (opts.argv.empty()) return make_error(ErrorCode::InvalidArgument, "spawn: empty argv");
+  // posix_spawn (glibc: clone(CLONE_VM | CLONE_VFORK) + exec) instead of fork + exec from a
+  // multithreaded process: nothing of the parent's runs in the child between the two, so no
+  // lock another thread held (malloc, ZeroMQ) can be met there, and glibc blocks every signal
+  // across the clone.
+  std::vector<std::string> env_strings = child_environment(opts);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = opts.argv;
+  std::vector<char*> argv;
+  for (auto& s : argv_copy) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  SpawnAttr attr;
+  set_signals_and_group(attr, opts);
 
   FileActions fa;
   // fd_map: each source is first duplicated here above the target range, close-on-exec, so that
