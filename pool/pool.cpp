@@ -17,6 +17,7 @@
 #include "fanout/protocol/codec.hpp"
 #include "fanout/protocol/error_categories.hpp"
 #include "fanout/util/fs.hpp"
+#include "fanout/util/test_hooks.hpp"
 #include "pool/launch.hpp"
 #include "pool/result_frames.hpp"
 #include "pool/wall_clock.hpp"
@@ -64,8 +65,9 @@ Pool::Pool(Options opts, Logger log)
   if (opts_.node.empty()) opts_.node = host_name();
   if (opts_.workers == 0) opts_.workers = std::max(1u, std::thread::hardware_concurrency());
   slots_.resize(opts_.workers);
-  if (const char* n = std::getenv("FANOUT_TEST_SWALLOW_TASKS"))
-    swallow_ = std::strtoull(n, nullptr, 10);
+  if (const auto n = test_hooks::env("FANOUT_TEST_SWALLOW_TASKS")) {
+    swallow_ = std::strtoull(std::string(*n).c_str(), nullptr, 10);
+  }
   net::connect_secure(sock_, opts_.interchange, opts_.security, net::Role::Pool);
 }
 
@@ -408,7 +410,7 @@ void Pool::on_message(const std::string& frame) {
       SPDLOG_LOGGER_DEBUG(log_, "received {} tasks", m->tasks.size());
       for (auto& t : m->tasks) {
         if (swallow_ > 0) {
-          // Test hook (FANOUT_TEST_SWALLOW_TASKS): a broken pool that drops tasks silently.
+          // Test hook (test builds only): a broken pool that drops tasks silently.
           --swallow_;
           log_->warn("test hook: swallowed task {} (mini-batch {})", t.task_id, t.index);
           continue;

@@ -175,8 +175,8 @@ class Pool final {
   PoolStats stats_{}, logged_stats_{};
   Clock::time_point last_stats_{};
   std::optional<ResourceMonitor> monitor_{};
-  // Test hook: how many more tasks received are dropped unreported, as a broken pool would
-  // (FANOUT_TEST_SWALLOW_TASKS=N in the environment; tests/integration/peer_bounds_test.cpp).
+  // Test hook (test builds only): how many more tasks received are dropped unreported, as a
+  // broken pool would (FANOUT_TEST_SWALLOW_TASKS=N in the environment).
   std::uint64_t swallow_ = 0;
   Clock::time_point next_sample_{};
   Clock::time_point last_sample_{};
