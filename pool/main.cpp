@@ -61,6 +61,7 @@ std::optional<double> apply_test_clock_offset() {
 }
 }  // namespace
 
+// Long: one line per command-line option, each bound to a local the rest of main reads.
 int main(int argc, char** argv) {
   CLI::App app{"fanout-pool: runs mini-batches from an interchange in worker processes"};
   app.set_version_flag("--version", FANOUT_VERSION);

@@ -345,6 +345,20 @@ bool Pool::drain_over(Clock::time_point now) {
   return true;
 }
 
+void Pool::on_registered(const proto::Registered& m) {
+  registered_ = true;
+  register_backoff_ = std::max(hb_period_, Millis(1000));
+  if (m.heartbeat_period_ms > 0) hb_period_ = Millis(m.heartbeat_period_ms);
+  if (m.heartbeat_threshold_ms > 0) hb_threshold_ = Millis(m.heartbeat_threshold_ms);
+  clock_correction_ = clock_correction(m.now_unix, local_unix_now());
+  if (std::abs(clock_correction_) > 1.0) {
+    log_->info("our clock is {:+.1f} s off the interchange's: reported times are corrected",
+               -clock_correction_);
+  }
+  log_->info("pool {} registered as {} ({} workers, prefetch {})", opts_.name, m.pool_id,
+             opts_.workers, opts_.prefetch);
+}
+
 void Pool::on_message(const std::string& frame) {
   auto h = proto::read_header(frame);
   if (!h) {
@@ -356,17 +370,7 @@ void Pool::on_message(const std::string& frame) {
     case proto::MsgType::Registered: {
       auto m = proto::decode<proto::Registered>(frame);
       if (!m) break;
-      registered_ = true;
-      register_backoff_ = std::max(hb_period_, Millis(1000));
-      if (m->heartbeat_period_ms > 0) hb_period_ = Millis(m->heartbeat_period_ms);
-      if (m->heartbeat_threshold_ms > 0) hb_threshold_ = Millis(m->heartbeat_threshold_ms);
-      clock_correction_ = clock_correction(m->now_unix, local_unix_now());
-      if (std::abs(clock_correction_) > 1.0) {
-        log_->info("our clock is {:+.1f} s off the interchange's: reported times are corrected",
-                   -clock_correction_);
-      }
-      log_->info("pool {} registered as {} ({} workers, prefetch {})", opts_.name, m->pool_id,
-                 opts_.workers, opts_.prefetch);
+      on_registered(*m);
       return;
     }
     case proto::MsgType::Reject: {
@@ -828,7 +832,8 @@ void Pool::run_monitor(Clock::time_point now) {
   const auto period =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval));
   // Besides every period, a sample when a job first has work here and when a job runs out of
-  // work here, so that a job shorter than the period has samples too (issue 16). A pool that
+  // work here, so that a job shorter than the period has samples too (else a short job's report
+  // would have no resource figures). A pool that
   // runs dry between tasks would sample at every task: a job running out is sampled only when
   // the last sample is at least half a period old.
   std::vector<std::uint64_t> busy;

@@ -99,6 +99,7 @@ class Pool final {
   // Asks every worker to exit, and waits a moment for them.
   void stop_workers();
   void on_message(const std::string& frame);
+  void on_registered(const proto::Registered& m);
   void on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events);
   // A Done frame: the result of the worker's running task.
   void on_task_done(Worker& w, WorkerEvent& ev);
