@@ -1,8 +1,9 @@
 // fanout-pool's manager loop: registers with the interchange, holds up to workers + prefetch
 // tasks, runs them in worker processes, restarts workers that crash or overrun their timeout, and
-// returns results in batches. See docs/architecture.md, and docs/performance.md section 4 for the
-// batching and the tasks queued in a worker's pipe. Not thread-safe; stop() is
-// async-signal-safe.
+// returns results in batches. What to do with the tasks and workers is decided by PoolPlanner
+// (pool_planner.hpp); this class reads the sockets and pipes, feeds it, and carries out its
+// actions. See docs/architecture.md, and docs/performance.md section 4 for the batching and the
+// tasks queued in a worker's pipe. Not thread-safe; stop() is async-signal-safe.
 #pragma once
 
 #include <atomic>
