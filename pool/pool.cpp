@@ -485,6 +485,7 @@ std::vector<SlotView> Pool::slot_views() const {
 // (a missing interpreter, a folder that cannot be entered) ends every queued task of its job in
 // this turn. Each new round has failed a task, so the rounds end.
 void Pool::assign() {
+  if (planner_.queue().empty()) return;  // every loop turn: nothing to place, nothing buffered
   bool again = true;
   while (again) {
     again = false;
