@@ -16,6 +16,7 @@
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/fs.hpp"
+#include "fanout/util/test_hooks.hpp"
 
 namespace fanout::client {
 
@@ -59,12 +60,13 @@ std::string tail_of(const std::string& path, std::size_t lines) {
 
 namespace {
 
-// Test only: with FANOUT_TEST_HOLD_GUEST=PATH, a run that has just attached to the store's owner
-// creates PATH and waits (up to 60 s) until it is removed, so that a test can make the owner go
-// away at this instant (tests/integration/store_owner_test.cpp).
+// Test hook (test builds only): with FANOUT_TEST_HOLD_GUEST=PATH, a run that has just attached to
+// the store's owner creates PATH and waits (up to 60 s) until it is removed, so that a test can
+// make the owner go away at this instant.
 void hold_as_guest() {
-  const char* path = std::getenv("FANOUT_TEST_HOLD_GUEST");
-  if (path == nullptr || *path == '\0') return;
+  const auto hook = test_hooks::env("FANOUT_TEST_HOLD_GUEST");
+  if (!hook || hook->empty()) return;
+  const std::string path(*hook);
   if (auto r = write_file_atomic(path, "attached\n"); !r) return;
   const auto until = Clock::now() + std::chrono::seconds(60);
   while (fs::exists(path) && Clock::now() < until) {

@@ -25,6 +25,7 @@
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/fd.hpp"
 #include "fanout/util/fs.hpp"
+#include "fanout/util/test_hooks.hpp"
 #include "interchange/job_checks.hpp"
 
 namespace fanout::ix {
@@ -947,9 +948,9 @@ void Interchange::end_job(std::uint64_t job_id, const Verdict& verdict) {
     end_reason = std::move(f->second);
     store_failed_.erase(f);
   }
-  // Tests: dies as a SIGKILL here would, after the end is committed and before the reports and
-  // JobEnded (docs/architecture.md, failure table).
-  static const bool test_exit = std::getenv("FANOUT_TEST_EXIT_AFTER_JOB_END") != nullptr;
+  // Test hook (test builds only): dies as a SIGKILL here would, after the end is committed and
+  // before the reports and JobEnded (docs/architecture.md, failure table).
+  static const bool test_exit = test_hooks::env("FANOUT_TEST_EXIT_AFTER_JOB_END").has_value();
   if (test_exit) ::kill(::getpid(), SIGKILL);
   proto::JobEnded msg{job.id, end_state, end_reason, progress_of(job)};
   log_->info("job {} ({}) {}: {} ({} of {} mini-batches succeeded)", job.id, job.spec.name,

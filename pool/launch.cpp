@@ -60,7 +60,8 @@ WorkerLaunch make_launch(const proto::JobSpec& spec, const LaunchContext& ctx) {
   if (run_markers(spec)) l.env.emplace_back("FANOUT_RUN_MARKERS", "1");
   // The job's variables reach the worker exactly as given, each once: one the pool also sets
   // takes the job's value, except PYTHONPATH, which is merged: the job's entries, then the
-  // shim's folder, then the pool's own PYTHONPATH (issue 16).
+  // shim's folder, then the pool's own PYTHONPATH (so a job can bring its own packages and still
+  // import the shim, and a site's PYTHONPATH keeps working).
   std::string job_pythonpath;
   for (const auto& kv : spec.env) {
     auto eq = kv.find('=');

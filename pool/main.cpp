@@ -3,10 +3,13 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include "fanout/net/security.hpp"
 #include "fanout/util/fs.hpp"
 #include "fanout/util/log.hpp"
+#include "fanout/util/test_hooks.hpp"
 #include "pool/pool.hpp"
 #include "pool/wall_clock.hpp"
 
@@ -36,8 +39,29 @@ std::string find_worker_bin() {
   if (std::filesystem::exists(cand)) return cand;
   return "fanout-worker";
 }
+
+// Test hook (test builds only; docs/scaling.md): FANOUT_TEST_CLOCK_OFFSET_S skews this pool's wall
+// clock, as a network namespace cannot. Returns the offset set (0: none), or nullopt after
+// printing why the value is wrong. In other builds it reads nothing (`if constexpr`: not even the
+// variable's name is compiled in).
+std::optional<double> apply_test_clock_offset() {
+  if constexpr (fanout::test_hooks::kEnabled) {
+    const auto env = fanout::test_hooks::env("FANOUT_TEST_CLOCK_OFFSET_S");
+    if (!env || env->empty()) return 0.0;
+    std::string why;
+    auto v = fanout::pool::parse_clock_offset(std::string(*env), why);
+    if (!v) {
+      std::fprintf(stderr, "error: FANOUT_TEST_CLOCK_OFFSET_S: %s\n", why.c_str());
+      return std::nullopt;
+    }
+    fanout::pool::set_test_clock_offset(*v);
+    return *v;
+  }
+  return 0.0;
+}
 }  // namespace
 
+// Long: one line per command-line option, each bound to a local the rest of main reads.
 int main(int argc, char** argv) {
   CLI::App app{"fanout-pool: runs mini-batches from an interchange in worker processes"};
   app.set_version_flag("--version", FANOUT_VERSION);
@@ -114,25 +138,14 @@ int main(int argc, char** argv) {
   opts.heartbeat_threshold = std::chrono::milliseconds(hb_threshold_ms);
   opts.kill_grace = std::chrono::milliseconds(grace_ms);
   opts.drain_grace = std::chrono::milliseconds(drain_grace_ms);
-  // Test only (docs/scaling.md): skews this pool's wall clock, as a namespace cannot.
-  double clock_offset = 0;
-  if (const char* env = std::getenv("FANOUT_TEST_CLOCK_OFFSET_S"); env != nullptr && *env) {
-    std::string why;
-    auto v = fanout::pool::parse_clock_offset(env, why);
-    if (!v) {
-      std::fprintf(stderr, "error: FANOUT_TEST_CLOCK_OFFSET_S: %s\n", why.c_str());
-      return 2;
-    }
-    clock_offset = *v;
-    fanout::pool::set_test_clock_offset(clock_offset);
-  }
+  const auto clock_offset = apply_test_clock_offset();
+  if (!clock_offset) return 2;
   if (opts.shim_dir.empty()) opts.shim_dir = find_shim_dir();
   if (opts.worker_bin.empty()) opts.worker_bin = find_worker_bin();
   auto log = fanout::make_logger("pool", *level, log_file);
   fanout::net::warn_if_insecure(opts.security, log);
-  if (clock_offset != 0) {
-    log->warn("FANOUT_TEST_CLOCK_OFFSET_S: this pool's wall clock is shifted by {} s (test only)",
-              clock_offset);
+  if (*clock_offset != 0) {
+    log->warn("test hook: this pool's wall clock is shifted by {} s", *clock_offset);
   }
   try {
     fanout::pool::Pool pool(opts, log);

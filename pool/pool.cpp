@@ -17,6 +17,7 @@
 #include "fanout/protocol/codec.hpp"
 #include "fanout/protocol/error_categories.hpp"
 #include "fanout/util/fs.hpp"
+#include "fanout/util/test_hooks.hpp"
 #include "pool/launch.hpp"
 #include "pool/result_frames.hpp"
 #include "pool/wall_clock.hpp"
@@ -30,10 +31,6 @@ using proto::AttemptStatus;
 
 // Cap of the doubling back-off between unanswered Registers.
 constexpr std::chrono::milliseconds kMaxRegisterBackoff{30000};
-
-// WorkerTasks::fail_status() of a busy worker the pool stopped because its task overran a bound.
-constexpr const char* kRunTimeout = "RUN_TIMEOUT";
-constexpr const char* kOverheadTimeout = "TASK_OVERHEAD_TIMEOUT";
 
 Clock::duration to_duration(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
@@ -51,21 +48,27 @@ std::string category_of(const std::string& text, const char* fallback) {
   return first.substr(0, colon);
 }
 
+// The options with their defaults filled in (name, node, workers).
+Options with_defaults(Options opts) {
+  if (opts.name.empty()) opts.name = fmt::format("{}-{}", host_name(), ::getpid());
+  if (opts.node.empty()) opts.node = host_name();
+  if (opts.workers == 0) opts.workers = std::max(1u, std::thread::hardware_concurrency());
+  return opts;
+}
+
 }  // namespace
 
 Pool::Pool(Options opts, Logger log)
-    : opts_(std::move(opts)),
+    : opts_(with_defaults(std::move(opts))),
       log_(std::move(log)),
-      sock_(ctx_, net::Socket::Kind::Dealer,
-            opts_.name.empty() ? fmt::format("{}-{}", host_name(), ::getpid()) : opts_.name),
+      sock_(ctx_, net::Socket::Kind::Dealer, opts_.name),
       hb_period_(opts_.heartbeat_period),
-      hb_threshold_(opts_.heartbeat_threshold) {
-  if (opts_.name.empty()) opts_.name = fmt::format("{}-{}", host_name(), ::getpid());
-  if (opts_.node.empty()) opts_.node = host_name();
-  if (opts_.workers == 0) opts_.workers = std::max(1u, std::thread::hardware_concurrency());
+      hb_threshold_(opts_.heartbeat_threshold),
+      planner_(PlannerConfig{opts_.workers, opts_.prefetch, opts_.poll}) {
   slots_.resize(opts_.workers);
-  if (const char* n = std::getenv("FANOUT_TEST_SWALLOW_TASKS"))
-    swallow_ = std::strtoull(n, nullptr, 10);
+  if (const auto n = test_hooks::env("FANOUT_TEST_SWALLOW_TASKS")) {
+    swallow_ = std::strtoull(std::string(*n).c_str(), nullptr, 10);
+  }
   net::connect_secure(sock_, opts_.interchange, opts_.security, net::Role::Pool);
 }
 
@@ -74,34 +77,6 @@ Pool::~Pool() {
   for (auto& w : slots_) {
     if (w) w->process().set_grace(std::chrono::milliseconds(500));
   }
-}
-
-// Tasks the pool asks for: its workers plus its prefetch, raised while a job it runs has short
-// tasks (mean under kPipelineMaxTaskS) to what fills its workers' pipes twice over (the depth of
-// pipeline_room()), at most kMaxAutoPrefetch. For short tasks, holding them early costs a few
-// milliseconds of another pool's time at most, and saves a frame each way per task and the
-// workers' wait for the round trip. Long tasks keep the configured prefetch, so that a pool does
-// not hold work another pool could start (why Parsl's prefetch defaults to 0).
-std::uint32_t Pool::capacity() const {
-  if (draining_) return 0;
-  double shortest = 0;
-  for (const auto& [job_id, mean] : mean_task_s_) {
-    if (mean <= 0 || mean >= kPipelineMaxTaskS || jobs_.count(job_id) == 0) continue;
-    if (shortest == 0 || mean < shortest) shortest = mean;
-  }
-  std::size_t extra = opts_.prefetch;
-  if (shortest > 0) {
-    extra =
-        std::max(extra, std::min(kMaxAutoPrefetch, 2 * opts_.workers * pipeline_depth(shortest)));
-  }
-  return opts_.workers + static_cast<std::uint32_t>(extra);
-}
-
-std::size_t Pool::pipeline_depth(double mean_task_s) {
-  const double fit = kPipelineQueueS / mean_task_s;
-  return fit >= static_cast<double>(kMaxPipelineDepth)
-             ? kMaxPipelineDepth
-             : std::max<std::size_t>(1, static_cast<std::size_t>(fit));
 }
 
 void Pool::send(const std::string& frame) {
@@ -117,9 +92,9 @@ void Pool::send(const std::string& frame) {
 proto::Heartbeat Pool::heartbeat() const {
   // The tasks held renew their leases at the interchange (interchange/peer_bounds.hpp). Tasks
   // forgotten at a re-registration are not held: the interchange requeued them.
-  proto::Heartbeat hb{capacity(), true, {}};
-  hb.held.reserve(queue_.size() + results_.size() + slots_.size());
-  for (const auto& t : queue_) hb.held.push_back(t.task_id);
+  proto::Heartbeat hb{planner_.capacity(), true, {}};
+  hb.held.reserve(planner_.queue().size() + results_.size() + slots_.size());
+  for (const auto& t : planner_.queue()) hb.held.push_back(t.task_id);
   for (const auto& r : results_) hb.held.push_back(r.task_id);
   for (const auto& w : slots_) {
     if (!w) continue;
@@ -140,7 +115,7 @@ void Pool::send_register() {
 void Pool::reregister(const char* why) {
   log_->warn("{}; registering again", why);
   registered_ = false;
-  queue_.clear();
+  planner_.forget_queue();
   for (auto& w : slots_) {
     // Their results would be discarded anyway.
     if (w) w->forget_tasks();
@@ -151,15 +126,7 @@ void Pool::reregister(const char* why) {
 
 void Pool::drop_job(std::uint64_t job_id, const std::string& reason) {
   ++stats_.jobs_dropped;
-  std::size_t queued = 0, stopped = 0;
-  for (auto it = queue_.begin(); it != queue_.end();) {
-    if (it->job_id == job_id) {
-      it = queue_.erase(it);
-      ++queued;
-    } else {
-      ++it;
-    }
-  }
+  std::size_t queued = planner_.job_dropped(job_id), stopped = 0;
   const auto now = Clock::now();
   for (auto& w : slots_) {
     if (!w || w->job_id() != job_id || w->state() == Worker::State::Stopping) continue;
@@ -170,8 +137,6 @@ void Pool::drop_job(std::uint64_t job_id, const std::string& reason) {
     w->cancel(now + opts_.kill_grace);
   }
   jobs_.erase(job_id);
-  init_failures_.erase(job_id);
-  mean_task_s_.erase(job_id);  // capacity() walks it on every loop turn
   log_->info("job {} dropped ({}): stopped {} running tasks, dropped {} queued", job_id, reason,
              stopped, queued);
 }
@@ -182,135 +147,166 @@ int Pool::run() {
   last_heard_ = Clock::now();
   last_stats_ = last_heard_;
   send_register();
-  net::Message msg;
-  std::vector<WorkerEvent> events;
-  std::vector<int> fds;
-  std::vector<std::size_t> fd_slots;
   int rc = 0;
-
   while (!stop_.load(std::memory_order_relaxed)) {
     if (signals_.load(std::memory_order_relaxed) > 0 && drain_over(Clock::now())) break;
-    fds.clear();
-    fd_slots.clear();
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-      if (slots_[i]) {
-        fds.push_back(slots_[i]->read_fd());
-        fd_slots.push_back(i);
-      }
-    }
-    poller.set_fds(fds);
-    // Wake for the nearest deadline: heartbeat, a worker's timeout, or the poll period while
-    // workers are being stopped.
-    auto now = Clock::now();
-    auto wake = last_sent_ + hb_period_;
-    for (auto& w : slots_) {
-      if (!w) continue;
-      if (const auto& k = w->tasks().kill_at()) wake = std::min(wake, *k);
-      if (auto d = task_deadline(*w)) wake = std::min(wake, d->at);
-    }
-    if (monitor_) wake = std::min(wake, next_sample_);
-    if (!results_.empty()) wake = std::min(wake, first_result_ + opts_.poll);
-    auto timeout = std::chrono::duration_cast<Millis>(wake - now) + Millis(1);
-    // poll_ms bounds the wait like Parsl's poll period: deadlines are re-checked at least that
-    // often.
-    poller.wait(std::clamp(timeout, Millis(0), std::min(hb_period_, opts_.poll)));
-    {
-      // The loop wakes at least every poll period. A much longer gap means this process was
-      // frozen (SIGSTOP, a suspended VM, swapping): the interchange's silence is counted from
-      // now, not across our own freeze, so that it gets a heartbeat period or more to answer
-      // (and, if it declared us lost meanwhile, a Reject that makes us register again).
-      const auto woke = Clock::now();
-      const auto gap = woke - last_turn_;
-      if (last_turn_ != Clock::time_point{} &&
-          gap > std::max<Clock::duration>(2 * hb_period_, Millis(2000))) {
-        log_->warn(
-            "this pool was frozen for {} ms (stopped or starved); the interchange's "
-            "silence is measured from now",
-            std::chrono::duration_cast<Millis>(gap).count());
-        last_heard_ = std::max(last_heard_, woke);
-        send(proto::encode(heartbeat()));
-      }
-      last_turn_ = woke;
-    }
-
-    for (int i = 0; i < 4096 && sock_.recv(msg); ++i) {
-      last_heard_ = Clock::now();
-      on_message(msg.frame);
-      if (stop_.load(std::memory_order_relaxed)) break;
-    }
-    for (std::size_t k = 0; k < fd_slots.size(); ++k) {
-      if (!poller.readable(poller.socket_count() + k)) continue;
-      const std::size_t slot = fd_slots[k];
-      if (!slots_[slot]) continue;
-      events.clear();
-      bool alive = slots_[slot]->read_events(events);
-      on_worker_events(slot, events);
-      if (!alive) on_worker_gone(slot);
-    }
-    now = Clock::now();
-    if (now - last_exit_check_ >= kExitCheckPeriod) {
-      // A worker has ended when its process has, whatever its pipe says: a process it started
-      // may hold the pipe open long after it (reaping it kills the rest of its group). What it
-      // wrote before it ended is read first.
-      last_exit_check_ = now;
-      for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
-        if (!slots_[slot] || !slots_[slot]->process().poll()) continue;
-        events.clear();
-        (void)slots_[slot]->read_events(events);
-        on_worker_events(slot, events);
-        on_worker_gone(slot);
-      }
-    }
+    const std::vector<std::size_t> fd_slots = wait_for_events(poller);
+    note_freeze();
+    read_interchange();
+    read_workers(poller, fd_slots);
+    const auto now = Clock::now();
+    reap_ended(now);
     check_deadlines(now);
     cap_user_logs(now);
     assign();
     run_monitor(now);
     if (!results_.empty() && first_result_ == Clock::time_point{}) first_result_ = now;
-    if (results_due(now)) flush_results();
+    if (planner_.results_due(results_.size(), first_result_, now)) flush_results();
     if (now - last_sent_ >= hb_period_) send(proto::encode(heartbeat()));
-    if (!registered_ && now - last_register_ > register_backoff_) {
-      // Unanswered: the interchange is away. Ask again, less and less often.
-      register_backoff_ = std::min(register_backoff_ * 2, kMaxRegisterBackoff);
-      // WARN, once per try: the tries thin out to one per kMaxRegisterBackoff.
-      log_->warn("no answer to Register; trying again on a new connection, then waiting {} ms",
-                 register_backoff_.count());
-      // A new connection: the interchange ignores one that names a routing id its previous
-      // connection from us still holds (no ROUTER_HANDOVER, docs/security.md), so this one may
-      // be deaf until we make another.
-      sock_.disconnect(opts_.interchange);
-      sock_.connect(opts_.interchange);
-      send_register();
-    }
-    if (now - last_heard_ > hb_threshold_) {
-      if (opts_.exit_on_lost) {
-        log_->warn("interchange silent for {} ms; exiting", hb_threshold_.count());
-        rc = 1;
-        break;
-      }
-      // Reconnect with a fresh registration; the interchange has requeued what we held.
-      last_heard_ = now;
-      if (registered_) reregister("interchange silent past the heartbeat threshold");
+    if (!keep_registered(now)) {
+      rc = 1;
+      break;
     }
     log_stats(false);
   }
   flush_results();
-  if (registered_ && !told_to_stop_ && rc == 0) {
-    // Stopped on our own (a signal): what we still hold (never started, or stopped at the
-    // drain grace) is handed back at once, with no try used. The socket keeps a moment to let
-    // our last frames leave.
-    std::size_t running = 0, queued = queue_.size();
-    for (const auto& w : slots_) {
-      if (!w) continue;
-      if (w->tasks().task()) ++running;
-      queued += w->tasks().queued().size();
+  if (registered_ && !told_to_stop_ && rc == 0) say_goodbye();
+  stop_workers();
+  log_stats(true);
+  log_->info("pool {} stopped", opts_.name);
+  return rc;
+}
+
+std::vector<std::size_t> Pool::wait_for_events(net::Poller& poller) {
+  std::vector<int> fds;
+  std::vector<std::size_t> fd_slots;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i]) {
+      fds.push_back(slots_[i]->read_fd());
+      fd_slots.push_back(i);
     }
-    send(proto::encode(proto::PoolLeaving{
-        fmt::format("the pool was stopped (signal); handed back {} unstarted and {} stopped tasks",
-                    queued, running)}));
-    sock_.set_linger(Millis(2000));
-    log_->info("said goodbye to the interchange: handed back {} unstarted and {} stopped tasks",
-               queued, running);
   }
+  poller.set_fds(fds);
+  // Wake for the nearest deadline: heartbeat, a worker's timeout, or the poll period while
+  // workers are being stopped.
+  const auto now = Clock::now();
+  auto wake = last_sent_ + hb_period_;
+  for (auto& w : slots_) {
+    if (!w) continue;
+    if (const auto& k = w->tasks().kill_at()) wake = std::min(wake, *k);
+    if (auto d = task_deadline(*w)) wake = std::min(wake, d->at);
+  }
+  if (monitor_) wake = std::min(wake, next_sample_);
+  if (!results_.empty()) wake = std::min(wake, first_result_ + opts_.poll);
+  auto timeout = std::chrono::duration_cast<Millis>(wake - now) + Millis(1);
+  // poll_ms bounds the wait like Parsl's poll period: deadlines are re-checked at least that
+  // often.
+  poller.wait(std::clamp(timeout, Millis(0), std::min(hb_period_, opts_.poll)));
+  return fd_slots;
+}
+
+void Pool::note_freeze() {
+  // The loop wakes at least every poll period. A much longer gap means this process was frozen
+  // (SIGSTOP, a suspended VM, swapping): the interchange's silence is counted from now, not
+  // across our own freeze, so that it gets a heartbeat period or more to answer (and, if it
+  // declared us lost meanwhile, a Reject that makes us register again).
+  const auto woke = Clock::now();
+  const auto gap = woke - last_turn_;
+  if (last_turn_ != Clock::time_point{} &&
+      gap > std::max<Clock::duration>(2 * hb_period_, Millis(2000))) {
+    log_->warn(
+        "this pool was frozen for {} ms (stopped or starved); the interchange's "
+        "silence is measured from now",
+        std::chrono::duration_cast<Millis>(gap).count());
+    last_heard_ = std::max(last_heard_, woke);
+    send(proto::encode(heartbeat()));
+  }
+  last_turn_ = woke;
+}
+
+void Pool::read_interchange() {
+  net::Message msg;
+  for (int i = 0; i < 4096 && sock_.recv(msg); ++i) {
+    last_heard_ = Clock::now();
+    on_message(msg.frame);
+    if (stop_.load(std::memory_order_relaxed)) break;
+  }
+}
+
+void Pool::read_workers(net::Poller& poller, const std::vector<std::size_t>& fd_slots) {
+  std::vector<WorkerEvent> events;
+  for (std::size_t k = 0; k < fd_slots.size(); ++k) {
+    if (!poller.readable(poller.socket_count() + k)) continue;
+    const std::size_t slot = fd_slots[k];
+    if (!slots_[slot]) continue;
+    events.clear();
+    bool alive = slots_[slot]->read_events(events);
+    on_worker_events(slot, events);
+    if (!alive) on_worker_gone(slot);
+  }
+}
+
+void Pool::reap_ended(Clock::time_point now) {
+  if (now - last_exit_check_ < kExitCheckPeriod) return;
+  // A worker has ended when its process has, whatever its pipe says: a process it started may
+  // hold the pipe open long after it (reaping it kills the rest of its group). What it wrote
+  // before it ended is read first.
+  last_exit_check_ = now;
+  std::vector<WorkerEvent> events;
+  for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
+    if (!slots_[slot] || !slots_[slot]->process().poll()) continue;
+    events.clear();
+    (void)slots_[slot]->read_events(events);
+    on_worker_events(slot, events);
+    on_worker_gone(slot);
+  }
+}
+
+bool Pool::keep_registered(Clock::time_point now) {
+  if (!registered_ && now - last_register_ > register_backoff_) {
+    // Unanswered: the interchange is away. Ask again, less and less often.
+    register_backoff_ = std::min(register_backoff_ * 2, kMaxRegisterBackoff);
+    // WARN, once per try: the tries thin out to one per kMaxRegisterBackoff.
+    log_->warn("no answer to Register; trying again on a new connection, then waiting {} ms",
+               register_backoff_.count());
+    // A new connection: the interchange ignores one that names a routing id its previous
+    // connection from us still holds (no ROUTER_HANDOVER, docs/security.md), so this one may be
+    // deaf until we make another.
+    sock_.disconnect(opts_.interchange);
+    sock_.connect(opts_.interchange);
+    send_register();
+  }
+  if (now - last_heard_ > hb_threshold_) {
+    if (opts_.exit_on_lost) {
+      log_->warn("interchange silent for {} ms; exiting", hb_threshold_.count());
+      return false;
+    }
+    // Reconnect with a fresh registration; the interchange has requeued what we held.
+    last_heard_ = now;
+    if (registered_) reregister("interchange silent past the heartbeat threshold");
+  }
+  return true;
+}
+
+void Pool::say_goodbye() {
+  // Stopped on our own (a signal): what we still hold (never started, or stopped at the drain
+  // grace) is handed back at once, with no try used. The socket keeps a moment to let our last
+  // frames leave.
+  std::size_t running = 0, queued = planner_.queue().size();
+  for (const auto& w : slots_) {
+    if (!w) continue;
+    if (w->tasks().task()) ++running;
+    queued += w->tasks().queued().size();
+  }
+  send(proto::encode(proto::PoolLeaving{
+      fmt::format("the pool was stopped (signal); handed back {} unstarted and {} stopped tasks",
+                  queued, running)}));
+  sock_.set_linger(Millis(2000));
+  log_->info("said goodbye to the interchange: handed back {} unstarted and {} stopped tasks",
+             queued, running);
+}
+
+void Pool::stop_workers() {
   for (auto& w : slots_) {
     if (w) w->send_quit();
   }
@@ -321,9 +317,6 @@ int Pool::run() {
     auto left = std::chrono::duration_cast<Millis>(until - Clock::now());
     if (left.count() > 0) (void)w->process().wait_for(left);
   }
-  log_stats(true);
-  log_->info("pool {} stopped", opts_.name);
-  return rc;
 }
 
 // After a signal the pool asks for no more tasks (capacity 0), starts none of those it holds,
@@ -336,20 +329,34 @@ bool Pool::drain_over(Clock::time_point now) {
     return w && (w->tasks().task() || !w->tasks().queued().empty());
   };
   const auto running = std::count_if(slots_.begin(), slots_.end(), busy);
-  if (!draining_) {
-    draining_ = true;
+  if (!planner_.draining()) {
+    planner_.start_draining();
     drain_until_ = now + opts_.drain_grace;
     log_->info(
         "stopping (signal): finishing {} running tasks within {} ms, handing back {} "
         "queued ones; a second signal stops at once",
-        running, opts_.drain_grace.count(), queue_.size());
-    send(proto::encode(proto::Heartbeat{capacity()}));  // 0: no more tasks, please
+        running, opts_.drain_grace.count(), planner_.queue().size());
+    send(proto::encode(proto::Heartbeat{planner_.capacity()}));  // 0: no more tasks, please
   }
   if (running == 0) return true;
   if (now < drain_until_) return false;
   log_->warn("drain grace of {} ms over: stopping {} running tasks, handed back",
              opts_.drain_grace.count(), running);
   return true;
+}
+
+void Pool::on_registered(const proto::Registered& m) {
+  registered_ = true;
+  register_backoff_ = std::max(hb_period_, Millis(1000));
+  if (m.heartbeat_period_ms > 0) hb_period_ = Millis(m.heartbeat_period_ms);
+  if (m.heartbeat_threshold_ms > 0) hb_threshold_ = Millis(m.heartbeat_threshold_ms);
+  clock_correction_ = clock_correction(m.now_unix, local_unix_now());
+  if (std::abs(clock_correction_) > 1.0) {
+    log_->info("our clock is {:+.1f} s off the interchange's: reported times are corrected",
+               -clock_correction_);
+  }
+  log_->info("pool {} registered as {} ({} workers, prefetch {})", opts_.name, m.pool_id,
+             opts_.workers, opts_.prefetch);
 }
 
 void Pool::on_message(const std::string& frame) {
@@ -363,17 +370,7 @@ void Pool::on_message(const std::string& frame) {
     case proto::MsgType::Registered: {
       auto m = proto::decode<proto::Registered>(frame);
       if (!m) break;
-      registered_ = true;
-      register_backoff_ = std::max(hb_period_, Millis(1000));
-      if (m->heartbeat_period_ms > 0) hb_period_ = Millis(m->heartbeat_period_ms);
-      if (m->heartbeat_threshold_ms > 0) hb_threshold_ = Millis(m->heartbeat_threshold_ms);
-      clock_correction_ = clock_correction(m->now_unix, local_unix_now());
-      if (std::abs(clock_correction_) > 1.0) {
-        log_->info("our clock is {:+.1f} s off the interchange's: reported times are corrected",
-                   -clock_correction_);
-      }
-      log_->info("pool {} registered as {} ({} workers, prefetch {})", opts_.name, m->pool_id,
-                 opts_.workers, opts_.prefetch);
+      on_registered(*m);
       return;
     }
     case proto::MsgType::Reject: {
@@ -398,6 +395,7 @@ void Pool::on_message(const std::string& frame) {
     case proto::MsgType::JobInfo: {
       auto m = proto::decode<proto::JobInfo>(frame);
       if (!m) break;
+      planner_.job_known(m->job_id);
       jobs_[m->job_id] = std::move(m->spec);
       return;
     }
@@ -408,12 +406,12 @@ void Pool::on_message(const std::string& frame) {
       SPDLOG_LOGGER_DEBUG(log_, "received {} tasks", m->tasks.size());
       for (auto& t : m->tasks) {
         if (swallow_ > 0) {
-          // Test hook (FANOUT_TEST_SWALLOW_TASKS): a broken pool that drops tasks silently.
+          // Test hook (test builds only): a broken pool that drops tasks silently.
           --swallow_;
           log_->warn("test hook: swallowed task {} (mini-batch {})", t.task_id, t.index);
           continue;
         }
-        queue_.push_back(std::move(t));
+        planner_.task_arrived(std::move(t));
       }
       return;
     }
@@ -465,119 +463,80 @@ std::string Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
   return {};
 }
 
-// A worker may hold more tasks in its pipe while it runs a task of a job whose tasks are short:
-// there the pool's round trip between two tasks is a large share of the task, and tasks written
-// several to a write() cost the pool and the worker one system call each way instead of one
-// per task. It holds about kPipelineQueueS of work (at least one task, at most
-// kMaxPipelineDepth), so that a task queued behind others waits little although a sibling
-// worker may become free. Long tasks are never queued behind another.
-std::size_t Pool::pipeline_room(const Worker& w) const {
-  const WorkerTasks& t = w.tasks();
-  if (t.state() != Worker::State::Busy || !t.task() || t.stale() > 0 || t.kill_at()) return 0;
-  auto m = mean_task_s_.find(w.job_id());
-  if (m == mean_task_s_.end() || m->second <= 0 || m->second >= kPipelineMaxTaskS) return 0;
-  const std::size_t depth = pipeline_depth(m->second);
-  return depth > t.queued().size() ? depth - t.queued().size() : 0;
+std::vector<SlotView> Pool::slot_views() const {
+  std::vector<SlotView> views(slots_.size());
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (!slots_[i]) continue;
+    const WorkerTasks& t = slots_[i]->tasks();
+    views[i] = SlotView{true,
+                        slots_[i]->job_id(),
+                        t.state(),
+                        t.task().has_value(),
+                        t.queued().size(),
+                        t.queued_bytes(),
+                        t.stale(),
+                        t.kill_at().has_value()};
+  }
+  return views;
 }
 
+// Carries out the planner's placements. A worker that cannot be started fails one queued task of
+// its job, and the planner is asked again, as its slot is still free: a launch that always fails
+// (a missing interpreter, a folder that cannot be entered) ends every queued task of its job in
+// this turn. Each new round has failed a task, so the rounds end.
 void Pool::assign() {
-  if (queue_.empty() || draining_) return;  // draining: what is queued is handed back
-  // With no idle worker and no free slot nothing below can act on any task: return at once
-  // instead of walking the whole prefetched queue on every loop turn (it holds up to
-  // workers + prefetch tasks, so the walk was O(prefetch x workers) per result).
-  auto can_act = [&] {
-    return std::any_of(slots_.begin(), slots_.end(), [&](const std::optional<Worker>& w) {
-      return !w || w->state() == Worker::State::Idle || pipeline_room(*w) > 0;
-    });
-  };
-  // Hand queued tasks to idle workers of their job, in queue order.
-  for (auto it = queue_.begin(); it != queue_.end() && can_act();) {
-    auto job_it = jobs_.find(it->job_id);
-    if (job_it == jobs_.end()) {
-      // Tasks arrive after their JobInfo; without one we cannot run it.
-      fail_task(*it, AttemptStatus::LoadException, "ProtocolError",
-                "pool received a task for an unknown job", "", 0, local_unix_now());
-      it = queue_.erase(it);
-      continue;
-    }
-    std::optional<std::size_t> idle;
-    bool starting = false;
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-      auto& w = slots_[i];
-      if (!w || w->job_id() != it->job_id) continue;
-      if (w->state() == Worker::State::Idle) {
-        idle = i;
-        break;
-      }
-      if (w->state() == Worker::State::Starting) starting = true;
-    }
-    if (idle) {
-      Worker& w = *slots_[*idle];
-      if (!w.start_task(std::move(*it), Clock::now())) {
-        // The worker died between its last frame and now; its EOF handler replaces it.
-        ++it;
-        continue;
-      }
-      SPDLOG_LOGGER_TRACE(log_, "task {} -> {}", w.tasks().task()->task_id, w.name());
-      it = queue_.erase(it);
-      continue;
-    }
-    // No idle worker for this job: start one in a free slot, or retire an idle worker of a job
-    // with nothing queued (its slot is reused once it has exited).
-    std::optional<std::size_t> free_slot;
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-      if (!slots_[i]) {
-        free_slot = i;
-        break;
-      }
-    }
-    if (free_slot) {
-      if (auto why = start_worker(*free_slot, it->job_id); !why.empty()) {
-        // posix_spawn says why (a missing interpreter, a folder that cannot be entered).
-        fail_task(*it, AttemptStatus::LoadException, "WorkerStartError",
-                  "the worker process could not be started: " + why, "", 0, local_unix_now());
-        it = queue_.erase(it);
-      }
-      continue;  // re-examine this task: the new worker is Starting
-    }
-    // Every worker of the job is busy: queue the task in the pipe of the busy worker with the
-    // fewest waiting, so that it starts the moment the current ones end instead of a pool round
-    // trip later (short tasks only). The frames are written once this walk is over. The pipe's
-    // bytes stay below its capacity: a write to a busy worker must never block the pool.
-    Worker* shortest = nullptr;
-    const std::size_t bytes = task_frame_bytes(*it);
-    for (auto& w : slots_) {
-      if (!w || w->job_id() != it->job_id || pipeline_room(*w) == 0) continue;
-      if (w->queued_bytes() + bytes > kPipeBudgetBytes) continue;
-      if (shortest == nullptr || w->tasks().queued().size() < shortest->tasks().queued().size()) {
-        shortest = &*w;
-      }
-    }
-    if (shortest != nullptr) {
-      SPDLOG_LOGGER_TRACE(log_, "task {} -> {} (queued in its pipe)", it->task_id,
-                          shortest->name());
-      shortest->enqueue(std::move(*it));
-      it = queue_.erase(it);
-      continue;
-    }
-    if (!starting) {
-      for (auto& w : slots_) {
-        if (!w || w->state() != Worker::State::Idle) continue;
-        const auto other = w->job_id();
-        bool wanted = std::any_of(queue_.begin(), queue_.end(),
-                                  [&](const proto::Task& t) { return t.job_id == other; });
-        if (!wanted) {
-          w->retire(Clock::now() + opts_.kill_grace);
-          break;
-        }
-      }
-    }
-    ++it;
+  if (planner_.queue().empty()) return;  // every loop turn: nothing to place, nothing buffered
+  bool again = true;
+  while (again) {
+    again = false;
+    for (auto& action : planner_.assign(slot_views())) again = execute(action) || again;
   }
   for (auto& w : slots_) {
     // A failed write means the worker is gone: its EOF handling returns `queued` to the queue.
     if (w) (void)w->flush_queued();
   }
+}
+
+bool Pool::execute(PoolAction& a) {
+  switch (a.kind) {
+    case PoolAction::Kind::StartTask: {
+      Worker& w = *slots_[a.slot];
+      if (!w.start_task(std::move(*a.task), Clock::now())) {
+        // The worker died between its last frame and now; its EOF handler replaces it.
+        planner_.tasks_returned(std::deque<proto::Task>{std::move(*a.task)});
+        return false;
+      }
+      SPDLOG_LOGGER_TRACE(log_, "task {} -> {}", w.tasks().task()->task_id, w.name());
+      return false;
+    }
+    case PoolAction::Kind::EnqueueTask: {
+      Worker& w = *slots_[a.slot];
+      if (!w.tasks().task()) {
+        // Its StartTask just above failed (the worker is gone): the task waits for another.
+        planner_.tasks_returned(std::deque<proto::Task>{std::move(*a.task)});
+        return false;
+      }
+      SPDLOG_LOGGER_TRACE(log_, "task {} -> {} (queued in its pipe)", a.task->task_id, w.name());
+      w.enqueue(std::move(*a.task));  // written by flush_queued() once the round is over
+      return false;
+    }
+    case PoolAction::Kind::StartWorker: {
+      const std::string why = start_worker(a.slot, a.job_id);
+      if (why.empty()) return false;
+      auto failed = planner_.worker_start_failed(a.job_id);
+      if (!failed) return false;
+      fail_task(*failed, StopCause::WorkerStartError,
+                "the worker process could not be started: " + why);
+      return true;
+    }
+    case PoolAction::Kind::RetireWorker:
+      slots_[a.slot]->retire(Clock::now() + opts_.kill_grace);
+      return false;
+    case PoolAction::Kind::FailTask:
+      fail_task(*a.task, a.cause, a.message);
+      return false;
+  }
+  return false;
 }
 
 void Pool::on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events) {
@@ -586,7 +545,7 @@ void Pool::on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events) 
     switch (ev.kind) {
       case WorkerEvent::Kind::Ready:
         w.ready();
-        init_failures_[w.job_id()] = 0;
+        planner_.worker_ready(w.job_id());
         SPDLOG_LOGGER_DEBUG(log_, "{} ready: {}", w.name(), ev.text);
         break;
       case WorkerEvent::Kind::LoadError:
@@ -598,70 +557,64 @@ void Pool::on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events) 
       case WorkerEvent::Kind::RunEnded:
         w.run_ended(ev.task_id, Clock::now());
         break;
-      case WorkerEvent::Kind::Done: {
-        if (!w.tasks().runs(ev.task_id)) {
-          // A task dropped after a re-registration, or a confused worker: nothing to report.
-          w.unmatched_reply();
-          break;
-        }
-        const proto::Task& t = *w.tasks().task();
-        proto::TaskResult r;
-        if (ev.status == pipe::DoneStatus::Ok) {
-          r.task_id = t.task_id;
-          r.job_id = t.job_id;
-          r.index = t.index;
-          r.attempt = t.attempt;
-          r.status = static_cast<std::uint8_t>(AttemptStatus::RunDone);
-          r.items = t.items.size();
-          r.succeeded = std::min<std::uint64_t>(ev.n_result, r.items);
-          r.failed = r.items - r.succeeded;
-          // Rows are the lines the output file gets, so that the store's counts and the file
-          // agree when an element's text holds a newline (it writes several lines); without
-          // an output file they are what run() returned.
-          r.rows = ev.output.empty() ? ev.n_result
-                                     : static_cast<std::uint64_t>(
-                                           std::count(ev.output.begin(), ev.output.end(), '\n'));
-          r.output = std::move(ev.output);
-        } else {
-          std::string category = category_of(
-              ev.error, ev.status == pipe::DoneStatus::BadReturn ? "BadReturn" : "RunException");
-          r = proto::failed_result(t, AttemptStatus::RunException, std::move(category),
-                                   std::move(ev.error));
-        }
-        r.node = opts_.node;
-        r.process = w.name();
-        r.worker_pid = w.pid();
-        r.start = reported_unix(w.tasks().clock().start_unix);
-        r.elapsed_s = std::chrono::duration<double>(Clock::now() - w.tasks().clock().start).count();
-        r.run_s = ev.run_s;
-        r.cpu_s = ev.cpu_s;
-        if (fit_result(r, t)) {
-          log_->warn("job {} mini-batch {}: {}", t.job_id, t.index, r.error_message);
-        }
-        // A running mean of the job's task time decides whether its tasks may queue in a
-        // worker's pipe (see pipeline_room()).
-        double& mean = mean_task_s_[t.job_id];
-        mean = mean <= 0 ? r.elapsed_s : 0.8 * mean + 0.2 * r.elapsed_s;
-        results_.push_back(std::move(r));
-        ++stats_.results;
-        if (ev.status == pipe::DoneStatus::Exiting) {
-          // run() raised SystemExit (or another BaseException): the worker exits after this
-          // reply and never reads the tasks written behind it. They go back to the front of the
-          // queue, no try used, and the worker gets nothing more.
-          auto queued = w.take_queued();
-          for (auto it = queued.rbegin(); it != queued.rend(); ++it) {
-            queue_.push_front(std::move(*it));
-          }
-          w.finish_task(Clock::now());
-          w.retire(Clock::now() + opts_.kill_grace);
-          break;
-        }
-        // The next task, if one was already in the worker's pipe, starts now.
-        w.finish_task(Clock::now());
+      case WorkerEvent::Kind::Done:
+        on_task_done(w, ev);
         break;
-      }
     }
   }
+}
+
+void Pool::on_task_done(Worker& w, WorkerEvent& ev) {
+  if (!w.tasks().runs(ev.task_id)) {
+    // A task dropped after a re-registration, or a confused worker: nothing to report.
+    w.unmatched_reply();
+    return;
+  }
+  const proto::Task& t = *w.tasks().task();
+  proto::TaskResult r;
+  if (ev.status == pipe::DoneStatus::Ok) {
+    r.task_id = t.task_id;
+    r.job_id = t.job_id;
+    r.index = t.index;
+    r.attempt = t.attempt;
+    r.status = static_cast<std::uint8_t>(AttemptStatus::RunDone);
+    r.items = t.items.size();
+    r.succeeded = std::min<std::uint64_t>(ev.n_result, r.items);
+    r.failed = r.items - r.succeeded;
+    // Rows are the lines the output file gets, so that the store's counts and the file agree
+    // when an element's text holds a newline (it writes several lines); without an output file
+    // they are what run() returned.
+    r.rows = ev.output.empty()
+                 ? ev.n_result
+                 : static_cast<std::uint64_t>(std::count(ev.output.begin(), ev.output.end(), '\n'));
+    r.output = std::move(ev.output);
+  } else {
+    std::string category = category_of(
+        ev.error, ev.status == pipe::DoneStatus::BadReturn ? "BadReturn" : "RunException");
+    r = proto::failed_result(t, AttemptStatus::RunException, std::move(category),
+                             std::move(ev.error));
+  }
+  r.node = opts_.node;
+  r.process = w.name();
+  r.worker_pid = w.pid();
+  r.start = reported_unix(w.tasks().clock().start_unix);
+  r.elapsed_s = std::chrono::duration<double>(Clock::now() - w.tasks().clock().start).count();
+  r.run_s = ev.run_s;
+  r.cpu_s = ev.cpu_s;
+  if (fit_result(r, t)) log_->warn("job {} mini-batch {}: {}", t.job_id, t.index, r.error_message);
+  planner_.task_finished(t.job_id, r.elapsed_s);
+  results_.push_back(std::move(r));
+  ++stats_.results;
+  if (ev.status == pipe::DoneStatus::Exiting) {
+    // run() raised SystemExit (or another BaseException): the worker exits after this reply and
+    // never reads the tasks written behind it. They go back to the front of the queue, no try
+    // used, and the worker gets nothing more.
+    planner_.tasks_returned(w.take_queued());
+    w.finish_task(Clock::now());
+    w.retire(Clock::now() + opts_.kill_grace);
+    return;
+  }
+  w.finish_task(Clock::now());  // the next task, if one was in the worker's pipe, starts now
 }
 
 void Pool::on_worker_gone(std::size_t slot) {
@@ -673,60 +626,53 @@ void Pool::on_worker_gone(std::size_t slot) {
     st = w.process().wait();
   }
   const std::string how = st->describe();
-  const auto job_id = w.job_id();
   if (w.state() == Worker::State::Starting) {
-    ++stats_.init_failures;
-    auto& n = init_failures_[job_id];
-    ++n;
-    std::string text = w.tasks().fail_status().empty()
-                           ? fmt::format("LoadError: worker exited during init ({})", how)
-                           : w.tasks().fail_status();
-    log_->warn("{} failed to start for job {} ({}): {}", w.name(), job_id, how,
-               text.substr(0, text.find('\n')));
-    // Each failed start costs the first queued task of that job one try, so a script whose
-    // init() always fails ends its mini-batches instead of restarting forever. After
-    // 3 x workers consecutive failures (ParallelRunStep's rule) every queued task of the job fails.
-    const bool give_up = n >= 3 * opts_.workers;
-    for (auto it = queue_.begin(); it != queue_.end();) {
-      if (it->job_id != job_id) {
-        ++it;
-        continue;
-      }
-      fail_task(*it, AttemptStatus::LoadException, category_of(text, "LoadError"), text, w.name(),
-                w.pid(), local_unix_now());
-      it = queue_.erase(it);
-      if (!give_up) break;
-    }
+    on_start_failed(w, how);
   } else if (const auto& task = w.tasks().task()) {
-    const auto job = jobs_.find(job_id);
-    AttemptStatus status = AttemptStatus::RunTimeout;
-    std::string category, msg;
-    if (w.tasks().fail_status() == kRunTimeout) {
-      category = "RunTimeout";
-      msg = fmt::format("run() exceeded its timeout of {} s; worker stopped ({})",
-                        job != jobs_.end() ? job->second.run_timeout_s : 0.0, how);
-    } else if (w.tasks().fail_status() == kOverheadTimeout) {
-      category = "TaskOverheadTimeout";
-      msg = fmt::format(
+    // A task it was running when it ended: stopped for a bound it overran, else lost.
+    const auto cause = w.tasks().stop_cause().value_or(StopCause::WorkerLost);
+    const std::string msg = lost_task_message(w, cause, how);
+    if (cause == StopCause::WorkerLost) ++stats_.workers_lost;
+    log_->warn("job {} mini-batch {}: {}", w.job_id(), task->index, msg);
+    fail_task(*task, cause, msg, w.name(), w.pid(), w.tasks().clock().start_unix);
+  }
+  // Tasks waiting in its pipe never started: they go back to the front of the queue, no try used.
+  planner_.tasks_returned(w.take_queued());
+  slots_[slot].reset();
+}
+
+void Pool::on_start_failed(const Worker& w, const std::string& how) {
+  ++stats_.init_failures;
+  const auto job_id = w.job_id();
+  const std::string text = w.tasks().fail_status().empty()
+                               ? fmt::format("LoadError: worker exited during init ({})", how)
+                               : w.tasks().fail_status();
+  log_->warn("{} failed to start for job {} ({}): {}", w.name(), job_id, how,
+             text.substr(0, text.find('\n')));
+  for (const auto& t : planner_.worker_init_failed(job_id)) {
+    fail_task(t, AttemptStatus::LoadException, category_of(text, "LoadError"), text, w.name(),
+              w.pid(), local_unix_now());
+  }
+}
+
+std::string Pool::lost_task_message(const Worker& w, StopCause cause,
+                                    const std::string& how) const {
+  const auto job = jobs_.find(w.job_id());
+  switch (cause) {
+    case StopCause::RunTimeout:
+      return fmt::format("run() exceeded its timeout of {} s; worker stopped ({})",
+                         job != jobs_.end() ? job->second.run_timeout_s : 0.0, how);
+    case StopCause::TaskOverheadTimeout:
+      return fmt::format(
           "the mini-batch's overhead outside run() exceeded --task_overhead_timeout {} s ({}); "
           "worker stopped ({})",
           job != jobs_.end() ? job->second.task_overhead_timeout_s : 0.0,
           w.tasks().clock().run_started ? "after run() returned, writing its rows"
                                         : "before run() was called, loading the mini-batch",
           how);
-    } else {
-      ++stats_.workers_lost;
-      status = AttemptStatus::WorkerLost;
-      category = "WorkerLost";
-      msg = fmt::format("worker process {} (pid {}) died: {}", w.name(), w.pid(), how);
-    }
-    log_->warn("job {} mini-batch {}: {}", job_id, task->index, msg);
-    fail_task(*task, status, category, msg, w.name(), w.pid(), w.tasks().clock().start_unix);
+    default:
+      return fmt::format("worker process {} (pid {}) died: {}", w.name(), w.pid(), how);
   }
-  // Tasks waiting in its pipe never started: they go back to the front of the queue, no try used.
-  auto queued = w.take_queued();
-  for (auto it = queued.rbegin(); it != queued.rend(); ++it) queue_.push_front(std::move(*it));
-  slots_[slot].reset();
 }
 
 std::optional<Pool::TaskDeadline> Pool::task_deadline(const Worker& w) const {
@@ -762,7 +708,8 @@ void Pool::check_deadlines(Clock::time_point now) {
       auto d = task_deadline(*w);
       if (!d || now <= d->at) continue;
       ++stats_.timeouts;
-      w->time_out(d->overhead ? kOverheadTimeout : kRunTimeout, now + opts_.kill_grace);
+      w->time_out(d->overhead ? StopCause::TaskOverheadTimeout : StopCause::RunTimeout,
+                  now + opts_.kill_grace);
     } else if (w->state() == Worker::State::Starting) {
       // The job's --first_task_creation_timeout bounds its workers' start and init() (no task
       // can start before), else the pool's own 600 s.
@@ -781,6 +728,15 @@ void Pool::check_deadlines(Clock::time_point now) {
   }
 }
 
+void Pool::fail_task(const proto::Task& t, StopCause cause, const std::string& message,
+                     const std::string& process, std::int64_t pid, double start) {
+  fail_task(t, attempt_status(cause), to_string(cause), message, process, pid, start);
+}
+
+void Pool::fail_task(const proto::Task& t, StopCause cause, const std::string& message) {
+  fail_task(t, cause, message, "", 0, local_unix_now());
+}
+
 void Pool::fail_task(const proto::Task& t, AttemptStatus status, const std::string& category,
                      const std::string& message, const std::string& process, std::int64_t pid,
                      double start) {
@@ -793,18 +749,6 @@ void Pool::fail_task(const proto::Task& t, AttemptStatus status, const std::stri
   (void)fit_result(r, t);  // cuts an overlong error text
   results_.push_back(std::move(r));
   ++stats_.results;
-}
-
-// Results travel in batches: one frame per result would cost the pool and the interchange a
-// ZeroMQ send, a wake-up and a decode each, and make every TaskBatch in return just as small.
-// A result waits while the pool still holds enough queued tasks to keep its workers busy, until
-// a quarter of the capacity has finished or it is poll_ms old. See docs/performance.md.
-bool Pool::results_due(Clock::time_point now) const {
-  if (results_.empty()) return false;
-  if (results_.size() >= std::max<std::size_t>(1, capacity() / 4)) return true;
-  if (draining_ || queue_.size() < opts_.workers)
-    return true;  // running dry: the credit is needed now
-  return now - first_result_ >= opts_.poll;
 }
 
 void Pool::flush_results() {
@@ -824,7 +768,7 @@ void Pool::flush_results() {
       batch.results.push_back(std::move(results_[i]));
     }
     first += count;
-    batch.capacity = capacity();
+    batch.capacity = planner_.capacity();
     SPDLOG_LOGGER_DEBUG(log_, "returning {} results", batch.results.size());
     send(proto::encode(batch, bytes));
   }
@@ -875,7 +819,7 @@ double Pool::monitor_interval_s() const {
   for (const auto& w : slots_) {
     if (w) consider(w->job_id());
   }
-  for (const auto& t : queue_) consider(t.job_id);
+  for (const auto& t : planner_.queue()) consider(t.job_id);
   return interval;
 }
 
@@ -889,14 +833,15 @@ void Pool::run_monitor(Clock::time_point now) {
   const auto period =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval));
   // Besides every period, a sample when a job first has work here and when a job runs out of
-  // work here, so that a job shorter than the period has samples too (issue 16). A pool that
+  // work here, so that a job shorter than the period has samples too (else a short job's report
+  // would have no resource figures). A pool that
   // runs dry between tasks would sample at every task: a job running out is sampled only when
   // the last sample is at least half a period old.
   std::vector<std::uint64_t> busy;
   for (const auto& w : slots_) {
     if (w && w->tasks().state() == WorkerTasks::State::Busy) busy.push_back(w->job_id());
   }
-  for (const auto& t : queue_) busy.push_back(t.job_id);
+  for (const auto& t : planner_.queue()) busy.push_back(t.job_id);
   std::sort(busy.begin(), busy.end());
   busy.erase(std::unique(busy.begin(), busy.end()), busy.end());
   const bool job_ran_out =
@@ -923,7 +868,7 @@ void Pool::run_monitor(Clock::time_point now) {
     workers.push_back(WorkerRef{w->job_id(), w->name(), w->pid()});
     job_ids.push_back(w->job_id());
   }
-  for (const auto& t : queue_) job_ids.push_back(t.job_id);
+  for (const auto& t : planner_.queue()) job_ids.push_back(t.job_id);
   job_ids.insert(job_ids.end(), ran_out.begin(), ran_out.end());  // its last sample
   std::sort(job_ids.begin(), job_ids.end());
   job_ids.erase(std::unique(job_ids.begin(), job_ids.end()), job_ids.end());

@@ -1,8 +1,9 @@
 // fanout-pool's manager loop: registers with the interchange, holds up to workers + prefetch
 // tasks, runs them in worker processes, restarts workers that crash or overrun their timeout, and
-// returns results in batches. See docs/architecture.md, and docs/performance.md section 4 for the
-// batching and the tasks queued in a worker's pipe. Not thread-safe; stop() is
-// async-signal-safe.
+// returns results in batches. What to do with the tasks and workers is decided by PoolPlanner
+// (pool_planner.hpp); this class reads the sockets and pipes, feeds it, and carries out its
+// actions. See docs/architecture.md, and docs/performance.md section 4 for the batching and the
+// tasks queued in a worker's pipe. Not thread-safe; stop() is async-signal-safe.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/log.hpp"
+#include "pool/pool_planner.hpp"
 #include "pool/resource_monitor.hpp"
 #include "pool/worker.hpp"
 
@@ -83,15 +85,37 @@ class Pool final {
   // there, so queued tasks are forgotten, and we register again.
   void reregister(const char* why);
   void drop_job(std::uint64_t job_id, const std::string& reason);
+  // One turn of run(), in parts: waits for a frame, a worker's output or the nearest deadline
+  // (returns the slots whose pipes were polled, in the poller's order); notices that this
+  // process was frozen; reads the interchange's frames and the workers' pipes; reaps workers
+  // whose process ended; keeps the registration (false: leave, the interchange is gone).
+  std::vector<std::size_t> wait_for_events(net::Poller& poller);
+  void note_freeze();
+  void read_interchange();
+  void read_workers(net::Poller& poller, const std::vector<std::size_t>& fd_slots);
+  void reap_ended(Clock::time_point now);
+  [[nodiscard]] bool keep_registered(Clock::time_point now);
+  // Leaving after a signal: PoolLeaving hands back what we hold.
+  void say_goodbye();
+  // Asks every worker to exit, and waits a moment for them.
+  void stop_workers();
   void on_message(const std::string& frame);
+  void on_registered(const proto::Registered& m);
   void on_worker_events(std::size_t slot, std::vector<WorkerEvent>& events);
+  // A Done frame: the result of the worker's running task.
+  void on_task_done(Worker& w, WorkerEvent& ev);
   void on_worker_gone(std::size_t slot);
+  // The worker ended before it was ready: the planner says which tasks of its job fail.
+  void on_start_failed(const Worker& w, const std::string& how);
+  // The error message of the task a worker ended with, for `cause`; `how` is its exit.
+  [[nodiscard]] std::string lost_task_message(const Worker& w, StopCause cause,
+                                              const std::string& how) const;
+  // The worker slots as the planner sees them.
+  [[nodiscard]] std::vector<SlotView> slot_views() const;
+  // Asks the planner where queued tasks go and carries out its actions.
   void assign();
-  // Tasks a busy worker may hold in its pipe for a job whose mean task time is `mean_task_s`
-  // (below kPipelineMaxTaskS).
-  static std::size_t pipeline_depth(double mean_task_s);
-  // How many more tasks may wait in the pipe of `w` (0: none). See pool.cpp.
-  [[nodiscard]] std::size_t pipeline_room(const Worker& w) const;
+  // Carries out one action; true when a worker could not be started (a task was failed).
+  bool execute(PoolAction& action);
   // Starts a worker in `slot`; "" on success, else why it could not be started.
   std::string start_worker(std::size_t slot, std::uint64_t job_id);
   // When the busy worker's task overruns, and whether the bound is the task overhead timeout
@@ -105,10 +129,12 @@ class Pool final {
   void fail_task(const proto::Task& t, proto::AttemptStatus status, const std::string& category,
                  const std::string& message, const std::string& process, std::int64_t pid,
                  double start);
+  void fail_task(const proto::Task& t, StopCause cause, const std::string& message,
+                 const std::string& process, std::int64_t pid, double start);
+  // A task that never reached a worker.
+  void fail_task(const proto::Task& t, StopCause cause, const std::string& message);
   void flush_results();
-  bool results_due(Clock::time_point now) const;
   void send(const std::string& frame);
-  std::uint32_t capacity() const;
   void log_stats(bool force);
   // Draining after a signal (see stop()): whether to leave the loop now.
   bool drain_over(Clock::time_point now);
@@ -129,7 +155,6 @@ class Pool final {
   net::Socket sock_;
   std::atomic<bool> stop_{false};
   std::atomic<int> signals_{0};
-  bool draining_ = false;
   Clock::time_point drain_until_{};
   // Interchange clock minus ours, measured at each Registered (0 before, or from an old
   // interchange): added to every wall time the pool reports.
@@ -148,18 +173,10 @@ class Pool final {
   std::chrono::milliseconds hb_period_;
   std::chrono::milliseconds hb_threshold_;
 
+  // The specs of the jobs the interchange told us of (JobInfo), for launching and deadlines.
   std::map<std::uint64_t, proto::JobSpec> jobs_{};
-  std::map<std::uint64_t, std::uint32_t> init_failures_{};  // consecutive, per job
-  std::map<std::uint64_t, double> mean_task_s_{};           // running mean of task time, per job
-  // Tasks of a job whose mean is below this may wait in a busy worker's pipe, about
-  // kPipelineQueueS of work per worker, at most kMaxPipelineDepth tasks and kPipeBudgetBytes
-  // of frames (a Linux pipe holds 64 KiB: writing to a busy worker never blocks).
-  static constexpr double kPipelineMaxTaskS = 0.05;
-  static constexpr double kPipelineQueueS = 0.002;
-  static constexpr std::size_t kMaxPipelineDepth = 64;
-  static constexpr std::size_t kPipeBudgetBytes = 48 * 1024;
-  // The most capacity() adds beyond the workers for short tasks (see capacity()).
-  static constexpr std::size_t kMaxAutoPrefetch = 256;
+  // The tasks held and every decision on them; see pool_planner.hpp.
+  PoolPlanner planner_;
   // How often the loop looks for workers whose process ended (see run()).
   static constexpr std::chrono::milliseconds kExitCheckPeriod{100};
   Clock::time_point last_exit_check_{};
@@ -168,15 +185,15 @@ class Pool final {
   static constexpr std::chrono::seconds kUserLogCheckPeriod{2};
   std::map<std::string, bool> user_logs_{};
   Clock::time_point last_log_check_{};
-  std::deque<proto::Task> queue_{};
+  // Worker slots: index i runs process<first_process + i>, also after a replacement.
   std::vector<std::optional<Worker>> slots_{};
   std::vector<proto::TaskResult> results_{};
   Clock::time_point first_result_{};  // when the oldest unsent result was made
   PoolStats stats_{}, logged_stats_{};
   Clock::time_point last_stats_{};
   std::optional<ResourceMonitor> monitor_{};
-  // Test hook: how many more tasks received are dropped unreported, as a broken pool would
-  // (FANOUT_TEST_SWALLOW_TASKS=N in the environment; tests/integration/peer_bounds_test.cpp).
+  // Test hook (test builds only): how many more tasks received are dropped unreported, as a
+  // broken pool would (FANOUT_TEST_SWALLOW_TASKS=N in the environment).
   std::uint64_t swallow_ = 0;
   Clock::time_point next_sample_{};
   Clock::time_point last_sample_{};

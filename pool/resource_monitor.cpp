@@ -211,9 +211,15 @@ proto::ResourceSample ResourceMonitor::sample(const std::vector<WorkerRef>& work
   const double dt = std::chrono::duration<double>(now - prev_time_).count();
   s.interval_s = dt;
   s.job_ids = job_ids;
+  sample_node(s.node);
+  sample_processes(workers, dt, s.processes);
+  prev_time_ = now;
+  sample_disks(s.disks);
+  return s;
+}
 
+void ResourceMonitor::sample_node(proto::NodeUsage& n) {
   const NodeCounters cur = read_node();
-  auto& n = s.node;
   const auto busy = sub(cur.cpu.busy, prev_.cpu.busy);
   const auto total = sub(cur.cpu.total, prev_.cpu.total);
   n.cpu_percent = total > 0 ? 100.0 * static_cast<double>(busy) / static_cast<double>(total) : 0;
@@ -232,7 +238,10 @@ proto::ResourceSample ResourceMonitor::sample(const std::vector<WorkerRef>& work
   n.udp_connections =
       count_sockets(slurp("/proc/net/udp")) + count_sockets(slurp("/proc/net/udp6"));
   prev_ = cur;
+}
 
+void ResourceMonitor::sample_processes(const std::vector<WorkerRef>& workers, double dt,
+                                       std::vector<proto::ProcessUsage>& out) {
   std::map<std::int64_t, ProcCounters> procs;
   for (const auto& w : workers) {
     const std::string dir = "/proc/" + std::to_string(w.pid);
@@ -256,12 +265,13 @@ proto::ResourceSample ResourceMonitor::sample(const std::vector<WorkerRef>& work
     u.writes = sub(c.syscw, before.syscw);
     u.read_mb = static_cast<double>(sub(c.read_bytes, before.read_bytes)) / kMiB;
     u.write_mb = static_cast<double>(sub(c.write_bytes, before.write_bytes)) / kMiB;
-    s.processes.push_back(std::move(u));
+    out.push_back(std::move(u));
     procs.emplace(w.pid, c);
   }
   prev_procs_ = std::move(procs);
-  prev_time_ = now;
+}
 
+void ResourceMonitor::sample_disks(std::vector<proto::DiskUsage>& out) {
   std::set<dev_t> seen;
   for (const auto& mount : parse_mounts(slurp("/proc/self/mounts"))) {
     struct stat st {};
@@ -277,10 +287,9 @@ proto::ResourceSample ResourceMonitor::sample(const std::vector<WorkerRef>& work
     // As df computes it: used over what users can have (used + available).
     const double usable = d.used_mb + d.free_mb;
     d.used_percent = usable > 0 ? 100.0 * d.used_mb / usable : 0;
-    s.disks.push_back(std::move(d));
-    if (s.disks.size() >= 64) break;
+    out.push_back(std::move(d));
+    if (out.size() >= 64) break;
   }
-  return s;
 }
 
 }  // namespace fanout::pool

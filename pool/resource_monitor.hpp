@@ -84,6 +84,12 @@ class ResourceMonitor final {
     NetCounters net{};
   };
   static NodeCounters read_node();
+  // The parts of sample(): the node's figures since the last sample, each worker's (over `dt`
+  // seconds), and the mounted file systems'.
+  void sample_node(proto::NodeUsage& n);
+  void sample_processes(const std::vector<WorkerRef>& workers, double dt,
+                        std::vector<proto::ProcessUsage>& out);
+  static void sample_disks(std::vector<proto::DiskUsage>& out);
 
   NodeCounters prev_{};
   Clock::time_point prev_time_{};

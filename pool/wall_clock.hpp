@@ -1,6 +1,7 @@
 // The pool's wall clock. Every Unix time the pool reads comes from local_unix_now(): the system
-// clock, plus FANOUT_TEST_CLOCK_OFFSET_S seconds when that variable is set (test only: a network
-// namespace cannot change the clock, so the many-host tests skew a pool's clock this way). The
+// clock, plus FANOUT_TEST_CLOCK_OFFSET_S seconds when that variable is set in a test build
+// (-Dtest_hooks=true: a network namespace cannot change the clock, so the many-host tests skew a
+// pool's clock this way). The
 // times a pool reports are corrected by clock_correction() measured at each registration, so a
 // pool whose clock is off reports times on the interchange's clock. Durations and deadlines never
 // use this clock: they come from the steady clock where the task runs. See docs/scaling.md.

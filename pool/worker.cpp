@@ -83,8 +83,8 @@ void Worker::retire(Clock::time_point kill_at) {
   tasks_.retire(kill_at);
 }
 
-void Worker::time_out(std::string why, Clock::time_point kill_at) {
-  tasks_.time_out(std::move(why), kill_at);
+void Worker::time_out(StopCause why, Clock::time_point kill_at) {
+  tasks_.time_out(why, kill_at);
   proc_.signal(SIGTERM);
 }
 

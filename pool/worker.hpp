@@ -98,7 +98,7 @@ class Worker final {
   void retire(Clock::time_point kill_at);
   // Its task overran a bound named `why`: SIGTERM now, SIGKILL due at `kill_at`; the task stays,
   // to be reported once the worker is gone.
-  void time_out(std::string why, Clock::time_point kill_at);
+  void time_out(StopCause why, Clock::time_point kill_at);
   // init() did not finish in time: SIGKILL now, with `why` kept as fail_status().
   void abort_start(std::string why);
   // Asks the worker to call shutdown() and exit (a Q frame, then the request pipe is closed).

@@ -260,11 +260,27 @@ class CommandRuntime final : public Runtime {
   }
 
   void run(const Batch& b, Outcome& out) override {
-    // Two lists (docs/job-spec.md): the exact names, each ended by a NUL, and the documented
-    // one-per-line list, where a newline inside a name would make two items of one (a file
-    // named "x\nVICTIM" would hand the command a VICTIM). There each such newline is written
-    // as the two characters `\n`: one line per item always, and such a name is exact only in
-    // the NUL list.
+    if (auto r = write_lists(b); !r) return fail(out, "CommandError", r.error().message);
+    for (const auto& f : {out_file_, err_file_}) {
+      if (auto r = write_new(f, {}); !r) return fail(out, "CommandError", r.error().message);
+    }
+    auto child = ChildProcess::spawn(spawn_options(b));
+    if (!child) return fail(out, "CommandError", child.error().message);
+    g_command_pgid.store(child->pid());
+    const ExitStatus st = child->wait();
+    g_command_pgid.store(0);
+    collect(st, out);
+  }
+
+  void shutdown() override { cleanup(); }
+  std::string describe() const override { return "command"; }
+
+ private:
+  // Two lists (docs/job-spec.md): the exact names, each ended by a NUL, and the documented
+  // one-per-line list, where a newline inside a name would make two items of one (a file named
+  // "x\nVICTIM" would hand the command a VICTIM). There each such newline is written as the two
+  // characters `\n`: one line per item always, and such a name is exact only in the NUL list.
+  [[nodiscard]] Expected<void> write_lists(const Batch& b) const {
     std::string list, nul_list;
     for (const char* it : b.items) {
       nul_list += it;
@@ -278,13 +294,12 @@ class CommandRuntime final : public Runtime {
       }
       list.push_back('\n');
     }
-    if (auto r = write_new(batch_file_, list); !r)
-      return fail(out, "CommandError", r.error().message);
-    if (auto r = write_new(batch_nul_file_, nul_list); !r)
-      return fail(out, "CommandError", r.error().message);
-    for (const auto& f : {out_file_, err_file_}) {
-      if (auto r = write_new(f, {}); !r) return fail(out, "CommandError", r.error().message);
-    }
+    if (auto r = write_new(batch_file_, list); !r) return r;
+    return write_new(batch_nul_file_, nul_list);
+  }
+
+  // The command line with the list files put in, under /bin/sh, its output to our files.
+  [[nodiscard]] SpawnOptions spawn_options(const Batch& b) const {
     std::string line = opts_.target;
     auto replace_all = [&line](const std::string& token, const std::string& file) {
       const std::string quoted = shell_quote(file);
@@ -308,12 +323,11 @@ class CommandRuntime final : public Runtime {
     // Its own group, killed when the command ends: what it left running in the background
     // does not outlive the mini-batch.
     so.kill_group = true;
-    auto child = ChildProcess::spawn(so);
-    if (!child) return fail(out, "CommandError", child.error().message);
-    g_command_pgid.store(child->pid());
-    const ExitStatus st = child->wait();
-    g_command_pgid.store(0);
+    return so;
+  }
 
+  // The outcome of the command that ended with `st`: its rows, or why it failed.
+  void collect(const ExitStatus& st, Outcome& out) const {
     auto err_text = read_file(err_file_);
     const std::string err = err_text ? std::move(*err_text) : std::string();
     if (!err.empty()) {
@@ -343,10 +357,6 @@ class CommandRuntime final : public Runtime {
     if (opts_.append_row) out.output = std::move(rows);
   }
 
-  void shutdown() override { cleanup(); }
-  std::string describe() const override { return "command"; }
-
- private:
   static void fail(Outcome& out, const char* category, const std::string& message) {
     out.status = pipe::DoneStatus::Raised;
     out.output.clear();
@@ -394,6 +404,45 @@ Expected<std::unique_ptr<Runtime>> make_runtime(const RuntimeOptions& opts) {
                     "fanout-worker: runtime: expected command or native (got '" + opts.kind + "')");
 }
 
+namespace {
+
+// Runs one task frame's mini-batch: its items, each ended by '\0' for the C ABI, are cut out of
+// `items` (kept by the caller, as `batch` points into it). Returns run()'s seconds (0 when the
+// frame was refused and `outcome` says why).
+double run_one(Runtime& rt, const pipe::TaskView& task, Batch& batch, std::string& items,
+               Outcome& outcome) {
+  batch.task_id = task.task_id;
+  batch.index = task.index;
+  outcome = Outcome{};
+  batch.items.clear();
+  if (!task.detail_fits) {
+    outcome.status = pipe::DoneStatus::Raised;
+    outcome.error = "ProtocolError: the detail overruns the task frame";
+    return 0;
+  }
+  // One copy of the items, so that each can end in its own '\0' for the C ABI.
+  batch.detail = task.detail;
+  items.assign(task.items);
+  items.push_back('\0');
+  if (task.n_items > 0) {
+    batch.items.push_back(items.data());
+    for (std::size_t i = 0; i + 1 < items.size(); ++i) {
+      if (items[i] == '\0') batch.items.push_back(items.data() + i + 1);
+    }
+  }
+  if (batch.items.size() != task.n_items) {
+    outcome.status = pipe::DoneStatus::Raised;
+    outcome.error =
+        fmt::format("ProtocolError: expected {} items, found {}", task.n_items, batch.items.size());
+    return 0;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  rt.run(batch, outcome);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
 int serve(Runtime& rt, int in_fd, int out_fd) {
   if (auto r = rt.init(); !r) {
     send_frame(out_fd, pipe::FrameKind::LoadError, r.error().message);
@@ -435,35 +484,7 @@ int serve(Runtime& rt, int in_fd, int out_fd) {
                      static_cast<char>(c.kind), c.length);
         return 5;
       }
-      batch.task_id = task->task_id;
-      batch.index = task->index;
-      outcome = Outcome{};
-      batch.items.clear();
-      double run_s = 0;
-      if (!task->detail_fits) {
-        outcome.status = pipe::DoneStatus::Raised;
-        outcome.error = "ProtocolError: the detail overruns the task frame";
-      } else {
-        // One copy of the items, so that each can end in its own '\0' for the C ABI.
-        batch.detail = task->detail;
-        items.assign(task->items);
-        items.push_back('\0');
-        if (task->n_items > 0) {
-          batch.items.push_back(items.data());
-          for (std::size_t i = 0; i + 1 < items.size(); ++i) {
-            if (items[i] == '\0') batch.items.push_back(items.data() + i + 1);
-          }
-        }
-        if (batch.items.size() != task->n_items) {
-          outcome.status = pipe::DoneStatus::Raised;
-          outcome.error = fmt::format("ProtocolError: expected {} items, found {}", task->n_items,
-                                      batch.items.size());
-        } else {
-          const auto t0 = std::chrono::steady_clock::now();
-          rt.run(batch, outcome);
-          run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        }
-      }
+      const double run_s = run_one(rt, *task, batch, items, outcome);
       const double cpu_now = cpu_seconds_with_children();
       pipe::append_done(replies,
                         pipe::DoneHead{batch.task_id, outcome.status, outcome.n_result, run_s,

@@ -100,8 +100,8 @@ void WorkerTasks::retire(Clock::time_point kill_at) noexcept {
   kill_at_ = kill_at;
 }
 
-void WorkerTasks::time_out(std::string why, Clock::time_point kill_at) {
-  fail_status_ = std::move(why);
+void WorkerTasks::time_out(StopCause why, Clock::time_point kill_at) {
+  stop_cause_ = why;
   state_ = State::Stopping;
   kill_at_ = kill_at;
 }

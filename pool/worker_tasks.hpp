@@ -10,6 +10,7 @@
 
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/clock.hpp"
+#include "pool/stop_cause.hpp"
 
 namespace fanout::pool {
 
@@ -52,9 +53,10 @@ class WorkerTasks final {
   [[nodiscard]] const std::optional<Clock::time_point>& kill_at() const noexcept {
     return kill_at_;
   }
-  // Why the worker failed or was stopped: its L frame's text, a load timeout, or the status of
-  // the bound its task overran (time_out()). Empty otherwise.
+  // Why the worker failed to start: its L frame's text or a load timeout. Empty otherwise.
   [[nodiscard]] const std::string& fail_status() const noexcept { return fail_status_; }
+  // The bound its task overran, when the pool stopped it for that (time_out()).
+  [[nodiscard]] const std::optional<StopCause>& stop_cause() const noexcept { return stop_cause_; }
 
   // The worker said it is ready: Starting becomes Idle (other states are kept).
   void ready() noexcept;
@@ -83,9 +85,9 @@ class WorkerTasks final {
   bool cancel(Clock::time_point kill_at) noexcept;
   // Stops a worker that is not needed (it was sent Q); SIGKILL due at `kill_at`.
   void retire(Clock::time_point kill_at) noexcept;
-  // The running task overran a bound (`why`, kept as fail_status()): the worker was sent SIGTERM
+  // The running task overran a bound (`why`, kept as stop_cause()): the worker was sent SIGTERM
   // and keeps its task, reported when it is gone; SIGKILL due at `kill_at`.
-  void time_out(std::string why, Clock::time_point kill_at);
+  void time_out(StopCause why, Clock::time_point kill_at);
   // The worker cannot serve: `text` (an L frame's text, or a load timeout) is kept as
   // fail_status().
   void load_failed(std::string text);
@@ -103,6 +105,7 @@ class WorkerTasks final {
   std::uint32_t stale_ = 0;
   std::optional<Clock::time_point> kill_at_{};
   std::string fail_status_{};
+  std::optional<StopCause> stop_cause_{};
 };
 
 // Bytes of the pipe frame that carries `task` to a worker.

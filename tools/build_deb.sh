@@ -11,6 +11,15 @@ out=$(mkdir -p "${2:-$build}" && cd "${2:-$build}" && pwd)
 for t in dpkg-deb dpkg-shlibdeps help2man; do
   command -v "$t" >/dev/null || { echo "build_deb: $t is missing (tools/deps-debian.txt)" >&2; exit 1; }
 done
+# A test build (-Dtest_hooks=true, as tools/build.sh configures) carries failure-injection hooks
+# that a shipped program must not.
+hooks=$(meson introspect "$build" --buildoptions |
+  python3 -c 'import json,sys; print(next((o["value"] for o in json.load(sys.stdin) if o["name"]=="test_hooks"), False))')
+if [ "$hooks" = True ]; then
+  echo "build_deb: $build is a test build (-Dtest_hooks=true); package a build configured without it," \
+    "e.g. meson setup build-release --buildtype=release -Dtests=disabled" >&2
+  exit 1
+fi
 for m in fanout fanout-interchange fanout-pool; do
   [ -f "$build/tools/packaging/$m.1" ] ||
     { echo "build_deb: $build/tools/packaging/$m.1 is missing: build first (tools/build.sh)" >&2; exit 1; }

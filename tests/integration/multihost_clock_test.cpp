@@ -6,11 +6,13 @@
 // in it_multihost (tests/netns/multihost_bed.hpp); SKIP without root.
 #include "../netns/multihost_bed.hpp"
 #include "csv_parse.hpp"
+#include "test_hooks_skip.hpp"
 
 using namespace fanout::test;
 using namespace fanout::test::netns;
 
 TEST_CASE("multihost.pool_clocks_ten_minutes_off_keep_durations_and_reports_right") {
+  require_test_hooks_or_skip();
   require_bed_or_skip();
   TempDir dir("multihost-clock");
   constexpr unsigned kFiles = 40;

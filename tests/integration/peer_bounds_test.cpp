@@ -13,6 +13,7 @@
 #include "fanout/protocol/codec.hpp"
 #include "harness.hpp"
 #include "raw_peer.hpp"
+#include "test_hooks_skip.hpp"
 
 using namespace fanout::test;
 namespace proto = fanout::proto;
@@ -133,6 +134,7 @@ def run(mini_batch):
 }
 
 TEST_CASE("integration.peer_bounds.a_pool_that_drops_tasks_has_them_requeued") {
+  require_test_hooks_or_skip();
   // Item 5: the only pool heartbeats but drops its first 2 tasks (the test hook). Their leases
   // expire after heartbeat_threshold_ms and they run again; without a lease the job never ends.
   TempDir dir("lease");

@@ -12,6 +12,7 @@
 
 #include "fanout/store/owner_lock.hpp"
 #include "harness.hpp"
+#include "test_hooks_skip.hpp"
 
 using namespace fanout::test;
 namespace fs = std::filesystem;
@@ -176,6 +177,7 @@ TEST_CASE("integration.store_owner.a_second_job_on_a_running_jobs_output_is_refu
 // removes the killed writer's temporary files; the client, refused on Attach, finds the end in
 // the store and exits 0 (it used to exit 3: "job 1 is unfinished").
 TEST_CASE("integration.store_owner.a_job_that_ended_before_the_crash_succeeds_with_its_reports") {
+  require_test_hooks_or_skip();
   TempDir dir("owner2");
   const std::string db = dir / "fanout.db";
   make_counting_job(dir.path(), "ends-then-dies", 4, "0");
@@ -225,6 +227,7 @@ TEST_CASE("integration.store_owner.a_job_that_ended_before_the_crash_succeeds_wi
 // Item 2 in the embedded default: the private interchange dies the same way; `fanout run` finds
 // the end in the store, writes the reports itself and exits 0 (it used to exit 3).
 TEST_CASE("integration.store_owner.embedded_run_whose_interchange_died_after_the_end_succeeds") {
+  require_test_hooks_or_skip();
   TempDir dir("owner2e");
   const std::string db = dir / "fanout.db";
   make_counting_job(dir.path(), "embedded-ends", 3, "0");
@@ -335,6 +338,7 @@ TEST_CASE("integration.store_owner.concurrent_runs_on_one_store_each_row_exactly
 // its job runs: here, on a private interchange of its own. FANOUT_TEST_HOLD_GUEST holds it right
 // after it read the owner's endpoints, until the owner is gone.
 TEST_CASE("integration.store_owner.a_run_attached_as_the_owner_exits_starts_its_own") {
+  require_test_hooks_or_skip();
   TempDir dir("owner-gone");
   const std::string db = dir / "fanout.db";
   const std::string hold = dir / "hold";

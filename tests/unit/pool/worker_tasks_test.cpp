@@ -199,9 +199,10 @@ TEST_CASE("pool.worker_tasks.a_timed_out_worker_keeps_its_task_until_killed") {
   w.ready();
   w.start(task(1), t0);
   const auto kill_at = t0 + milliseconds(2000);
-  w.time_out("RUN_TIMEOUT", kill_at);
+  w.time_out(fanout::pool::StopCause::RunTimeout, kill_at);
   CHECK(w.state() == State::Stopping);
-  CHECK(w.fail_status() == "RUN_TIMEOUT");
+  CHECK(w.stop_cause() == fanout::pool::StopCause::RunTimeout);
+  CHECK(w.fail_status().empty());
   CHECK(w.runs(1));
   CHECK(w.kill_at() == kill_at);
   w.killed();
