@@ -1,4 +1,4 @@
-// libFuzzer target for the frame decoder (issue 4): whatever bytes a peer sends, read_header()
+// libFuzzer target for the frame decoder: whatever bytes a peer sends, read_header()
 // and decode<M>() return a value or an Error and never crash, hang or allocate without bound;
 // and whatever they accept re-encodes to a frame that decodes again. Built and run by
 // tools/fuzz_codec.sh (meson test suite `fuzz`).

@@ -1,8 +1,9 @@
 // The message catalogue: the only place where a message type, a field or the protocol version is
 // defined. docs/protocol.md is the normative description of the frames.
 //
-// Rules (STYLE.md section 5): wire values of MsgType are append-only; new fields go at the end of
-// a struct only; removing, reordering or retyping a field bumps kProtocolVersion.
+// Rules, so that peers of other builds keep decoding each other: wire values of MsgType are
+// append-only; new fields go at the end of a struct only; removing, reordering or retyping a field
+// bumps kProtocolVersion.
 #pragma once
 
 #include <cstdint>
