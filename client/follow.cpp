@@ -24,12 +24,12 @@
 #include "fanout/protocol/job_state.hpp"
 #include "fanout/report/html_report.hpp"
 #include "fanout/report/job_report.hpp"
+#include "fanout/report/report_data.hpp"
 #include "fanout/store/job_settings.hpp"
 #include "fanout/store/job_status.hpp"
 #include "fanout/store/offline_cancel.hpp"
 #include "fanout/store/owner_lock.hpp"
 #include "fanout/store/reader.hpp"
-#include "fanout/store/report_queries.hpp"
 #include "fanout/store/submitted_inputs.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/clock.hpp"
@@ -209,7 +209,7 @@ constexpr std::uint32_t kResumeWindow = 1000;
 Expected<std::optional<Unsubmitted>> unsubmitted(const std::string& db, std::uint64_t job_id,
                                                  const RunSettings& rs,
                                                  const store::JobSettings& recorded) {
-  auto data = store::read_report_data(db, job_id);
+  auto data = report::read_report_data(db, job_id);
   if (!data) return Unexpected{data.error()};
   if (data->total_known) return std::optional<Unsubmitted>{};
   const auto why = fmt::format(
@@ -239,7 +239,7 @@ int check_input_unchanged(const std::string& db, std::uint64_t job_id,
                           bool complete, bool accept) {
   std::string spec_path;
   try {
-    if (auto data = store::read_report_data(db, job_id)) spec_path = data->spec_path;
+    if (auto data = report::read_report_data(db, job_id)) spec_path = data->spec_path;
   } catch (const Failure&) {
   }
   auto cfg = spec_path.empty() ? Expected<config::JobConfig>(

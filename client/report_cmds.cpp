@@ -5,7 +5,7 @@
 
 #include "fanout/report/compare.hpp"
 #include "fanout/report/html_report.hpp"
-#include "fanout/store/report_queries.hpp"
+#include "fanout/report/report_data.hpp"
 #include "fanout/util/atomic_file.hpp"
 
 namespace fanout::client {
@@ -21,7 +21,7 @@ int read_failed(const Error& e) {
 }  // namespace
 
 int write_html_report(const std::string& db, std::uint64_t job_id, const std::string& out_file) {
-  auto d = store::read_report_data(db, job_id);
+  auto d = report::read_report_data(db, job_id);
   if (!d) return read_failed(d.error());
   std::string path = out_file;
   if (path.empty()) {
@@ -42,9 +42,9 @@ int write_html_report(const std::string& db, std::uint64_t job_id, const std::st
 
 int compare_jobs(const std::string& db, const std::vector<std::uint64_t>& jobs,
                  const std::string& html_file) {
-  std::vector<store::ReportData> data;
+  std::vector<report::ReportData> data;
   for (auto id : jobs) {
-    auto d = store::read_report_data(db, id);
+    auto d = report::read_report_data(db, id);
     if (!d) return read_failed(d.error());
     data.push_back(std::move(*d));
   }
@@ -60,7 +60,7 @@ int compare_jobs(const std::string& db, const std::vector<std::uint64_t>& jobs,
 
 int tune_job(const std::string& db, std::uint64_t job_id, const report::TuneOptions& opt,
              const std::string& write_file) {
-  auto d = store::read_report_data(db, job_id);
+  auto d = report::read_report_data(db, job_id);
   if (!d) return read_failed(d.error());
   const auto recs = report::tune(*d, opt);
   std::fputs(report::format_tune(*d, recs).c_str(), stdout);

@@ -289,7 +289,8 @@ int Interchange::run() {
 
 void Interchange::bad_frame(const char* side, const std::string& peer, const Error& err) {
   ++stats_.bad_frames;
-  // A peer's garbage is logged once in full, then only counted (STYLE.md section 7).
+  // A peer's garbage is logged once in full, then only counted: a flooding peer cannot grow
+  // the log.
   if (!warned_bad_) {
     warned_bad_ = true;
     log_->warn("dropped a bad frame from {} peer ({} bytes id): {} (further ones are counted)",

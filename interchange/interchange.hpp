@@ -57,7 +57,7 @@ struct Options {
   std::vector<std::string> write_roots{};
 };
 
-// Counters logged at INFO every stats_interval when they changed (STYLE.md section 7).
+// Counters logged at INFO every stats_interval when they changed (INFO never grows per task).
 struct LoopStats {
   std::uint64_t frames_in = 0, frames_out = 0, tasks_dispatched = 0, results = 0;
   std::uint64_t bad_frames = 0, late_results = 0, would_block = 0, pools_lost = 0;

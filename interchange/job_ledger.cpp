@@ -333,7 +333,7 @@ JobLedger::Ended JobLedger::end(std::uint64_t job_id, const Verdict& v, double n
     out.stopped.push_back(std::move(a));
   }
   // A CANCELLED attempt is a failed one, as the store (status != RUN_DONE) and job_result.txt
-  // count it: one definition for the console and the report (issue 16).
+  // count it: one definition for the console and the report.
   job.attempts_failed += out.stopped.size();
   job.in_flight = 0;
   job.ready.clear();

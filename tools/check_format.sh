@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# STYLE.md section 2: every C++ file of the repository is as clang-format (Debian 12's, with the
+# Every C++ file of the repository is as clang-format (Debian 12's, with the
 # repository's .clang-format) would write it. Prints the first differences and exits 1 when not;
 # prints "format: ok" otherwise. Fix with: git ls-files '*.cpp' '*.hpp' '*.h' | xargs clang-format -i
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the include rules of STYLE.md section 1 ("Layout and module boundaries").
+# Checks the include rules between the modules (docs/architecture.md, "Modules").
 # Prints each violation as file:line: reason and exits 1; prints "layering: ok" and exits 0 when
 # the tree is clean. Run from anywhere: it checks the repository it lives in.
 #
@@ -140,7 +140,7 @@ done < <(
 )
 
 if ((violations > 0)); then
-  echo "layering: $violations violation(s); see STYLE.md section 1" >&2
+  echo "layering: $violations violation(s); see the rules at the top of tools/check_layering.sh" >&2
   exit 1
 fi
 echo "layering: ok"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures every target of issue 6 (and issue 14's job end) one after another and prints the
+# Measures every performance target (and the job's end) one after another and prints the
 # figures that docs/performance.md sections 2 and 6 report. Needs a built tree (tools/build.sh)
 # and about 5 minutes on a quiet 2-core machine. Usage: tools/perf_targets.sh [OUT_DIR]   (default /tmp/fanout-targets)
 # The million-file folder is made once under OUT_DIR and reused.

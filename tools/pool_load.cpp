@@ -8,7 +8,7 @@
 //             does (SubmitJob, SubmitTasks within the window, SubmitEnd), then checks the job's
 //             rows in the store (every mini-batch succeeded once, attempts = mini-batches);
 //   lost      the time from one pool going silent to its row in the store turning `lost` (or a
-//             Reject/Drain reaching it);
+//             Reject reaching it);
 //   peak RSS  the interchange's VmHWM at the end.
 // CPU is utime + stime from /proc/<pid>/stat. Prints one line per N, or one JSON object per line
 // with --json. Exits 1 when a job's rows are not exactly right, 2 on bad options.
@@ -600,7 +600,7 @@ void Load::run_job() {
 void Load::measure_lost() {
   if (sims_.empty() || db_.empty()) return;
   // The last pool goes silent right after it spoke: from then on it sends nothing, and reads
-  // what comes only to see a Reject or Drain.
+  // what comes only to see a Reject (or a Shutdown, or the retired Drain, which mean the same).
   auto& victim = sims_.back();
   const std::size_t vi = sims_.size() - 1;
   const std::string hb = proto::encode(proto::Heartbeat{o_.workers + o_.prefetch});

@@ -21,4 +21,5 @@ fi
 bash tools/build.sh
 bash tools/check_layering.sh
 bash tools/check_format.sh
+bash tools/check_comments.sh
 meson test -C build --print-errorlogs --num-processes 2 "$@"

@@ -1,4 +1,4 @@
-// The many-host test bed for the integration tests (issue 12): network-namespace hosts on a
+// The many-host test bed for the integration tests: network-namespace hosts on a
 // bridge (tests/netns/bed.sh), an interchange on h0 and pools on the others, every link over
 // real TCP with Curve. Header-only, used by it_multihost, it_multihost_membership and
 // it_multihost_clock. Needs root and `ip netns`; require_bed_or_skip() exits 77 (meson: SKIP)

@@ -52,7 +52,7 @@ struct TableSpec {
 [[nodiscard]] Expected<TableSpec> load_mltable(const std::string& path);
 [[nodiscard]] Expected<TableSpec> parse_mltable(const std::string& text, const std::string& file);
 
-// The MLTable file fanout writes into an `mltable` output folder when a job ends (issue 16): when
+// The MLTable file fanout writes into an `mltable` output folder when a job ends: when
 // `row_file` (the append_row file) lies in `folder`, a read_delimited table over it with
 // `separator` and, when `header`, a header row (else no_header); otherwise a table of the
 // folder's files. Paths in it are relative to `folder`, so the folder can be moved.

@@ -1,5 +1,5 @@
-// ZeroMQ wrappers: the only module that includes zmq.hpp (STYLE.md section 1). net/ moves frames;
-// it knows nothing of what they mean (protocol/ does).
+// ZeroMQ wrappers: net/ is the only module that includes zmq.hpp (tools/check_layering.sh holds
+// it to that). net/ moves frames; it knows nothing of what they mean (protocol/ does).
 #pragma once
 
 #include <chrono>

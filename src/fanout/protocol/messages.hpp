@@ -1,8 +1,8 @@
 // The message catalogue: the only place where a message type, a field or the protocol version is
 // defined. docs/protocol.md is the normative description of the frames.
 //
-// Rules (STYLE.md section 5): wire values of MsgType are append-only; new fields go at the end of
-// a struct only; removing, reordering or retyping a field bumps kProtocolVersion.
+// Rules, so peers of other builds decode each other: MsgType's values are append-only; new
+// fields go at the end of a struct only; removing, reordering or retyping one bumps the version.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +26,7 @@ enum class MsgType : std::uint8_t {  // wire values: append only, never renumber
   Heartbeat,                         // both ways
   TaskBatch,                         // interchange -> pool
   ResultBatch,                       // pool -> interchange
-  Drain,                             // interchange -> pool: finish what you hold, take nothing new
+  Drain,                             // retired: never sent; a pool treats one as Shutdown
   Shutdown,                          // interchange -> pool, client -> interchange (embedded mode)
   JobInfo,       // interchange -> pool: what a job's tasks need, sent before its first task
   SubmitJob,     // client -> interchange
@@ -220,7 +220,7 @@ struct ResultBatch {
   MSGPACK_DEFINE_ARRAY(results, capacity)
 };
 
-struct Drain {
+struct Drain {  // retired: never sent; a pool treats one (from an older peer) as Shutdown
   static constexpr MsgType kType = MsgType::Drain;
   std::string reason{};
   MSGPACK_DEFINE_ARRAY(reason)

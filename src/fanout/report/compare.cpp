@@ -18,7 +18,7 @@ namespace {
 // A table as rows of cells; the first row is the header.
 using Table = std::vector<std::vector<std::string>>;
 
-Table settings_table(const std::vector<store::ReportData>& jobs) {
+Table settings_table(const std::vector<ReportData>& jobs) {
   std::set<std::string> keys;
   for (const auto& j : jobs) {
     for (const auto& kv : j.settings) keys.insert(kv.first);
@@ -36,7 +36,7 @@ Table settings_table(const std::vector<store::ReportData>& jobs) {
   return t;
 }
 
-Table figures_table(const std::vector<store::ReportData>& jobs) {
+Table figures_table(const std::vector<ReportData>& jobs) {
   std::vector<JobFigures> f;
   for (const auto& j : jobs) f.push_back(job_figures(j));
   Table t;
@@ -47,7 +47,7 @@ Table figures_table(const std::vector<store::ReportData>& jobs) {
     for (std::size_t i = 0; i < jobs.size(); ++i) row.push_back(cell(jobs[i], f[i]));
     t.push_back(std::move(row));
   };
-  using D = const store::ReportData&;
+  using D = const ReportData&;
   using F = const JobFigures&;
   add("name", [](D d, F) { return d.name; });
   add("state", [](D d, F) { return d.state; });
@@ -106,13 +106,13 @@ std::string html_table(const Table& t) {
 
 }  // namespace
 
-std::string compare_text(const std::vector<store::ReportData>& jobs) {
+std::string compare_text(const std::vector<ReportData>& jobs) {
   const Table s = settings_table(jobs);
   std::string out = s.size() > 1 ? text_table(s) : std::string("no setting differs\n");
   return out + "\n" + text_table(figures_table(jobs));
 }
 
-std::string compare_html(const std::vector<store::ReportData>& jobs) {
+std::string compare_html(const std::vector<ReportData>& jobs) {
   std::string b = "<h1>fanout compare:";
   for (const auto& j : jobs) b += fmt::format(" job {}", j.job_id);
   b += "</h1>\n<h2>Settings that differ</h2>\n";

@@ -6,16 +6,16 @@
 #include <string>
 #include <vector>
 
-#include "fanout/store/report_queries.hpp"
+#include "fanout/report/report_data.hpp"
 
 namespace fanout::report {
 
 // The text table: the settings that differ (every setting when only one job is given), then
 // one row per figure with a column per job. Pure.
-std::string compare_text(const std::vector<store::ReportData>& jobs);
+std::string compare_text(const std::vector<ReportData>& jobs);
 
 // The same tables as a self-contained page, with items/s and mini-batches/s of every job drawn
 // over seconds since its start on one chart each. Pure.
-std::string compare_html(const std::vector<store::ReportData>& jobs);
+std::string compare_html(const std::vector<ReportData>& jobs);
 
 }  // namespace fanout::report

@@ -179,7 +179,7 @@ void canvas(std::string& out, std::string_view id, int height) {
       height, id);
 }
 
-std::string header_html(const store::ReportData& d, const JobFigures& f) {
+std::string header_html(const ReportData& d, const JobFigures& f) {
   std::string o;
   o += fmt::format("<h1>fanout job {}: {}</h1>\n", d.job_id, html_escape(d.name));
   o += fmt::format("<p>state <b class=\"state-{0}\">{0}</b>{1}{2}</p>\n", html_escape(d.state),
@@ -221,7 +221,7 @@ std::string header_html(const store::ReportData& d, const JobFigures& f) {
   return o;
 }
 
-std::string failures_html(const store::ReportData& d) {
+std::string failures_html(const ReportData& d) {
   std::string o = "<h2>Failures</h2>\n";
   if (d.attempts_failed == 0) return o + "<p class=\"note\">No attempt failed.</p>\n";
   canvas(o, "chart-failures", 60 + 28 * static_cast<int>(d.by_status.size()));
@@ -257,14 +257,8 @@ std::string failures_html(const store::ReportData& d) {
   return o;
 }
 
-std::string data_json(const store::ReportData& d, const JobFigures& f) {
-  std::string j = "{\"kind\":\"job\",\"job\":{\"id\":";
-  j += fmt::format("{},\"name\":", d.job_id);
-  json_quote(j, d.name);
-  j += ",\"state\":";
-  json_quote(j, d.state);
-  j += fmt::format(",\"worker_attempts\":{},\"attempts\":{},\"duration_s\":{}}}", d.worker_attempts,
-                   d.attempts, num(f.duration_s));
+// The workers and the timeline's bars: "workers":[...],"timeline":{...}.
+void timeline_json(std::string& j, const ReportData& d) {
   j += ",\"workers\":[";
   for (std::size_t i = 0; i < d.workers.size(); ++i) {
     if (i) j += ",";
@@ -280,6 +274,10 @@ std::string data_json(const store::ReportData& d, const JobFigures& f) {
     j += fmt::format(",{}]", d.timeline_binned ? s.attempts : s.minibatch);
   }
   j += "]}";
+}
+
+// The time series and the pools' utilisation: "series":{...},"utilisation":[...].
+void series_json(std::string& j, const ReportData& d, const JobFigures& f) {
   // Time series: rates per bin, and the running and queued counts at each bin's start.
   std::vector<double> t, mb, items, failed, running, queued;
   const double w = d.bin_s > 0 ? d.bin_s : 1;
@@ -316,22 +314,10 @@ std::string data_json(const store::ReportData& d, const JobFigures& f) {
                      num(100 * f.run_share), num(100 * f.busy_share));
   }
   j += "]";
-  auto hist = [&](const char* key, const store::ReportData::Histogram& h) {
-    j += fmt::format(",\"{}\":{{\"lo\":{},\"width\":{},\"n\":{},\"counts\":[", key, num(h.lo),
-                     num(h.width), h.n);
-    for (std::size_t i = 0; i < h.counts.size(); ++i)
-      j += fmt::format("{}{}", i ? "," : "", h.counts[i]);
-    j += "]}";
-  };
-  hist("run_hist", d.run_hist);
-  hist("overhead_hist", d.overhead_hist);
-  j += ",\"failures\":{\"by_status\":[";
-  for (std::size_t i = 0; i < d.by_status.size(); ++i) {
-    j += i ? ",[" : "[";
-    json_quote(j, d.by_status[i].first);
-    j += fmt::format(",{}]", d.by_status[i].second);
-  }
-  j += fmt::format("],\"exhausted\":{}}}", d.exhausted_count);
+}
+
+// The resource series: "nodes":[...],"processes":[...].
+void resources_json(std::string& j, const ReportData& d) {
   j += ",\"nodes\":[";
   for (std::size_t i = 0; i < d.node_series.size(); ++i) {
     const auto& s = d.node_series[i];
@@ -358,6 +344,35 @@ std::string data_json(const store::ReportData& d, const JobFigures& f) {
     append_json_numbers(j, s.mem);
     j += "}";
   }
+}
+
+std::string data_json(const ReportData& d, const JobFigures& f) {
+  std::string j = "{\"kind\":\"job\",\"job\":{\"id\":";
+  j += fmt::format("{},\"name\":", d.job_id);
+  json_quote(j, d.name);
+  j += ",\"state\":";
+  json_quote(j, d.state);
+  j += fmt::format(",\"worker_attempts\":{},\"attempts\":{},\"duration_s\":{}}}", d.worker_attempts,
+                   d.attempts, num(f.duration_s));
+  timeline_json(j, d);
+  series_json(j, d, f);
+  auto hist = [&](const char* key, const ReportData::Histogram& h) {
+    j += fmt::format(",\"{}\":{{\"lo\":{},\"width\":{},\"n\":{},\"counts\":[", key, num(h.lo),
+                     num(h.width), h.n);
+    for (std::size_t i = 0; i < h.counts.size(); ++i)
+      j += fmt::format("{}{}", i ? "," : "", h.counts[i]);
+    j += "]}";
+  };
+  hist("run_hist", d.run_hist);
+  hist("overhead_hist", d.overhead_hist);
+  j += ",\"failures\":{\"by_status\":[";
+  for (std::size_t i = 0; i < d.by_status.size(); ++i) {
+    j += i ? ",[" : "[";
+    json_quote(j, d.by_status[i].first);
+    j += fmt::format(",{}]", d.by_status[i].second);
+  }
+  j += fmt::format("],\"exhausted\":{}}}", d.exhausted_count);
+  resources_json(j, d);
   j += "]}";
   return j;
 }
@@ -433,7 +448,7 @@ std::string html_page(std::string_view title, std::string_view body, std::string
   return o;
 }
 
-std::string render_job_html(const store::ReportData& d) {
+std::string render_job_html(const ReportData& d) {
   const JobFigures f = job_figures(d);
   std::string b = header_html(d, f);
   b += "<h2>Timeline per worker</h2>\n";
@@ -516,7 +531,7 @@ std::string render_job_html(const store::ReportData& d) {
 
 Expected<void> write_job_html(const std::string& db_path, std::uint64_t job_id,
                               const std::string& out_file) {
-  auto d = store::read_report_data(db_path, job_id);
+  auto d = read_report_data(db_path, job_id);
   if (!d) return make_error(d.error().code, d.error().message);
   return write_file_atomic(out_file, render_job_html(*d));
 }

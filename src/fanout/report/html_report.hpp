@@ -1,14 +1,14 @@
 // report.html: one self-contained page per job (Chart.js inlined, no network, no server) showing
 // the job's header, a timeline per worker, throughput, in-flight and queued mini-batches,
 // utilisation, run() and overhead histograms, failures and resource plots. The figures come from
-// store::read_report_data(); what each chart shows: docs/tuning.md.
+// read_report_data(); what each chart shows: docs/tuning.md.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "fanout/store/report_queries.hpp"
+#include "fanout/report/report_data.hpp"
 #include "fanout/util/expected.hpp"
 
 namespace fanout::report {
@@ -26,10 +26,10 @@ std::string html_escape(std::string_view s);
 std::string html_page(std::string_view title, std::string_view body, std::string_view data_json);
 
 // The report.html of one job. Pure: no I/O.
-std::string render_job_html(const store::ReportData& d);
+std::string render_job_html(const ReportData& d);
 
 // Reads job `job_id` from the store at `db_path` and writes its report.html to `out_file`
-// through a temporary file and a rename. Errors: as store::read_report_data(), and Io naming
+// through a temporary file and a rename. Errors: as read_report_data(), and Io naming
 // the file.
 [[nodiscard]] Expected<void> write_job_html(const std::string& db_path, std::uint64_t job_id,
                                             const std::string& out_file);

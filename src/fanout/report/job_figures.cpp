@@ -5,7 +5,7 @@
 
 namespace fanout::report {
 
-JobFigures job_figures(const store::ReportData& d) {
+JobFigures job_figures(const ReportData& d) {
   JobFigures f;
   const double end = d.ended > 0 ? d.ended : d.snapshot;
   f.duration_s = d.started > 0 ? std::max(end - d.started, 0.0) : 0.0;

@@ -1,5 +1,5 @@
 // The derived figures of one job (rates, utilisation, overhead, idle gaps, tail) that report.html,
-// `fanout compare` and `fanout tune` all show, computed once from store::ReportData so the three
+// `fanout compare` and `fanout tune` all show, computed once from ReportData so the three
 // agree. Definitions: docs/tuning.md.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "fanout/store/report_queries.hpp"
+#include "fanout/report/report_data.hpp"
 
 namespace fanout::report {
 
@@ -38,6 +38,6 @@ struct JobFigures {
 };
 
 // Computes the figures. Pure: no I/O.
-JobFigures job_figures(const store::ReportData& d);
+JobFigures job_figures(const ReportData& d);
 
 }  // namespace fanout::report

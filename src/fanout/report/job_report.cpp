@@ -12,7 +12,6 @@
 #include "fanout/report/progress_overview.hpp"
 #include "fanout/report/report_pass.hpp"
 #include "fanout/store/error_summary.hpp"
-#include "fanout/store/report_queries.hpp"
 #include "fanout/store/report_source.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/error.hpp"
@@ -91,7 +90,7 @@ std::vector<std::string> JobReportBuilder::finish(store::ReportSource& src, bool
     return *files.back();
   };
   csv_->finish_processed();
-  const store::ReportData d = figures_.finish(src, job_id_, {});
+  const ReportData d = figures_.finish(src, job_id_, {});
 
   store::JobResultRow job;
   job.name = d.name;

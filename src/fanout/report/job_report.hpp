@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fanout/store/report_queries.hpp"
+#include "fanout/report/report_data.hpp"
 #include "fanout/store/report_source.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/expected.hpp"
@@ -61,7 +61,7 @@ class JobReportBuilder final {
   std::string out_dir_;
   std::unique_ptr<AtomicFile> processed_;
   std::unique_ptr<ReportPass> csv_;
-  store::ReportDataPass figures_;
+  ReportDataPass figures_;
 };
 
 // A node name as a folder name under sys/perf/: path separators and NULs become '_', and "",

@@ -1,4 +1,4 @@
-// The CSV side of a job report's one pass over its attempts (store::report_data()): each
+// The CSV side of a job report's one pass over its attempts (report_data()): each
 // attempt becomes a line of processed_mini-batches.csv as it goes by, and is summed into the
 // process and node summaries, formatted in C++ as SQLite would print the same values (round()
 // to text, strftime('%Y-%m-%dT%H:%M:%fZ')), so no query formats or sorts a million rows.

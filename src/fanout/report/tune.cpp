@@ -73,7 +73,7 @@ Recommendation no_data(std::string setting, std::string current, std::string why
           .effect = std::move(why)};
 }
 
-Recommendation mini_batch_size(const store::ReportData& d, const JobFigures& f) {
+Recommendation mini_batch_size(const ReportData& d, const JobFigures& f) {
   const std::string cur = d.setting("mini_batch_size", "?");
   const auto size = parse_size(cur);
   if (!size.ok) return no_data("mini_batch_size", cur, "the job's mini_batch_size is not a number");
@@ -144,7 +144,7 @@ Recommendation mini_batch_size(const store::ReportData& d, const JobFigures& f) 
 
 std::uint32_t local_cores() { return std::max(1U, std::thread::hardware_concurrency()); }
 
-Recommendation workers(const store::ReportData& d, const JobFigures& f, const TuneOptions& opt) {
+Recommendation workers(const ReportData& d, const JobFigures& f, const TuneOptions& opt) {
   // Workers per node: the largest pool's count, as max_concurrency_per_instance sets them all.
   std::uint64_t per_pool = 0;
   for (const auto& p : d.pools) per_pool = std::max(per_pool, p.workers);
@@ -211,7 +211,7 @@ Recommendation workers(const store::ReportData& d, const JobFigures& f, const Tu
   return r;
 }
 
-Recommendation prefetch(const store::ReportData& d, const JobFigures& f) {
+Recommendation prefetch(const ReportData& d, const JobFigures& f) {
   std::uint64_t pool_prefetch = 0, per_pool = 0;
   for (const auto& p : d.pools) {
     pool_prefetch = std::max(pool_prefetch, p.prefetch);
@@ -250,7 +250,7 @@ Recommendation prefetch(const store::ReportData& d, const JobFigures& f) {
   return r;
 }
 
-Recommendation poll(const store::ReportData& d, const JobFigures& f, const Recommendation& pre) {
+Recommendation poll(const ReportData& d, const JobFigures& f, const Recommendation& pre) {
   const std::string cur = d.setting("poll_ms", "10");
   const std::uint64_t poll_ms = to_u64(cur, 10);
   if (f.gaps == 0) return no_data("poll_ms", cur, "no worker ran two tasks: no idle gap measured");
@@ -280,7 +280,7 @@ Recommendation poll(const store::ReportData& d, const JobFigures& f, const Recom
   return r;
 }
 
-Recommendation nodes(const store::ReportData& d, const JobFigures& f, const TuneOptions& opt) {
+Recommendation nodes(const ReportData& d, const JobFigures& f, const TuneOptions& opt) {
   const std::string cur =
       d.setting("instance_count", std::to_string(std::max<std::size_t>(d.pools.size(), 1)));
   if (opt.target_duration_s <= 0) {
@@ -324,7 +324,7 @@ std::string to_string(Verdict v) {
   return "?";
 }
 
-std::vector<Recommendation> tune(const store::ReportData& d, const TuneOptions& opt) {
+std::vector<Recommendation> tune(const ReportData& d, const TuneOptions& opt) {
   const JobFigures f = job_figures(d);
   if (f.measured < opt.min_attempts) {
     const std::string why =
@@ -347,7 +347,7 @@ std::vector<Recommendation> tune(const store::ReportData& d, const TuneOptions& 
   return out;
 }
 
-std::string format_tune(const store::ReportData& d, const std::vector<Recommendation>& recs) {
+std::string format_tune(const ReportData& d, const std::vector<Recommendation>& recs) {
   std::string out = fmt::format("job {} ({}): {}\n", d.job_id, d.name, d.state);
   for (const auto& r : recs) {
     out += fmt::format("\n{}: {}", r.setting, to_string(r.verdict));
@@ -363,7 +363,7 @@ std::string format_tune(const store::ReportData& d, const std::vector<Recommenda
   return out;
 }
 
-std::string tune_yaml(const store::ReportData& d, const std::vector<Recommendation>& recs) {
+std::string tune_yaml(const ReportData& d, const std::vector<Recommendation>& recs) {
   auto value = [&](const std::string& key) {
     for (const auto& r : recs) {
       if (r.setting == key) return r.verdict == Verdict::Change ? r.suggested : r.current;

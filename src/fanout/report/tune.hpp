@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "fanout/store/report_queries.hpp"
+#include "fanout/report/report_data.hpp"
 
 namespace fanout::report {
 
@@ -34,15 +34,15 @@ struct Recommendation {
 // The five recommendations for job `d`, always in this order: mini_batch_size, workers,
 // prefetch, poll_ms, instance_count. Pure: no I/O except reading this machine's core count when
 // opt.cores is 0 and every pool ran on this host.
-std::vector<Recommendation> tune(const store::ReportData& d, const TuneOptions& opt);
+std::vector<Recommendation> tune(const ReportData& d, const TuneOptions& opt);
 
 // The text `fanout tune` prints: one block per recommendation.
-std::string format_tune(const store::ReportData& d, const std::vector<Recommendation>& recs);
+std::string format_tune(const ReportData& d, const std::vector<Recommendation>& recs);
 
 // The suggested settings as YAML to merge into the job file (`mini_batch_size`,
 // `resources.instance_count` and the `fanout:` block), with a comment naming the job. Settings
 // without a Change keep their current value.
-std::string tune_yaml(const store::ReportData& d, const std::vector<Recommendation>& recs);
+std::string tune_yaml(const ReportData& d, const std::vector<Recommendation>& recs);
 
 std::string to_string(Verdict v);
 

@@ -1,5 +1,5 @@
 // RAII wrappers over the SQLite C API: Db (a connection), Statement (a prepared statement) and
-// Transaction (BEGIN IMMEDIATE .. COMMIT, rolled back unless committed). See STYLE.md section 6.
+// Transaction (BEGIN IMMEDIATE .. COMMIT, rolled back unless committed).
 // sqlite3.h is included only by store/*.cpp; this header forward-declares the handle types.
 #pragma once
 

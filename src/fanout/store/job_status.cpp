@@ -27,6 +27,86 @@ JobStatus::ErrorLine error_line(const Statement& st) {
                               std::string(st.column_text(5))};
 }
 
+// The job's row of view job_progress into `s`; false when there is no such job.
+bool read_progress(Db& db, std::uint64_t job_id, JobStatus& s) {
+  Statement st(db,
+               "SELECT p.name, p.state, p.reason, coalesce(j.log_dir, ''), "
+               "coalesce(j.output_path, ''), j.submit_done, p.total, p.succeeded, p.failed, "
+               "p.pending, p.running, p.items_succeeded, p.items_failed, p.attempts, "
+               "p.attempts_failed, coalesce(j.started, 0), coalesce(j.ended, 0), "
+               "coalesce(p.elapsed_seconds, 0), coalesce(p.minibatches_per_second, 0), "
+               "coalesce(p.items_per_second, 0), coalesce(p.eta_seconds, -1) "
+               "FROM job_progress p JOIN jobs j ON j.id = p.job_id WHERE p.job_id = ?1");
+  st.bind(1, job_id);
+  if (!st.step()) return false;
+  s.id = job_id;
+  s.name = st.column_text(0);
+  s.state = st.column_text(1);
+  s.reason = st.column_text(2);
+  s.log_dir = st.column_text(3);
+  s.output_path = st.column_text(4);
+  s.total_known = st.column_int64(5) != 0;
+  s.total = st.column_uint64(6);
+  s.succeeded = st.column_uint64(7);
+  s.failed = st.column_uint64(8);
+  s.pending = st.column_uint64(9);
+  s.running = st.column_uint64(10);
+  s.items_succeeded = st.column_uint64(11);
+  s.items_failed = st.column_uint64(12);
+  s.attempts = st.column_uint64(13);
+  s.attempts_failed = st.column_uint64(14);
+  s.started = st.column_double(15);
+  s.ended = st.column_double(16);
+  s.elapsed_s = st.column_double(17);
+  s.minibatches_per_s = st.column_double(18);
+  s.items_per_s = st.column_double(19);
+  s.eta_s = st.column_double(20);
+  return true;
+}
+
+// The pools that ran the job's attempts, its worker processes and its errors into `s`.
+void read_pools_and_errors(Db& db, std::uint64_t job_id, JobStatus& s) {
+  {
+    Statement st(db,
+                 "SELECT coalesce(p.name, a.pool, ''), coalesce(p.node, a.node, ''), "
+                 "coalesce(p.state, ''), coalesce(p.workers, 0), count(*) "
+                 "FROM attempts a LEFT JOIN pools p ON p.id = a.pool_id "
+                 "WHERE a.job_id = ?1 AND a.pool_id != 0 GROUP BY a.pool_id ORDER BY a.pool_id");
+    st.bind(1, job_id);
+    while (st.step()) {
+      s.pools.push_back(JobStatus::PoolUse{
+          std::string(st.column_text(0)), std::string(st.column_text(1)),
+          std::string(st.column_text(2)), st.column_uint64(3), st.column_uint64(4)});
+    }
+  }
+  {
+    Statement st(db,
+                 "SELECT count(DISTINCT coalesce(pool, '') || '/' || process) FROM attempts "
+                 "WHERE job_id = ?1 AND coalesce(process, '') != ''");
+    st.bind(1, job_id);
+    if (st.step()) s.processes = st.column_uint64(0);
+  }
+  {
+    Statement st(db,
+                 "SELECT minibatch_id, picked_count, process, status, error_message, "
+                 "process_start_time FROM processed_minibatches "
+                 "WHERE job_id = ?1 AND status != 'RUN_DONE' "
+                 "ORDER BY status = 'CANCELLED', start DESC, attempt_id DESC LIMIT 5");
+    st.bind(1, job_id);
+    // Real errors first: the attempts a job's end stopped (CANCELLED) say only that it ended.
+    while (st.step()) s.last_errors.push_back(error_line(st));
+  }
+  {
+    Statement st(db,
+                 "SELECT minibatch_id, picked_count, process, status, error_message, "
+                 "process_start_time FROM processed_minibatches "
+                 "WHERE job_id = ?1 AND status NOT IN ('RUN_DONE', 'CANCELLED') "
+                 "ORDER BY start, attempt_id LIMIT 1");
+    st.bind(1, job_id);
+    if (st.step()) s.first_error = error_line(st);
+  }
+}
+
 }  // namespace
 
 Expected<JobStatus> read_job_status(const std::string& db_path, std::uint64_t job_id) {
@@ -35,82 +115,11 @@ Expected<JobStatus> read_job_status(const std::string& db_path, std::uint64_t jo
     Db& db = *conn;
     db.exec("BEGIN", "begin a read transaction");
     JobStatus s;
-    {
-      Statement st(db,
-                   "SELECT p.name, p.state, p.reason, coalesce(j.log_dir, ''), "
-                   "coalesce(j.output_path, ''), j.submit_done, p.total, p.succeeded, p.failed, "
-                   "p.pending, p.running, p.items_succeeded, p.items_failed, p.attempts, "
-                   "p.attempts_failed, coalesce(j.started, 0), coalesce(j.ended, 0), "
-                   "coalesce(p.elapsed_seconds, 0), coalesce(p.minibatches_per_second, 0), "
-                   "coalesce(p.items_per_second, 0), coalesce(p.eta_seconds, -1) "
-                   "FROM job_progress p JOIN jobs j ON j.id = p.job_id WHERE p.job_id = ?1");
-      st.bind(1, job_id);
-      if (!st.step()) {
-        return make_error(ErrorCode::NotFound,
-                          fmt::format("{}: no job {} in this store", db_path, job_id));
-      }
-      s.id = job_id;
-      s.name = st.column_text(0);
-      s.state = st.column_text(1);
-      s.reason = st.column_text(2);
-      s.log_dir = st.column_text(3);
-      s.output_path = st.column_text(4);
-      s.total_known = st.column_int64(5) != 0;
-      s.total = st.column_uint64(6);
-      s.succeeded = st.column_uint64(7);
-      s.failed = st.column_uint64(8);
-      s.pending = st.column_uint64(9);
-      s.running = st.column_uint64(10);
-      s.items_succeeded = st.column_uint64(11);
-      s.items_failed = st.column_uint64(12);
-      s.attempts = st.column_uint64(13);
-      s.attempts_failed = st.column_uint64(14);
-      s.started = st.column_double(15);
-      s.ended = st.column_double(16);
-      s.elapsed_s = st.column_double(17);
-      s.minibatches_per_s = st.column_double(18);
-      s.items_per_s = st.column_double(19);
-      s.eta_s = st.column_double(20);
+    if (!read_progress(db, job_id, s)) {
+      return make_error(ErrorCode::NotFound,
+                        fmt::format("{}: no job {} in this store", db_path, job_id));
     }
-    {
-      Statement st(db,
-                   "SELECT coalesce(p.name, a.pool, ''), coalesce(p.node, a.node, ''), "
-                   "coalesce(p.state, ''), coalesce(p.workers, 0), count(*) "
-                   "FROM attempts a LEFT JOIN pools p ON p.id = a.pool_id "
-                   "WHERE a.job_id = ?1 AND a.pool_id != 0 GROUP BY a.pool_id ORDER BY a.pool_id");
-      st.bind(1, job_id);
-      while (st.step()) {
-        s.pools.push_back(JobStatus::PoolUse{
-            std::string(st.column_text(0)), std::string(st.column_text(1)),
-            std::string(st.column_text(2)), st.column_uint64(3), st.column_uint64(4)});
-      }
-    }
-    {
-      Statement st(db,
-                   "SELECT count(DISTINCT coalesce(pool, '') || '/' || process) FROM attempts "
-                   "WHERE job_id = ?1 AND coalesce(process, '') != ''");
-      st.bind(1, job_id);
-      if (st.step()) s.processes = st.column_uint64(0);
-    }
-    {
-      Statement st(db,
-                   "SELECT minibatch_id, picked_count, process, status, error_message, "
-                   "process_start_time FROM processed_minibatches "
-                   "WHERE job_id = ?1 AND status != 'RUN_DONE' "
-                   "ORDER BY status = 'CANCELLED', start DESC, attempt_id DESC LIMIT 5");
-      st.bind(1, job_id);
-      // Real errors first: the attempts a job's end stopped (CANCELLED) say only that it ended.
-      while (st.step()) s.last_errors.push_back(error_line(st));
-    }
-    {
-      Statement st(db,
-                   "SELECT minibatch_id, picked_count, process, status, error_message, "
-                   "process_start_time FROM processed_minibatches "
-                   "WHERE job_id = ?1 AND status NOT IN ('RUN_DONE', 'CANCELLED') "
-                   "ORDER BY start, attempt_id LIMIT 1");
-      st.bind(1, job_id);
-      if (st.step()) s.first_error = error_line(st);
-    }
+    read_pools_and_errors(db, job_id, s);
     db.exec("COMMIT", "end a read transaction");
     return s;
   } catch (const Failure& f) {

@@ -1,4 +1,4 @@
-// One live interchange owns a store at a time (issue 18 item 0): it holds a write lock (fcntl)
+// One live interchange owns a store at a time: it holds a write lock (fcntl)
 // on "<store>.owner" for its whole life, released by the kernel however it ends (SIGKILL too),
 // and writes into that file where it listens, so that another `fanout run` on the same store
 // attaches to it instead of taking over its jobs. docs/store.md, section 1.

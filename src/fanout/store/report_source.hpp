@@ -65,8 +65,8 @@ struct JobResultRow {
   std::int64_t attempts = 0, attempts_failed = 0;
 };
 
-// One attempt as the report's single pass reads it (report_data()): raw columns, NULLs flagged.
-// The views are valid until the pass moves on.
+// One attempt as the report's single pass reads it (report::report_data()): raw columns, NULLs
+// flagged. The views are valid until the pass moves on.
 struct AttemptRow {
   std::uint64_t id = 0, job_id = 0, minibatch_id = 0, pool_id = 0;
   std::int64_t attempt = 0, worker_pid = 0, items = 0, succeeded = 0, failed = 0;
@@ -131,7 +131,7 @@ class ReportSource final {
   // The detail of mini-batch `minibatch_id` of the job into `out` (its minibatch_inputs row);
   // false when it has none.
   bool minibatch_detail(std::uint64_t job_id, std::uint64_t minibatch_id, std::string& out);
-  // The connection, for the report queries (report_queries.cpp) within this transaction.
+  // The connection, for the row queries of report_queries.cpp within this transaction.
   [[nodiscard]] Db& db() noexcept { return *db_; }
 
   // The highest attempt id in the store (0 when none).

@@ -1,4 +1,4 @@
-// Error values and the Failure exception. See STYLE.md section 4 for when each is used.
+// Error values (bad input, a peer's bytes) and the Failure exception (the environment refused).
 #pragma once
 
 #include <cstdint>

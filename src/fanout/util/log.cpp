@@ -43,7 +43,7 @@ Logger make_logger(const std::string& name, spdlog::level::level_enum level,
   log->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%L%$ %n[%P] %v");
   log->set_level(level);
   // INFO is for lifecycle lines (start, bind, register, job submitted/ended, recovery), which do
-  // not grow with the number of tasks (STYLE.md section 7): each reaches the file before the next
+  // not grow with the number of tasks: each reaches the file before the next
   // step, so a process killed with SIGKILL leaves its story behind. DEBUG and TRACE lines stay
   // buffered until the next INFO line or flush.
   log->flush_on(spdlog::level::info);

@@ -1,5 +1,5 @@
 // Logger set-up. One logger per process ("interchange", "pool", "worker", "client"); the level is
-// set on the logger so that filtered records are never formatted (STYLE.md section 7).
+// set on the logger so that filtered records are never formatted: logging off costs nothing.
 #pragma once
 
 #include <spdlog/spdlog.h>

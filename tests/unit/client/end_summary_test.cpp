@@ -1,5 +1,5 @@
 // The console's summary of an ended job (client/end_summary.hpp): ParallelRunStep's counting,
-// worded so that run() returning fewer results than items does not read as failures (issue 16).
+// worded so that run() returning fewer results than items does not read as failures.
 #include "client/end_summary.hpp"
 
 #include <doctest/doctest.h>

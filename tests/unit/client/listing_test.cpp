@@ -120,7 +120,7 @@ TEST_CASE("client.listing.plain_table") {
   }
 }
 
-// Issue 16: the MLTable file is never one of its own table's files.
+// The MLTable file is never one of its own table's files.
 TEST_CASE("client.listing.the_mltable_file_is_never_its_own_item") {
   ScratchDir d;
   d.write("a.png", "\x89PNG");
@@ -138,7 +138,7 @@ TEST_CASE("client.listing.the_mltable_file_is_never_its_own_item") {
   }
 }
 
-// Issue 16: a table of files counts files per mini-batch; a size cannot cut files.
+// A table of files counts files per mini-batch; a size cannot cut files.
 TEST_CASE("client.listing.a_table_of_files_is_cut_by_file_count") {
   fanout::config::JobConfig c;
   c.spec_path = "/jobs/job.yaml";

@@ -1,6 +1,6 @@
 // The progress line (client/progress.hpp), read as its specification: its figures count from
-// the job's own start (issue 17 item 5), and it fits the width it is given, dropping fields by
-// priority (item 7). No terminal: times and widths are passed in.
+// the job's own start, and it fits the width it is given, dropping fields by
+// priority. No terminal: times and widths are passed in.
 #include "client/progress.hpp"
 
 #include <doctest/doctest.h>

@@ -221,7 +221,7 @@ TEST_CASE("client.run_settings.resume_of_a_job_with_no_recorded_settings_uses_th
   CHECK(rs.log_level == "INFO");
 }
 
-// Issue 16: without append_row_to, the entry script's output_dir is the declared folder output.
+// Without append_row_to, the entry script's output_dir is the declared folder output.
 TEST_CASE("client.run_settings.output_dir_is_the_declared_folder_output") {
   JobConfig c = base();
   c.outputs = {{"scores", "uri_file", "/out/s.txt"}, {"res", "mltable", "/out/res"}};

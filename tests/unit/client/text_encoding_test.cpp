@@ -1,5 +1,5 @@
 // Declared encodings to UTF-8 with iconv(3) (client/text_encoding.hpp): windows1252 is not
-// latin1, and a byte an encoding does not define is an error, never dropped (issue 17 item 13).
+// latin1, and a byte an encoding does not define is an error, never dropped.
 #include "client/text_encoding.hpp"
 
 #include <doctest/doctest.h>

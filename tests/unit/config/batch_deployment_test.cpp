@@ -1,6 +1,6 @@
 // Tests for batch deployment files (config/batch_deployment.hpp): an Azure ML batch deployment
 // read as a parallel job over --input, its settings at the top or under `settings:`, a local
-// model as AZUREML_MODEL_DIR, and mistakes named with the file, line and key (issue 16).
+// model as AZUREML_MODEL_DIR, and mistakes named with the file, line and key.
 #include "fanout/config/batch_deployment.hpp"
 
 #include <doctest/doctest.h>

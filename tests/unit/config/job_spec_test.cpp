@@ -344,7 +344,7 @@ TEST_CASE("config.job_spec.accepts_table") {
        [](const JobConfig& c, const ScratchDir& t) {
          CHECK(c.append_row_to == t.path("out/parallel_run_step.txt"));
        }},
-      // Issue 16: an mltable output is a folder (SDK v2 pipelines declare them).
+      // An mltable output is a folder (SDK v2 pipelines declare them).
       {"append_row_to_mltable_output",
        with_outputs("  res: {type: mltable, path: ./out}", "  append_row_to: ${{outputs.res}}\n"),
        [](const JobConfig& c, const ScratchDir& t) {
@@ -359,7 +359,7 @@ TEST_CASE("config.job_spec.accepts_table") {
        [](const JobConfig& c, const ScratchDir& t) {
          CHECK(c.append_row_to == t.path("out/rows.txt"));
        }},
-      // Issue 16: ./ and ../ values are relative to the job file, said in a notice; others kept.
+      // ./ and ../ values are relative to the job file, said in a notice; others kept.
       {"environment_variables_relative_to_the_job_file",
        kBase + "environment_variables:\n  AZUREML_MODEL_DIR: ./models\n  UP: ../x\n  WORD: models\n"
                "  URL: http://a/./b\n",

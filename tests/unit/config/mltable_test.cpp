@@ -76,7 +76,7 @@ transformations:
 }
 
 TEST_CASE("config.mltable.format_is_what_the_file_says") {
-  // Only paths: Azure ML's file table (issue 16 item 1); still read with delimited defaults.
+  // Only paths: Azure ML's file table; still read with delimited defaults.
   auto files = parse_mltable("paths:\n  - folder: ./images\n", "/x/MLTable");
   REQUIRE(files.has_value());
   CHECK(files->format == TableFormat::Files);
@@ -161,7 +161,7 @@ TEST_CASE("config.mltable.partition_format") {
   CHECK(partition_format_keys("{a}/x/{b}.csv") == std::vector<std::string>{"a", "b"});
 }
 
-// Issue 16: the MLTable file written into an mltable output reads back as what was written.
+// The MLTable file written into an mltable output reads back as what was written.
 TEST_CASE("config.mltable.output_mltable_reads_back") {
   SUBCASE("append_row file in the folder: delimited with the separator, no header") {
     const std::string text =

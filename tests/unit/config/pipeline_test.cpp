@@ -97,7 +97,7 @@ TEST_CASE("config.pipeline.wiring_order_and_paths") {
   CHECK(score.job.inputs.size() == 2);
   CHECK(score.job.input_data == "data");
   CHECK(score.job.user_args == std::vector<std::string>{"--n", "5"});
-  // A uri_file output keeps the azureml:// URI's file name (issue 16 item 6).
+  // A uri_file output keeps the azureml:// URI's file name.
   CHECK(score.job.append_row_to == d.path("run") + "/outputs/final/final.txt");
   CHECK(pl->outputs.at("final").value == d.path("run") + "/outputs/final/final.txt");
   REQUIRE(!pl->notices.empty());
@@ -171,7 +171,7 @@ TEST_CASE("config.pipeline.job_file_type") {
   CHECK(!job_file_type(d.path("nope.yaml")).has_value());
 }
 
-// Issue 16: a command step starting with python runs with the pipeline's interpreter.
+// A command step starting with python runs with the pipeline's interpreter.
 TEST_CASE("config.pipeline.with_interpreter") {
   CHECK(with_interpreter("python prep.py --n 3", "/venv/bin/python") ==
         "'/venv/bin/python' prep.py --n 3");

@@ -108,7 +108,7 @@ TEST_CASE("interchange.dispatcher.jobinfo_only_before_a_jobs_first_task_to_a_poo
   CHECK(picks[1].needs_info);
 }
 
-// Issue 12: several jobs share the pools. Before, the oldest job took every free worker.
+// Several jobs share the pools. Before, the oldest job took every free worker.
 TEST_CASE("interchange.dispatcher.a_small_job_behind_a_large_one_gets_its_share_at_once") {
   JobLedger l(1, 1);
   PoolTable t;

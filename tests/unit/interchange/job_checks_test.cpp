@@ -84,7 +84,7 @@ TEST_CASE("interchange.job_checks.rejects_near_misses_naming_the_field") {
   }
 }
 
-// Issue 18 item 1: two live jobs never append to one file.
+// Two live jobs never append to one file.
 TEST_CASE("interchange.job_checks.refuses_an_output_file_a_live_job_appends_to") {
   fanout::ix::JobLedger::Jobs jobs;
   fanout::ix::Job& running = jobs[3];

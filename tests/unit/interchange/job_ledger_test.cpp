@@ -264,7 +264,7 @@ TEST_CASE("interchange.job_ledger.thresholds") {
       finish(fresh, take(fresh, job, 1)[0], AttemptStatus::RunException);
       auto v = JobLedger::verdict(job);
       REQUIRE(v.has_value());
-      CHECK(v->state == JobState::Partial);  // not plainly "succeeded" (issue 17 item 1)
+      CHECK(v->state == JobState::Partial);  // not plainly "succeeded"
       CHECK(v->reason == "2 of 2 mini-batches failed, within the thresholds");
     }
   }
@@ -341,7 +341,7 @@ TEST_CASE("interchange.job_ledger.lost_attempts_are_retried_and_counted_failed_t
   CHECK_FALSE(finish(l, t[0], AttemptStatus::RunDone).ours);
 }
 
-// A pool that leaves on its own hands back what it did not finish (issue 12): requeued in order
+// A pool that leaves on its own hands back what it did not finish: requeued in order
 // at the front as the same try, nothing counted failed, even on the last try.
 TEST_CASE("interchange.job_ledger.handed_back_tasks_are_requeued_with_no_try_used") {
   JobLedger l(1, 1);
@@ -367,7 +367,7 @@ TEST_CASE("interchange.job_ledger.handed_back_tasks_are_requeued_with_no_try_use
   CHECK(finish(l, again[0], AttemptStatus::RunDone).ours);
 }
 
-// attempts.id must be the task id the pool saw (issue 15): a lost attempt used to be recorded under
+// attempts.id must be the task id the pool saw: a lost attempt used to be recorded under
 // a fresh id, so the pool's logs and the store disagreed. The retry gets the fresh id.
 TEST_CASE("interchange.job_ledger.lost_attempt_keeps_its_task_id") {
   JobLedger l(1, 100);
@@ -395,7 +395,7 @@ TEST_CASE("interchange.job_ledger.ending_a_job_cancels_its_attempts_under_their_
   const auto failed_before = job.attempts_failed;
   auto ended = l.end(id, Verdict{JobState::Cancelled, "by a client"}, 9.0);
   CHECK(ended.job.id == id);
-  // The stopped attempts count as failed ones, as in the store and job_result.txt (issue 16).
+  // The stopped attempts count as failed ones, as in the store and job_result.txt.
   CHECK(ended.job.attempts_failed == failed_before + 2);
   CHECK(ended.job.state == JobState::Cancelled);
   CHECK(ended.job.in_flight == 0);

@@ -1,6 +1,6 @@
-// What a peer may make the interchange hold (interchange/peer_bounds.hpp, issue 18 items 5 and
-// 7): a client's mini-batches beyond its window are refused; a task a heartbeating pool does
-// not list is requeued once its lease expires, and one it lists never is.
+// What a peer may make the interchange hold (interchange/peer_bounds.hpp): a client's
+// mini-batches beyond its window are refused; a task a heartbeating pool does not list is
+// requeued once its lease expires, and one it lists never is.
 #include "interchange/peer_bounds.hpp"
 
 #include <doctest/doctest.h>

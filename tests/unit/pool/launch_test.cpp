@@ -1,5 +1,5 @@
 // Tests for a worker's launch (pool/launch.hpp): the job's environment_variables reach the
-// worker exactly as given and once each, and PYTHONPATH is merged instead of shadowed (issue 16).
+// worker exactly as given and once each, and PYTHONPATH is merged instead of shadowed.
 #include "pool/launch.hpp"
 
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// Results in frames the interchange accepts (pool/result_frames.hpp, issue 18 item 4): rows too
+// Results in frames the interchange accepts (pool/result_frames.hpp): rows too
 // large for a frame fail their attempt with a located ResultTooLarge, long error texts are cut,
 // and results that together exceed a frame are split over several, in order.
 #include "pool/result_frames.hpp"

@@ -1,5 +1,5 @@
 // The pool's wall clock (pool/wall_clock.hpp): the test-only offset and the correction measured
-// at registration (issue 12, clock skew).
+// at registration, so that a pool on a host with a skewed clock records true times.
 #include "pool/wall_clock.hpp"
 
 #include <doctest/doctest.h>

@@ -376,7 +376,7 @@ TEST_CASE("protocol.codec.round_trips_every_type") {
     auto out = round_trip(proto::JobAccepted{88, 20000, "/srv/fanout.db", "/srv/runs/x/logs"});
     CHECK(out.job_id == 88);
     CHECK(out.window == 20000);
-    // The interchange's own paths (issue 17 item 8).
+    // The interchange's own paths.
     CHECK(out.db_path == "/srv/fanout.db");
     CHECK(out.log_dir == "/srv/runs/x/logs");
   }
@@ -724,7 +724,7 @@ TEST_CASE("protocol.codec.rejects_deep_nesting") {
 }
 
 TEST_CASE("protocol.codec.element_limits_match_real_messages") {
-  // Issue 18 item 7: each element costs a 24-byte msgpack object whatever its bytes, so 100 MB
+  // Each element costs a 24-byte msgpack object whatever its bytes, so 100 MB
   // of nils took 2.4 GB. The elements a body declares are counted before anything is unpacked.
   auto all_nil = [](MsgType type, std::size_t n) {
     std::string body = header(type);
@@ -925,7 +925,7 @@ TEST_CASE("protocol.codec.mutated_frames_never_throw") {
   CHECK(throws == 0);
 }
 
-// ---------------------------------------------------------------- ResourceSample (issue 5)
+// ---------------------------------------------------------------- ResourceSample
 
 TEST_CASE("protocol.codec.resource_sample_round_trips") {
   static_assert(static_cast<int>(MsgType::ResourceSample) == 22);
@@ -993,7 +993,7 @@ TEST_CASE("protocol.codec.resource_sample_round_trips") {
   }
 }
 
-// ---------------------------------------------------------------- PoolLeaving (issue 4)
+// ---------------------------------------------------------------- PoolLeaving
 
 TEST_CASE("protocol.codec.pool_leaving_round_trips") {
   static_assert(static_cast<int>(MsgType::PoolLeaving) == 23);

@@ -70,7 +70,7 @@ TEST_CASE("report.job_report.writes_every_file_and_regenerates_byte_for_byte") {
   CHECK(slurp(out + "/job_progress_overview.2023111422.txt").find("3 of 3 done (100.0%)") !=
         std::string::npos);
 
-  // ParallelRunStep's error summary (issue 17 item 11): each kind with its first occurrence, and
+  // ParallelRunStep's error summary: each kind with its first occurrence, and
   // each worker process's failed attempts with their whole messages.
   const std::string errors = slurp(out + "/job_error.txt");
   CHECK(errors.rfind("job_id: 1\nerrors: 1 failed attempts of 1 kinds\n\nRUN_EXCEPTION ", 0) == 0);

@@ -73,7 +73,7 @@ TEST_CASE("report.status_text.json") {
   CHECK(j.find(R"("message":"ValueError: \"bad\"")") != std::string::npos);
   CHECK(j.back() == '\n');
   CHECK(j.find('\n') == j.size() - 1);  // one line
-  // A real JSON document: a running job's end is null, not 0 (issue 17 item 12).
+  // A real JSON document: a running job's end is null, not 0.
   const auto doc = nlohmann::json::parse(j);
   CHECK(doc["ended"].is_null());
   CHECK(doc["first_error"].is_null());

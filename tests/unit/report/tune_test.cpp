@@ -1,6 +1,6 @@
 // Tests for `fanout tune` (src/fanout/report/tune.hpp), read as its specification: each case
 // writes a constructed job history into a real store (the schema made by TaskStore, the rows by
-// SQL), reads it back with store::read_report_data() and checks the advice whose right answer is
+// SQL), reads it back with report::read_report_data() and checks the advice whose right answer is
 // known. Rules and thresholds: docs/tuning.md.
 #include "fanout/report/tune.hpp"
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "fanout/report/job_figures.hpp"
-#include "fanout/store/report_queries.hpp"
+#include "fanout/report/report_data.hpp"
 
 #include "report_history.hpp"
 #include "scratch_dir.hpp"
@@ -37,7 +37,7 @@ const Recommendation& find(const std::vector<Recommendation>& recs, const std::s
 std::vector<Recommendation> tune_history(const History& h, report::TuneOptions opt = {}) {
   fanout::test::ScratchDir dir("tune");
   const std::string path = write_store(dir, h);
-  auto d = store::read_report_data(path, 1);
+  auto d = report::read_report_data(path, 1);
   REQUIRE(d);
   if (opt.cores == 0) opt.cores = 4;
   return report::tune(*d, opt);
@@ -163,7 +163,7 @@ TEST_CASE("report.tune.nodes_follow_parallel_run_steps_rule") {
 TEST_CASE("report.tune.write_gives_the_suggested_block") {
   fanout::test::ScratchDir dir("tune");
   const auto path = write_store(dir, uniform(4, 50, kSettings, {.gap_s = 0.010}));
-  auto d = store::read_report_data(path, 1);
+  auto d = report::read_report_data(path, 1);
   REQUIRE(d);
   const auto yaml = report::tune_yaml(*d, report::tune(*d, {.cores = 4}));
   CHECK(yaml.find("mini_batch_size: \"10\"\n") != std::string::npos);
@@ -176,7 +176,7 @@ TEST_CASE("report.job_figures.idle_gap_and_utilisation") {
   fanout::test::ScratchDir dir("tune");
   const auto path = write_store(
       dir, uniform(2, 11, kSettings, {.run_s = 0.008, .overhead_s = 0.002, .gap_s = 0.010}));
-  auto d = store::read_report_data(path, 1);
+  auto d = report::read_report_data(path, 1);
   REQUIRE(d);
   const auto f = report::job_figures(*d);
   CHECK(f.gaps == 20);

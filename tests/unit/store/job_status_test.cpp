@@ -51,7 +51,7 @@ TEST_CASE("store.job_status.unknown_job_is_not_found") {
 
 TEST_CASE("store.job_status.real_errors_before_cancellations") {
   // A job's end records its running attempts CANCELLED, after the error that ended it: status
-  // shows the real error first, and first_error is never a cancellation (issue 17 items 1, 2).
+  // shows the real error first, and first_error is never a cancellation.
   ScratchDir dir;
   const std::string db = dir.file("fanout.db");
   {

@@ -1,6 +1,6 @@
 // Tests for the store's owner lock (src/fanout/store/owner_lock.hpp): one live holder at a time,
-// seen by other processes with what it published, released when the holder ends (issue 18
-// item 0). fcntl locks belong to a process, so the other side is a forked child.
+// seen by other processes with what it published, released when the holder ends.
+// fcntl locks belong to a process, so the other side is a forked child.
 #include "fanout/store/owner_lock.hpp"
 
 #include <doctest/doctest.h>

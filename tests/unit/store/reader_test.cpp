@@ -77,7 +77,7 @@ TEST_CASE("store.reader.history_is_newest_first") {
 }
 
 TEST_CASE("store.reader.empty_file_is_a_new_store") {
-  // `sqlite3 STORE 'select ...'` before the first job leaves a 0-byte file (issue 17 item 10).
+  // `sqlite3 STORE 'select ...'` before the first job leaves a 0-byte file.
   ScratchDir dir;
   const std::string path = dir.file("fanout.db");
   { std::ofstream touch(path); }

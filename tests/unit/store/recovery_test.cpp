@@ -131,7 +131,7 @@ TEST_CASE("store.recovery.recover_fails_undecodable_job") {
         std::string::npos);
 }
 
-// Issue 18 item 9: what the output file held before the job started is not the job's to remove.
+// What the output file held before the job started is not the job's to remove.
 TEST_CASE("store.recovery.never_cuts_below_what_the_file_held_when_the_job_started") {
   ScratchDir dir;
   const std::string path = dir.file("fanout.db");
@@ -152,7 +152,7 @@ TEST_CASE("store.recovery.never_cuts_below_what_the_file_held_when_the_job_start
   CHECK(slurp(out) == before);
 }
 
-// Issue 18 item 0: recovery of one job never cuts rows another job committed into the same file.
+// Recovery of one job never cuts rows another job committed into the same file.
 TEST_CASE("store.recovery.never_cuts_rows_another_job_committed_to_the_file") {
   ScratchDir dir;
   const std::string path = dir.file("fanout.db");

@@ -1,11 +1,9 @@
-// Tests for store::read_report_data (src/fanout/store/report_queries.hpp): the figures behind
-// report.html, compare and tune, read from constructed histories. The time-binned path taken for
-// jobs of many attempts must agree with the per-attempt path.
+// Tests for the store's side of the report (src/fanout/store/report_queries.hpp): the rows of a
+// constructed job, read through one ReportSource, as the report gets them.
 #include "fanout/store/report_queries.hpp"
 
 #include <doctest/doctest.h>
 
-#include <numeric>
 #include <string>
 
 #include "fanout/store/db.hpp"
@@ -18,118 +16,59 @@ namespace store = fanout::store;
 using fanout::test::uniform;
 using fanout::test::write_store;
 
-namespace {
-
-const std::string kSettings = R"({"mini_batch_size":"10","prefetch":0,"max_retries":3})";
-
-std::uint64_t started(const store::ReportData& d) {
-  std::uint64_t n = 0;
-  for (const auto& b : d.bins) n += b.started;
-  return n;
-}
-
-}  // namespace
-
-TEST_CASE("store.report_queries.reads_workers_series_and_histograms") {
+TEST_CASE("store.report_queries.rows_of_a_job") {
+  const std::string settings = R"({"mini_batch_size":"10","prefetch":0,"max_retries":3})";
   fanout::test::ScratchDir dir("queries");
-  const auto path = write_store(dir, uniform(3, 20, kSettings, {.run_s = 0.01, .gap_s = 0.002}));
-  auto d = store::read_report_data(path, 1);
-  REQUIRE(d);
-  CHECK(d->state == "succeeded");
-  CHECK(d->total == 60);
-  CHECK(d->worker_attempts == 60);
-  REQUIRE(d->workers.size() == 3);
-  CHECK(d->workers[0].attempts == 20);
-  REQUIRE(d->pools.size() == 1);
-  CHECK(d->pools[0].workers == 3);
-  CHECK(d->setting("mini_batch_size") == "10");
-  CHECK_FALSE(d->timeline_binned);
-  CHECK(d->segments.size() == 60);
-  CHECK(started(*d) == 60);
-  std::uint64_t ended = 0;
-  for (const auto& b : d->bins) ended += b.succeeded;
-  CHECK(ended == 60);
-  CHECK(d->bins.back().queued == 0);  // everything finished by the end
-  CHECK(d->run_hist.n == 60);
-  CHECK(std::accumulate(d->run_hist.counts.begin(), d->run_hist.counts.end(), 0ULL) == 60);
-  CHECK(d->run_hist.mean == doctest::Approx(0.01));
-}
-
-TEST_CASE("store.report_queries.binned_path_agrees_with_per_attempt_path") {
-  fanout::test::ScratchDir dir("queries");
-  const auto path = write_store(dir, uniform(4, 30, kSettings, {.run_s = 0.01, .gap_s = 0.003}));
-  auto exact = store::read_report_data(path, 1);
-  auto binned =
-      store::read_report_data(path, 1, {.max_timeline_attempts = 10, .max_timeline_segments = 50});
-  REQUIRE(exact);
-  REQUIRE(binned);
-  CHECK(binned->timeline_binned);
-  CHECK(binned->segments.size() <= 50 + 4);  // merged down to the limit (one spill per worker)
-  CHECK_FALSE(binned->segments.empty());
-  REQUIRE(binned->workers.size() == exact->workers.size());
-  for (std::size_t i = 0; i < exact->workers.size(); ++i) {
-    CHECK(binned->workers[i].attempts == exact->workers[i].attempts);
-    CHECK(binned->workers[i].first_start == doctest::Approx(exact->workers[i].first_start));
-    CHECK(binned->workers[i].last_end == doctest::Approx(exact->workers[i].last_end));
-    CHECK(binned->workers[i].run_s == doctest::Approx(exact->workers[i].run_s));
-  }
-  CHECK(started(*binned) == 120);
-  CHECK(binned->run_hist.n == exact->run_hist.n);
-  CHECK(binned->run_hist.mean == doctest::Approx(exact->run_hist.mean));
-  CHECK(binned->overhead_hist.max == doctest::Approx(exact->overhead_hist.max));
-  CHECK(binned->run_hist.counts == exact->run_hist.counts);
-  CHECK(binned->run_cpu_s == doctest::Approx(exact->run_cpu_s));
-  std::uint64_t ended = 0;
-  for (const auto& b : binned->bins) ended += b.ended;
-  CHECK(ended == 120);
-  std::uint64_t in_bars = 0;
-  for (const auto& s : binned->segments) {
-    in_bars += s.attempts;
-    CHECK(s.t_end >= s.t_start);
-    CHECK(s.t_end - s.t_start <= binned->timeline_bin_s * (1 + 1e-9));
-  }
-  CHECK(in_bars == 120);
-}
-
-TEST_CASE("store.report_queries.missing_job_and_store") {
-  fanout::test::ScratchDir dir("queries");
-  auto none = store::read_report_data(dir.path() + "/nothing.db", 1);
-  REQUIRE_FALSE(none);
-  CHECK(none.error().code == fanout::ErrorCode::NotFound);
-  const auto path = write_store(dir, uniform(1, 2, kSettings, {}));
-  auto missing = store::read_report_data(path, 99);
-  REQUIRE_FALSE(missing);
-  CHECK(missing.error().code == fanout::ErrorCode::NotFound);
-  CHECK(missing.error().message.find("no job 99") != std::string::npos);
-}
-
-TEST_CASE("store.report_queries.counts_of_a_clean_job_agree_with_the_mini_batch_scan") {
-  // A succeeded job whose attempts all succeeded, one per mini-batch, takes its counts from
-  // the pass; any other job from a scan of its mini-batches. Both must say the same.
-  fanout::test::ScratchDir dir("queries");
-  const auto path = write_store(dir, uniform(2, 30, kSettings, {}));
-  auto clean = store::read_report_data(path, 1);
-  REQUIRE(clean);
-  CHECK(clean->total == 60);
-  CHECK(clean->submitted == 60);
-  CHECK(clean->succeeded == 60);
-  CHECK(clean->failed == 0);
-  CHECK(clean->pending == 0);
-  CHECK(clean->items_succeeded == 600);
-  CHECK(clean->items_failed == 0);
+  const auto path = write_store(dir, uniform(2, 3, settings, {}));
   {
-    // One more attempt, a failed one: the scan's counts, which must be the same.
-    fanout::store::Db db(path, fanout::store::Db::Mode::ReadWriteCreate);
+    // Mini-batch 1 failed its second and last try.
+    store::Db db(path, store::Db::Mode::ReadWriteCreate);
+    db.exec("UPDATE minibatches SET state = 'failed', tries = 2, succeeded = 0 WHERE id = 1");
     db.exec(
-        "INSERT INTO attempts (job_id, minibatch_id, attempt, status, start, elapsed_s) "
-        "VALUES (1, 0, 2, 'POOL_LOST', 1000, 0)");
+        "INSERT INTO attempts (job_id, minibatch_id, attempt, status, error_message) "
+        "VALUES (1, 1, 2, 'RUN_EXCEPTION', 'boom\nmore')");
   }
-  auto scanned = store::read_report_data(path, 1);
-  REQUIRE(scanned);
-  CHECK(scanned->attempts_failed == 1);
-  CHECK(scanned->total == clean->total);
-  CHECK(scanned->submitted == clean->submitted);
-  CHECK(scanned->succeeded == clean->succeeded);
-  CHECK(scanned->items_succeeded == clean->items_succeeded);
-  CHECK(scanned->items_failed == clean->items_failed);
+  store::ReportSource src(path);
+
+  const auto job = store::read_report_job(src, 1);
+  CHECK(job.name == "constructed");
+  CHECK(job.state == "succeeded");
+  CHECK(job.total_known);
+  CHECK(job.total == 6);
+  CHECK(job.started == 1000);
+  CHECK(job.settings_json == settings);
+  REQUIRE(job.settings.size() == 3);
+  CHECK(job.settings[0] == std::pair<std::string, std::string>{"max_retries", "3"});  // by key
+
+  try {
+    (void)store::read_report_job(src, 9);
+    FAIL("no job 9, yet a row");
+  } catch (const fanout::Failure& f) {
+    CHECK(f.error().code == fanout::ErrorCode::NotFound);
+    CHECK(f.error().message.find("no job 9") != std::string::npos);
+  }
+
+  const auto c = store::read_minibatch_counts(src, 1);
+  CHECK(c.submitted == 6);
+  CHECK(c.succeeded == 5);
+  CHECK(c.failed == 1);
+  CHECK(c.items_succeeded == 50);
+  CHECK(c.items_failed == 10);  // every item of the failed mini-batch
+
+  const auto pool = store::read_pool_row(src, 1);
+  REQUIRE(pool);
+  CHECK(pool->state == "gone");
+  CHECK(pool->workers == 2);
+  CHECK_FALSE(store::read_pool_row(src, 7));
+
+  const auto exhausted = store::read_exhausted(src, 1, 10);
+  REQUIRE(exhausted.size() == 1);
+  CHECK(exhausted[0].minibatch == 1);
+  CHECK(exhausted[0].tries == 2);
+  CHECK(exhausted[0].last == "RUN_EXCEPTION: boom\nmore");  // whole: the report cuts it
+
+  const auto series = store::read_resource_series(src, 1, 1000, 10, 64);
+  CHECK(series.nodes.empty());
+  CHECK(series.processes.empty());
+  src.finish();
 }

@@ -130,7 +130,7 @@ TEST_CASE("store.schema.version_3_records_each_pools_key_fingerprint") {
   CHECK(sql_int(path, "SELECT count(*) FROM pools WHERE key_fingerprint IS NULL") == 2);
 }
 
-// Issue 18 item 12: one pools row per pool name, its registrations counted; attempts point to it.
+// One pools row per pool name, its registrations counted; attempts point to it.
 TEST_CASE("store.schema.version_4_keeps_one_pools_row_per_name") {
   ScratchDir dir;
   const std::string path = dir.file("fanout.db");

@@ -73,7 +73,7 @@ TEST_CASE("util.atomic_file.errors_name_the_path") {
   }
 }
 
-// Issue 18 item 3: the temporary files of a writer that was killed are removed, nothing else.
+// The temporary files of a writer that was killed are removed, nothing else.
 TEST_CASE("util.atomic_file.stale_temporaries_of_dead_writers_are_removed") {
   ScratchDir dir;
   // A pid that is surely not running: beyond pid_max's default and the kernel's limit.

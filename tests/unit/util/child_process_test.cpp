@@ -373,7 +373,7 @@ TEST_CASE("util.child_process.stop_right_after_spawn_uses_sigterm") {
 
 TEST_CASE("util.child_process.child_starts_with_default_signals_in_its_own_group") {
   // The parent ignores SIGPIPE and SIGUSR1 and blocks SIGUSR2; the child (posix_spawn's
-  // attributes, issue 17 item 14) has none of that, and leads its own process group.
+  // attributes) has none of that, and leads its own process group.
   ScratchDir dir;
   struct sigaction ign {};
   ign.sa_handler = SIG_IGN;

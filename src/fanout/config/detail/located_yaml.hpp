@@ -1,7 +1,7 @@
-// Private to config/: reading YAML so that every message says where, "file:line: key: what"
-// (STYLE.md section 4). The one helper and the one error type behind the job spec, pipeline and
-// MLTable readers. It names yaml-cpp's types, so it is included by config/*.cpp and config's tests
-// only.
+// Private to config/: reading YAML so that every message says where, "file:line: key: what",
+// as a user needs to fix a job file. The one helper and the one error type behind the job spec,
+// pipeline and MLTable readers. It names yaml-cpp's types, so it is included by config/*.cpp and
+// config's tests only.
 #pragma once
 
 #include <yaml-cpp/yaml.h>

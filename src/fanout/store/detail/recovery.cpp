@@ -32,6 +32,7 @@ std::uint64_t reopen_failed(Db& db, std::uint64_t job_id) {
   return n;
 }
 
+// Over 80 lines: its steps share one transaction and its statements, in an order that matters.
 std::vector<UnfinishedJob> recover(Db& db, const Logger& log) {
   Transaction tx(db);
   Statement jobs(db,

@@ -1,0 +1,308 @@
+// The figures made from a job's rows. See report_figures.hpp and docs/tuning.md.
+#include "fanout/report/report_figures.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+namespace fanout::report {
+
+std::string first_line(std::string_view s) {
+  s = s.substr(0, s.find('\n'));
+  if (s.size() > 300) s = s.substr(0, 300);
+  return std::string(s);
+}
+
+std::uint8_t AttemptTally::status_index(std::string_view s) {
+  for (std::size_t i = 0; i < statuses.size(); ++i) {
+    if (statuses[i] == s) return static_cast<std::uint8_t>(i);
+  }
+  if (statuses.size() >= 255) return 254;  // statuses are a handful; never more
+  statuses.emplace_back(s);
+  return static_cast<std::uint8_t>(statuses.size() - 1);
+}
+
+void AttemptTally::add_to_worker(const store::AttemptRow& a, AttemptPoint& p) {
+  auto [it, fresh] = worker_index.try_emplace({a.pool_id, std::string(a.process)},
+                                              static_cast<std::uint32_t>(workers.size()));
+  if (fresh) {
+    ReportData::Worker w;
+    w.pool_id = a.pool_id;
+    w.pool = a.pool;
+    w.node = a.node;
+    w.process = a.process;
+    w.first_start = a.start;
+    workers.push_back(std::move(w));
+  }
+  p.worker = it->second;
+  auto& w = workers[p.worker];
+  ++w.attempts;
+  w.succeeded += p.ok ? 1 : 0;
+  w.first_start = std::min(w.first_start, a.start);
+  if (a.has_elapsed) w.last_end = std::max(w.last_end, a.start + a.elapsed_s);
+  w.elapsed_s += a.has_elapsed ? a.elapsed_s : 0;
+  w.run_s += a.has_run ? a.run_s : 0;
+  w.cpu_s += a.has_cpu ? a.cpu_s : 0;
+}
+
+void AttemptTally::add(const store::AttemptRow& a) {
+  ++attempts;
+  const bool ok = a.status == "RUN_DONE";
+  if (ok) {
+    done_items_ok += a.has_succeeded ? static_cast<std::uint64_t>(a.succeeded) : 0;
+    done_items_failed += a.has_failed ? static_cast<std::uint64_t>(a.failed) : 0;
+  } else {
+    ++attempts_failed;
+    ++by_status[std::string(a.status)];
+    ++by_category[std::string(a.error_category)];
+    auto& g = groups[{std::string(a.status), std::string(a.error_category)}];
+    ++g.count;
+    if (g.first.size() < messages_per_failure) {
+      g.first.push_back(fmt::format("mini-batch {} try {} on {}: {}", a.minibatch_id, a.attempt,
+                                    a.process.empty() ? std::string_view("-") : a.process,
+                                    first_line(a.error_message)));
+    }
+  }
+  if (!a.has_start) return;  // it never reached a worker: no place in time
+  AttemptPoint p;
+  p.start = a.start;
+  p.elapsed = a.has_elapsed ? static_cast<float>(a.elapsed_s) : 0.0F;
+  p.run = static_cast<float>(a.run_s);
+  p.cpu = static_cast<float>(a.cpu_s);
+  p.attempt = static_cast<std::uint32_t>(a.attempt);
+  p.minibatch = a.minibatch_id;
+  p.items = ok && a.has_items ? static_cast<std::uint32_t>(a.items) : 0;
+  p.status = status_index(a.status);
+  p.ok = ok;
+  p.measured = ok && a.has_run && a.has_elapsed;
+  p.worker = kNoWorker;
+  if (!a.process.empty()) add_to_worker(a, p);
+  if (p.measured) {
+    run_cpu_s += a.has_cpu ? a.cpu_s : 0;
+    run_elapsed_s += a.elapsed_s;
+  }
+  points.push_back(p);
+}
+
+void order_workers(AttemptTally& tally, ReportData& r) {
+  std::vector<std::uint32_t> order(tally.workers.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const auto& x = tally.workers[a];
+    const auto& y = tally.workers[b];
+    return std::tie(x.pool, x.pool_id, x.process) < std::tie(y.pool, y.pool_id, y.process);
+  });
+  std::vector<std::uint32_t> renumber(order.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) {
+    renumber[order[i]] = i;
+    r.workers.push_back(std::move(tally.workers[order[i]]));
+  }
+  tally.workers.clear();
+  for (auto& p : tally.points) {
+    if (p.worker != kNoWorker) p.worker = renumber[p.worker];
+  }
+  for (const auto& w : r.workers) {
+    r.worker_attempts += w.attempts;
+    r.first_start = r.first_start == 0 ? w.first_start : std::min(r.first_start, w.first_start);
+    r.last_end = std::max(r.last_end, w.last_end);
+  }
+}
+
+namespace {
+
+// Equal bins from the minimum to the maximum (one bin when they are equal).
+void shape_histogram(ReportData::Histogram& h, std::uint32_t nbins) {
+  if (h.n == 0) return;
+  h.lo = h.min;
+  h.width = h.max > h.min ? (h.max - h.min) / nbins : 0;
+  h.counts.assign(h.width > 0 ? nbins : 1, 0);
+}
+
+void count_in(ReportData::Histogram& h, double v) {
+  if (h.counts.empty()) return;
+  std::int64_t i = h.width > 0 ? static_cast<std::int64_t>((v - h.lo) / h.width) : 0;
+  i = std::clamp<std::int64_t>(i, 0, static_cast<std::int64_t>(h.counts.size()) - 1);
+  ++h.counts[static_cast<std::size_t>(i)];
+}
+
+// Bin `k` of `nbins` holding time `t`, clamped into range.
+std::size_t bin_index(double t, double t0, double width, std::size_t nbins) {
+  return static_cast<std::size_t>(
+      std::clamp<std::int64_t>(static_cast<std::int64_t>(std::floor((t - t0) / width)), 0,
+                               static_cast<std::int64_t>(nbins) - 1));
+}
+
+}  // namespace
+
+void fill_histograms(const std::deque<AttemptPoint>& points, std::uint32_t nbins,
+                     ReportData::Histogram& rh, ReportData::Histogram& oh) {
+  double run_sum = 0, over_sum = 0;
+  for (const auto& p : points) {
+    if (!p.measured) continue;
+    const double run = p.run, over = static_cast<double>(p.elapsed) - p.run;
+    rh.min = rh.n == 0 ? run : std::min(rh.min, run);
+    rh.max = rh.n == 0 ? run : std::max(rh.max, run);
+    oh.min = oh.n == 0 ? over : std::min(oh.min, over);
+    oh.max = oh.n == 0 ? over : std::max(oh.max, over);
+    ++rh.n;
+    ++oh.n;
+    run_sum += run;
+    over_sum += over;
+  }
+  if (rh.n > 0) {
+    rh.mean = run_sum / static_cast<double>(rh.n);
+    oh.mean = over_sum / static_cast<double>(oh.n);
+  }
+  shape_histogram(rh, nbins);
+  shape_histogram(oh, nbins);
+  for (const auto& p : points) {
+    if (!p.measured) continue;
+    count_in(rh, p.run);
+    count_in(oh, static_cast<double>(p.elapsed) - p.run);
+  }
+}
+
+void fill_series_bins(const std::deque<AttemptPoint>& points, std::uint32_t nbins,
+                      std::uint32_t max_retries, ReportData& r) {
+  r.t0 = r.started > 0 ? r.started : r.first_start;
+  if (r.first_start > 0) r.t0 = std::min(r.t0, r.first_start);
+  const double end = std::max(r.last_end, r.ended > 0 ? r.ended : r.snapshot);
+  r.bin_s = std::max(end - r.t0, 1e-3) / nbins;
+  r.bins.resize(nbins + 1);  // the end itself falls into one more bin
+  for (std::size_t i = 0; i < r.bins.size(); ++i) r.bins[i].t = static_cast<double>(i) * r.bin_s;
+  for (const auto& p : points) {
+    ++r.bins[bin_index(p.start, r.t0, r.bin_s, r.bins.size())].started;
+    auto& e = r.bins[bin_index(p.start + p.elapsed, r.t0, r.bin_s, r.bins.size())];
+    ++e.ended;
+    e.succeeded += p.ok ? 1 : 0;
+    e.items += p.items;
+    e.failed += p.ok ? 0 : 1;
+    e.finished += (p.ok || p.attempt > max_retries) ? 1 : 0;
+  }
+  if (r.worker_attempts == 0 && points.empty()) return;
+  // At a bin's start: running = started before it − ended before it.
+  const auto total = static_cast<std::int64_t>(r.total_known ? r.total : r.submitted);
+  std::int64_t started = 0, ended = 0, finished = 0;
+  for (auto& b : r.bins) {
+    b.running = started - ended;
+    b.queued = std::max<std::int64_t>(0, total - finished - b.running);
+    started += static_cast<std::int64_t>(b.started);
+    ended += static_cast<std::int64_t>(b.ended);
+    finished += static_cast<std::int64_t>(b.finished);
+  }
+}
+
+void fill_timeline(const std::deque<AttemptPoint>& points, const std::vector<std::string>& statuses,
+                   const ReportLimits& limits, ReportData& r) {
+  if (r.workers.empty()) return;
+  if (r.worker_attempts <= limits.max_timeline_attempts) {
+    for (const auto& p : points) {
+      if (p.worker == kNoWorker) continue;
+      r.segments.push_back({.worker = p.worker,
+                            .t_start = p.start - r.t0,
+                            .t_end = p.start - r.t0 + p.elapsed,
+                            .status = statuses[p.status],
+                            .minibatch = p.minibatch,
+                            .attempts = 1});
+    }
+    std::stable_sort(r.segments.begin(), r.segments.end(),
+                     [](const auto& a, const auto& b) { return a.t_start < b.t_start; });
+    return;
+  }
+  r.timeline_binned = true;
+  const std::uint64_t nbins =
+      std::clamp<std::uint64_t>(limits.max_timeline_segments / r.workers.size(), 10, 400);
+  r.timeline_bin_s = std::max(r.last_end - r.t0, 1e-3) / static_cast<double>(nbins);
+  std::vector<double> busy(r.workers.size() * nbins, 0);  // worker × bin busy seconds
+  std::vector<std::uint64_t> n(busy.size(), 0), failed(busy.size(), 0);
+  for (const auto& p : points) {
+    if (p.worker == kNoWorker) continue;
+    const std::size_t k = p.worker * nbins + bin_index(p.start, r.t0, r.timeline_bin_s, nbins);
+    busy[k] += p.elapsed;
+    ++n[k];
+    failed[k] += p.ok ? 0 : 1;
+  }
+  for (std::size_t k = 0; k < n.size(); ++k) {
+    if (n[k] == 0) continue;
+    const double t = static_cast<double>(k % nbins) * r.timeline_bin_s;
+    // Busy time counts in the bin the attempt started in; an attempt longer than a bin fills it.
+    r.segments.push_back({.worker = static_cast<std::uint32_t>(k / nbins),
+                          .t_start = t,
+                          .t_end = t + std::min(busy[k], r.timeline_bin_s),
+                          .status = failed[k] > 0 ? "FAILED" : "RUN_DONE",
+                          .minibatch = 0,
+                          .attempts = n[k]});
+  }
+}
+
+void rank_failures(AttemptTally& tally, ReportData& r) {
+  auto by_count = [](std::map<std::string, std::uint64_t>& m, std::size_t limit) {
+    std::vector<std::pair<std::string, std::uint64_t>> v(m.begin(), m.end());
+    std::stable_sort(v.begin(), v.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    if (v.size() > limit) v.resize(limit);
+    return v;
+  };
+  r.by_status = by_count(tally.by_status, 1000);
+  r.by_category = by_count(tally.by_category, 50);
+  for (auto& [key, g] : tally.groups) {
+    g.status = key.first;
+    g.category = key.second;
+    r.failures.push_back(std::move(g));
+  }
+  std::stable_sort(r.failures.begin(), r.failures.end(),
+                   [](const auto& a, const auto& b) { return a.count > b.count; });
+  if (r.failures.size() > 20) r.failures.resize(20);
+}
+
+std::vector<ReportData::Pool> pool_totals(const std::vector<ReportData::Worker>& workers,
+                                          const std::map<std::uint64_t, store::PoolRow>& rows) {
+  std::map<std::uint64_t, ReportData::Pool> pools;
+  for (const auto& x : workers) {
+    auto [it, fresh] = pools.try_emplace(x.pool_id);
+    auto& pool = it->second;
+    if (fresh) {
+      pool.id = x.pool_id;
+      pool.name = x.pool;
+      pool.node = x.node;
+      if (auto row = rows.find(x.pool_id); row != rows.end()) {
+        pool.state = row->second.state;
+        pool.workers = row->second.workers;
+        pool.prefetch = row->second.prefetch;
+      }
+      pool.first_start = x.first_start;
+    }
+    pool.attempts += x.attempts;
+    pool.elapsed_s += x.elapsed_s;
+    pool.run_s += x.run_s;
+    pool.cpu_s += x.cpu_s;
+    pool.first_start = std::min(pool.first_start, x.first_start);
+    pool.last_end = std::max(pool.last_end, x.last_end);
+  }
+  std::vector<ReportData::Pool> out;
+  for (auto& [id, pool] : pools) {
+    if (pool.workers == 0) {
+      pool.workers = static_cast<std::uint64_t>(std::count_if(
+          workers.begin(), workers.end(), [&](const auto& x) { return x.pool_id == id; }));
+    }
+    out.push_back(std::move(pool));
+  }
+  return out;
+}
+
+void finish_tally(AttemptTally& tally, const ReportLimits& limits, std::uint32_t max_retries,
+                  ReportData& r) {
+  r.attempts = tally.attempts;
+  r.attempts_failed = tally.attempts_failed;
+  r.run_cpu_s = tally.run_cpu_s;
+  r.run_elapsed_s = tally.run_elapsed_s;
+  order_workers(tally, r);
+  fill_histograms(tally.points, limits.histogram_bins, r.run_hist, r.overhead_hist);
+  fill_series_bins(tally.points, limits.series_bins, max_retries, r);
+  fill_timeline(tally.points, tally.statuses, limits, r);
+  rank_failures(tally, r);
+}
+
+}  // namespace fanout::report

@@ -1,0 +1,99 @@
+// The figures of report.html, compare and tune made from a job's rows: the tally of one pass over
+// its attempts (AttemptTally), then the workers in order, the run() and overhead histograms, the
+// time bins of the series, the timeline and the failure ranking, each a pure function of that
+// tally and the job's row (no store, no I/O). Definitions: docs/tuning.md.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "fanout/report/report_data.hpp"
+#include "fanout/store/report_queries.hpp"
+#include "fanout/store/report_source.hpp"
+
+namespace fanout::report {
+
+// The first line of a message, at most 300 bytes.
+[[nodiscard]] std::string first_line(std::string_view s);
+
+// What the tally keeps of one attempt that has a start time (about 40 bytes: the figures need
+// the job's span and the histograms' ranges, known only at the end).
+struct AttemptPoint {
+  double start = 0;
+  float elapsed = 0, run = 0, cpu = 0;
+  std::uint32_t worker = 0;  // index into AttemptTally::workers; kNoWorker when it reached none
+  std::uint32_t attempt = 0;
+  std::uint64_t minibatch = 0;
+  std::uint32_t items = 0;  // items of a RUN_DONE attempt
+  std::uint8_t status = 0;  // index into AttemptTally::statuses
+  bool ok = false;          // RUN_DONE
+  bool measured = false;    // RUN_DONE with run() and attempt times
+};
+inline constexpr std::uint32_t kNoWorker = 0xffffffffU;
+
+// The attempts of one job, tallied one at a time in attempt id order.
+struct AttemptTally {
+  explicit AttemptTally(std::uint32_t messages_per_failure_ = 3)
+      : messages_per_failure(messages_per_failure_) {}
+  void add(const store::AttemptRow& a);
+
+  std::deque<AttemptPoint> points{};          // no doubling copies: a million points is 48 MB
+  std::vector<ReportData::Worker> workers{};  // in order of first attempt
+  std::map<std::pair<std::uint64_t, std::string>, std::uint32_t> worker_index{};
+  std::vector<std::string> statuses{};
+  std::map<std::string, std::uint64_t> by_status{}, by_category{};  // failed attempts
+  std::map<std::pair<std::string, std::string>, ReportData::FailureGroup> groups{};
+  std::uint32_t messages_per_failure = 3;
+  std::uint64_t attempts = 0, attempts_failed = 0;
+  std::uint64_t done_items_ok = 0, done_items_failed = 0;  // of RUN_DONE attempts
+  double run_cpu_s = 0, run_elapsed_s = 0;                 // of measured attempts
+
+ private:
+  std::uint8_t status_index(std::string_view s);
+  void add_to_worker(const store::AttemptRow& a, AttemptPoint& p);
+};
+
+// Moves the tally's workers into `r.workers` by pool, pool id and process, renumbers the
+// points to match, and sets r.worker_attempts, r.first_start and r.last_end.
+void order_workers(AttemptTally& tally, ReportData& r);
+
+// The run() and overhead histograms of the measured points, `nbins` equal bins from the
+// minimum to the maximum (one bin when they are equal).
+void fill_histograms(const std::deque<AttemptPoint>& points, std::uint32_t nbins,
+                     ReportData::Histogram& run, ReportData::Histogram& overhead);
+
+// r.t0 and the series' `nbins` + 1 time bins (r.bin_s, r.bins) from t0 to the job's end (or
+// r.snapshot), from r.started, r.ended, r.first_start, r.last_end and r.total/r.submitted. A
+// mini-batch counts as finished by an attempt that succeeded or whose try is above
+// `max_retries` (the job's retry policy, store::JobSettings::max_retries).
+void fill_series_bins(const std::deque<AttemptPoint>& points, std::uint32_t nbins,
+                      std::uint32_t max_retries, ReportData& r);
+
+// The timeline (r.segments): one bar per attempt that reached a worker, or, above
+// `limits.max_timeline_attempts` of them, one per worker and time bin (r.timeline_binned).
+// Needs r.workers, r.worker_attempts, r.t0 and r.last_end.
+void fill_timeline(const std::deque<AttemptPoint>& points, const std::vector<std::string>& statuses,
+                   const ReportLimits& limits, ReportData& r);
+
+// Failed attempts by status and category, and the groups of (status, category), most
+// frequent first (ties by name); at most 20 groups and 50 categories.
+void rank_failures(AttemptTally& tally, ReportData& r);
+
+// The pools that ran the workers' attempts, by id, with their totals; `rows` holds each pool's
+// row where the store has one. A pool row without a worker count (an older pool) counts the
+// processes seen instead.
+[[nodiscard]] std::vector<ReportData::Pool> pool_totals(
+    const std::vector<ReportData::Worker>& workers,
+    const std::map<std::uint64_t, store::PoolRow>& rows);
+
+// Everything drawn from the tally: the attempt counts, the workers, the histograms, t0 and the
+// series' bins, the timeline and the failures. r's job row and counts must be set.
+void finish_tally(AttemptTally& tally, const ReportLimits& limits, std::uint32_t max_retries,
+                  ReportData& r);
+
+}  // namespace fanout::report

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Comments and docs give the reason itself, never a pointer to what a reader of the repository
+# cannot open: a comment citing a tracker's issue number (the word "issue" or a hash sign followed
+# by a number, as in a TODO) or the style and design notes kept outside the repository fails this
+# check. Prints each hit as
+# file:line: text and exits 1; prints "comments: ok" and exits 0 when there is none.
+#
+# Checked: the comments of C++ files (// ...), of shell, Python and Meson files (# ...), and the
+# text of README.md and docs/*.md. pool/, client/ and tests/integration/ are exempt while they are
+# rewritten on their own branches; the lead removes the exemption once those are merged.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# What a comment may not cite: an issue number, a hash sign and a number (but not an HTML
+# entity, whose hash follows an ampersand), or a style or design file outside the repository.
+cite='STYLE\.md|DESIGN\.md|\b[Ii]ssues? #?[0-9]+|(?<![&\w])#[0-9]+\b'
+exempt='^(pool|client|tests/integration)/|^subprojects/|^build[^/]*/'
+
+hits=0
+check() {  # comment-start-regex files...
+  local start=$1
+  shift
+  (($# > 0)) || return 0
+  while IFS= read -r hit; do
+    printf '%s\n' "$hit"
+    hits=$((hits + 1))
+  done < <(grep -nHP "${start}.*(${cite})" "$@" || true)
+}
+
+files() {  # git pathspecs...
+  git ls-files -- "$@" | grep -vE "$exempt" || true
+}
+
+mapfile -t cxx < <(files '*.cpp' '*.hpp' '*.h' '*.cc')
+mapfile -t scripts < <(files '*.sh' '*.py' 'meson.build' '*/meson.build' 'meson_options.txt' '.ci/*')
+mapfile -t docs < <(files 'README.md' 'docs/*.md')
+check '//' "${cxx[@]}"
+check '#' "${scripts[@]}"
+check '' "${docs[@]}"
+
+if ((hits > 0)); then
+  echo "comments: $hits comment(s) cite an issue number or a file outside the repository;" \
+    "write the reason itself instead" >&2
+  exit 1
+fi
+echo "comments: ok"
