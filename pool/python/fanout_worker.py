@@ -155,6 +155,7 @@ def _json_lines_frame(part, data, encoding, detail):
                 raise ValueError("a JSON %s, not an object" % type(rec).__name__)
         except ValueError as e:
             if drop:
+                _REMOVED[0] += 1
                 continue
             raise ValueError("%s: line %d: not a JSON object (%s); read_json_lines.invalid_lines: "
                              "drop leaves such lines out" % (part["file"], line, e))
@@ -166,6 +167,10 @@ def _json_lines_frame(part, data, encoding, detail):
         df["Path"] = part["file"]
     return df
 
+
+# Rows of the current tabular mini-batch that the table's own steps left out (filter,
+# invalid_lines: drop): they are items, counted as succeeded without a result (n_result).
+_REMOVED = [0]
 
 _TRUE = ["true", "True", "TRUE", "1", "yes", "Yes", "YES"]
 _FALSE = ["false", "False", "FALSE", "0", "no", "No", "NO"]
@@ -245,6 +250,7 @@ def _column_step(df, step):
         else:
             s = s.map(lambda v: v if pd.isna(v) else str(v))
         mask &= ops[op](s, value).fillna(False).astype(bool)
+    _REMOVED[0] += int((~mask).sum())
     return df[mask].reset_index(drop=True)
 
 
@@ -569,6 +575,7 @@ def _decode_detail(detail):
 
 def _prepare_slow(body, n, detail_len, n_items, minibatch_index, cfg, two_args):
     """Builds (mini_batch, context) when the detail must be read or the item count is off."""
+    _REMOVED[0] = 0
     start = _TASK_BODY_OFFSET + detail_len
     if start > n:
         raise ProtocolError("T frame: detail_len %d runs past the frame (%d bytes)" % (detail_len, n))
@@ -686,6 +693,8 @@ def serve(run, two_args, cfg):
                         out = text.encode("utf-8", "backslashreplace")
             else:
                 status, n_result, out, err = _classify(result, cfg)
+            if detail_len and status == 0:
+                n_result += _REMOVED[0]
         except InputChanged as e:
             status, n_result, out, err = STATUS_EXCEPTION, 0, empty, INPUT_CHANGED + ": " + _safe_str(e)
         except Exception as e:
