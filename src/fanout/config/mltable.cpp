@@ -47,6 +47,7 @@ struct ParsedFilter {
   std::string error{};
 };
 
+// Longer than most: one left-to-right reader of the grammar, kept whole so it reads top to bottom.
 ParsedFilter parse_filter(std::string_view e) {
   ParsedFilter out;
   std::size_t i = 0;
