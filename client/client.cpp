@@ -25,6 +25,7 @@
 #include "client/slurm_launcher.hpp"
 #include "client/submission.hpp"
 #include "client/tabular.hpp"
+#include "fanout/config/batch_deployment.hpp"
 #include "fanout/config/row_settings.hpp"
 #include "fanout/net/security.hpp"
 #include "fanout/store/reader.hpp"
@@ -236,6 +237,20 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   }
   proto::JobSpec spec = job_spec(cfg, run_dir.empty() ? std::string() : run_dir + "/logs");
   spec.interchange_run_dir = run_dir.empty();
+  // A batch deployment's model sits inside AZUREML_MODEL_DIR under its own name, as in Azure ML;
+  // without a run folder here (a shared interchange) the folder goes beside the store.
+  if (!cfg.model_path.empty()) {
+    const std::string root =
+        !run_dir.empty() ? run_dir
+                         : fmt::format("{}/runs/{}-model-{}", fs::path(db).parent_path().string(),
+                                       cfg.name, ::getpid());
+    auto model_dir = config::lay_out_model_dir(cfg, root + "/azureml-models");
+    if (!model_dir) {
+      std::fprintf(stderr, "error: %s\n", model_dir.error().message.c_str());
+      return 3;
+    }
+    if (!model_dir->empty()) spec.env.push_back("AZUREML_MODEL_DIR=" + *model_dir);
+  }
 
   if (!ov.quiet) {
     for (const auto& n : cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 #include "client/listing.hpp"
@@ -107,6 +108,8 @@ Expected<FileInfo> file_info(const config::TableSpec& t, const std::string& path
   info.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   const std::uint64_t bom = bom_size(t, path);
   info.data_start = bom;
+  // JSON lines have no header: each line names its own fields.
+  if (t.format == config::TableFormat::JsonLines) return info;
   const bool own_header = t.header == "all_files_different_headers" ||
                           t.header == "all_files_same_headers" ||
                           (t.header == "from_first_file" && first == nullptr);
@@ -188,6 +191,7 @@ struct Part {
   const FileInfo* file;
   std::uint64_t begin;
   std::uint64_t end;
+  std::uint64_t line = 0;  // the file's line number of the first row, for messages (0: unknown)
 };
 
 // The "kind": "tabular" detail (docs/worker-pipe.md).
@@ -202,7 +206,8 @@ std::string tabular_detail(const config::TableSpec& t, const std::vector<Part>& 
     j += ",\"begin\":" + std::to_string(parts[i].begin) +
          ",\"end\":" + std::to_string(parts[i].end) +
          ",\"size\":" + std::to_string(parts[i].file->size) +
-         ",\"mtime_ns\":" + std::to_string(parts[i].file->mtime_ns) + ",\"columns\":";
+         ",\"mtime_ns\":" + std::to_string(parts[i].file->mtime_ns) +
+         ",\"line\":" + std::to_string(parts[i].line) + ",\"columns\":";
     json_list(j, parts[i].file->columns);
     j += ",\"path_values\":";
     json_pairs(j, parts[i].file->path_values);
@@ -218,6 +223,11 @@ std::string tabular_detail(const config::TableSpec& t, const std::vector<Part>& 
   json_list(j, t.keep_columns);
   j += ",\"drop_columns\":";
   json_list(j, t.drop_columns);
+  j += std::string(",\"format\":") +
+       (t.format == config::TableFormat::JsonLines ? "\"json_lines\"" : "\"delimited\"");
+  j += ",\"invalid_lines\":";
+  json_quote(j, t.invalid_lines);
+  j += ",\"column_steps\":" + t.column_steps;
   if (keys != nullptr) {
     j += ",\"partition_key_value\":";
     json_pairs(j, *keys);
@@ -229,9 +239,10 @@ std::string tabular_detail(const config::TableSpec& t, const std::vector<Part>& 
 }
 
 // Calls fn(row bytes, offset of the row) for each row from `offset` to the end of the file,
-// honouring quotes.
+// honouring quotes unless `quotes` is false (JSON lines: a row is a line). A fn returning bool
+// stops the reading by returning false.
 template <typename F>
-Expected<void> for_each_row(const std::string& path, std::uint64_t offset, F&& fn) {
+Expected<void> for_each_row(const std::string& path, std::uint64_t offset, bool quotes, F&& fn) {
   auto f = open_at(path, offset);
   if (!f) return Unexpected{f.error()};
   std::string row;
@@ -243,11 +254,15 @@ Expected<void> for_each_row(const std::string& path, std::uint64_t offset, F&& f
     const std::size_t n = std::fread(buf, 1, sizeof buf, f->get());
     std::size_t s = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      if (buf[i] == '"') {
+      if (buf[i] == '"' && quotes) {
         quoted = !quoted;
       } else if (buf[i] == '\n' && !quoted) {
         row.append(buf + s, i + 1 - s);
-        fn(std::string_view(row), row_begin);
+        if constexpr (std::is_same_v<decltype(fn(std::string_view(), row_begin)), bool>) {
+          if (!fn(std::string_view(row), row_begin)) return {};
+        } else {
+          fn(std::string_view(row), row_begin);
+        }
         row.clear();
         s = i + 1;
         row_begin = pos + s;
@@ -257,12 +272,70 @@ Expected<void> for_each_row(const std::string& path, std::uint64_t offset, F&& f
     pos += n;
     if (n < sizeof buf) break;
   }
-  if (!row.empty()) fn(std::string_view(row), row_begin);
+  if (!row.empty()) (void)fn(std::string_view(row), row_begin);
   return {};
 }
 
 bool blank(std::string_view row) {
   return row.find_first_not_of(" \t\r\n") == std::string_view::npos;
+}
+
+// Cuts the table row by row, for row steps (take, skip, take_random_sample, which decide row by
+// row) and for JSON lines (a row is a line: no quoting). Consecutive kept rows of a file form one
+// part; a mini-batch holds parts of one file up to max_bytes (a larger single row alone). Blank
+// rows are not rows, as pandas reads them.
+Expected<std::uint64_t> stream_rows(const config::JobConfig& cfg, const config::TableSpec& t,
+                                    const std::vector<std::string>& files,
+                                    const std::function<bool(proto::MiniBatch&&)>& emit) {
+  config::RowSelector selector(t.row_steps);
+  const bool quotes = t.format != config::TableFormat::JsonLines;
+  const std::uint64_t max_bytes = std::max<std::uint64_t>(cfg.mini_batch_bytes, 1);
+  std::unique_ptr<FileInfo> first;
+  std::uint64_t count = 0;
+  std::uint64_t row_offset = 0;
+  bool go_on = true;
+  for (const auto& path : files) {
+    if (selector.done() || !go_on) break;
+    auto info = file_info(t, path, first.get());
+    if (!info) return Unexpected{info.error()};
+    auto fi = std::make_unique<FileInfo>(std::move(*info));
+    std::vector<Part> parts;
+    std::uint64_t bytes = 0;
+    std::uint64_t rows = 0;
+    auto flush = [&] {
+      if (rows == 0) return;
+      proto::MiniBatch mb;
+      mb.index = count++;
+      mb.items.assign(rows, std::string());
+      mb.detail = tabular_detail(t, parts, row_offset, nullptr);
+      row_offset += rows;
+      parts.clear();
+      bytes = rows = 0;
+      go_on = emit(std::move(mb));
+    };
+    std::uint64_t line = fi->header_rows;
+    auto r =
+        for_each_row(path, fi->data_start, quotes, [&](std::string_view row, std::uint64_t begin) {
+          ++line;
+          if (blank(row)) return true;
+          if (!selector.keep()) return !selector.done();
+          if (rows > 0 && bytes + row.size() > max_bytes) flush();
+          if (!go_on) return false;
+          if (!parts.empty() && parts.back().end == begin) {
+            parts.back().end = begin + row.size();
+          } else {
+            parts.push_back(Part{fi.get(), begin, begin + row.size(), line});
+          }
+          bytes += row.size();
+          ++rows;
+          return !selector.done();
+        });
+    if (!r) return Unexpected{r.error()};
+    if (go_on) flush();
+    // Only the first file's info is needed again (for the others' column names).
+    if (!first) first = std::move(fi);
+  }
+  return count;
 }
 
 }  // namespace
@@ -336,6 +409,17 @@ Expected<TableLayout> check_table(const config::JobConfig& cfg, const config::Ta
     return make_error(ErrorCode::InvalidArgument, t.source + ": paths: no files found");
   }
   layout.files = std::move(*files);
+  if (!cfg.partition_keys.empty() &&
+      (!t.row_steps.empty() || t.format == config::TableFormat::JsonLines)) {
+    return make_error(ErrorCode::InvalidArgument,
+                      cfg.spec_path + ": partition_keys: not supported with " +
+                          (t.row_steps.empty() ? "read_json_lines"
+                                               : "take, skip or "
+                                                 "take_random_sample") +
+                          " (" + t.source + "); drop partition_keys or those steps");
+  }
+  // JSON lines name their fields line by line: the worker checks keep/drop_columns.
+  if (t.format == config::TableFormat::JsonLines) return layout;
   auto first = file_info(t, layout.files.front(), nullptr);
   if (!first) return Unexpected{first.error()};
   std::vector<std::string> all = first->columns;
@@ -369,6 +453,8 @@ Expected<std::uint64_t> stream_table(const config::JobConfig& cfg, const config:
                                      const std::function<bool(proto::MiniBatch&&)>& emit) {
   auto files = list_table_files(t);
   if (!files) return Unexpected{files.error()};
+  const bool by_row = !t.row_steps.empty() || t.format == config::TableFormat::JsonLines;
+  if (by_row && cfg.partition_keys.empty()) return stream_rows(cfg, t, *files, emit);
   std::vector<std::unique_ptr<FileInfo>> infos;
   std::uint64_t count = 0;
   std::uint64_t row_offset = 0;
@@ -465,46 +551,47 @@ Expected<std::uint64_t> stream_table(const config::JobConfig& cfg, const config:
     if (!conv) return Unexpected{conv.error()};
     std::optional<Error> bad;  // the first row that does not decode: the listing stops there
     std::uint64_t row_no = fi.header_rows;
-    auto r = for_each_row(path, fi.data_start, [&](std::string_view row, std::uint64_t begin) {
-      ++row_no;
-      if (bad || blank(row)) return;
-      // The whole row must decode, not only its keys: the worker decodes all of it.
-      if (auto whole = (**conv)(row); !whole) {
-        bad = undecodable(path, row_no, whole.error());
-        return;
-      }
-      auto fields = part::split_row(row, delim);
-      combo.clear();
-      for (std::size_t k = 0; k < field.size(); ++k) {
-        const auto col = static_cast<std::size_t>(field[k]);
-        if (field[k] < 0) {
-          key_values[k] = fixed[k];
-        } else if (col < fields.size()) {
-          auto v = (**conv)(fields[col]);
-          key_values[k] = v ? std::move(*v) : std::string();
-        } else {
-          key_values[k].clear();
-        }
-        combo += key_values[k];
-        combo += '\x1f';
-      }
-      auto [it, fresh] = by_key.try_emplace(combo, groups.size());
-      if (fresh) {
-        Group g;
-        for (std::size_t k = 0; k < field.size(); ++k) {
-          g.values.emplace_back(cfg.partition_keys[k], key_values[k]);
-        }
-        groups.push_back(std::move(g));
-      }
-      Group& g = groups[it->second];
-      ++g.rows;
-      const std::uint64_t end = begin + row.size();
-      if (g.spans.empty() || g.spans.back().file != fidx) {
-        g.spans.push_back(Span{fidx, begin, end});
-      } else {
-        g.spans.back().end = end;
-      }
-    });
+    auto r =
+        for_each_row(path, fi.data_start, true, [&](std::string_view row, std::uint64_t begin) {
+          ++row_no;
+          if (bad || blank(row)) return;
+          // The whole row must decode, not only its keys: the worker decodes all of it.
+          if (auto whole = (**conv)(row); !whole) {
+            bad = undecodable(path, row_no, whole.error());
+            return;
+          }
+          auto fields = part::split_row(row, delim);
+          combo.clear();
+          for (std::size_t k = 0; k < field.size(); ++k) {
+            const auto col = static_cast<std::size_t>(field[k]);
+            if (field[k] < 0) {
+              key_values[k] = fixed[k];
+            } else if (col < fields.size()) {
+              auto v = (**conv)(fields[col]);
+              key_values[k] = v ? std::move(*v) : std::string();
+            } else {
+              key_values[k].clear();
+            }
+            combo += key_values[k];
+            combo += '\x1f';
+          }
+          auto [it, fresh] = by_key.try_emplace(combo, groups.size());
+          if (fresh) {
+            Group g;
+            for (std::size_t k = 0; k < field.size(); ++k) {
+              g.values.emplace_back(cfg.partition_keys[k], key_values[k]);
+            }
+            groups.push_back(std::move(g));
+          }
+          Group& g = groups[it->second];
+          ++g.rows;
+          const std::uint64_t end = begin + row.size();
+          if (g.spans.empty() || g.spans.back().file != fidx) {
+            g.spans.push_back(Span{fidx, begin, end});
+          } else {
+            g.spans.back().end = end;
+          }
+        });
     if (!r) return Unexpected{r.error()};
     if (bad) return Unexpected{*bad};
   }

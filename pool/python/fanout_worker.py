@@ -131,6 +131,129 @@ _NA_NOT_EMPTY = ["#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan
                  "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "n/a", "nan", "null"]
 
 
+def _json_lines_frame(part, data, encoding, detail):
+    """One part of a read_json_lines table: a line per row, each a JSON object.
+
+    An invalid line (not JSON, or not an object) fails the mini-batch naming the file and
+    line, or is left out with invalid_lines: drop.
+    """
+    import json
+
+    import pandas as pd
+
+    text = data.decode(encoding)
+    line = int(part.get("line") or 1) - 1  # the line before the part's first
+    drop = detail.get("invalid_lines") == "drop"
+    records = []
+    for raw in text.split("\n"):
+        line += 1
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+            if not isinstance(rec, dict):
+                raise ValueError("a JSON %s, not an object" % type(rec).__name__)
+        except ValueError as e:
+            if drop:
+                _REMOVED[0] += 1
+                continue
+            raise ValueError("%s: line %d: not a JSON object (%s); read_json_lines.invalid_lines: "
+                             "drop leaves such lines out" % (part["file"], line, e))
+        records.append(rec)
+    df = pd.DataFrame.from_records(records) if records else pd.DataFrame()
+    for k, v in (part.get("path_values") or {}).items():
+        df[k] = v
+    if detail.get("include_path_column"):
+        df["Path"] = part["file"]
+    return df
+
+
+# Rows of the current tabular mini-batch that the table's own steps left out (filter,
+# invalid_lines: drop): they are items, counted as succeeded without a result (n_result).
+_REMOVED = [0]
+
+_TRUE = ["true", "True", "TRUE", "1", "yes", "Yes", "YES"]
+_FALSE = ["false", "False", "FALSE", "0", "no", "No", "NO"]
+
+
+def _convert(df, entry):
+    """convert_column_types: one {columns, type, ...} entry, as the mltable library converts."""
+    import pandas as pd
+
+    kind = entry.get("type")
+    for c in entry.get("columns") or []:
+        if c not in df.columns:
+            raise ValueError("convert_column_types: '%s' is not a column (columns: %s)"
+                             % (c, ", ".join(map(str, df.columns))))
+        s = df[c]
+        if kind == "int":
+            n = pd.to_numeric(s, errors="coerce")
+            df[c] = n.astype("int64") if not n.isna().any() else n.astype("Int64")
+        elif kind == "float":
+            df[c] = pd.to_numeric(s, errors="coerce").astype("float64")
+        elif kind == "string":
+            df[c] = s.map(lambda v: v if pd.isna(v) else str(v)).astype(object)
+        elif kind == "boolean":
+            true_values = [str(v) for v in entry.get("true_values") or _TRUE]
+            false_values = [str(v) for v in entry.get("false_values") or _FALSE]
+            mismatch = entry.get("mismatch_as", "error")
+
+            def to_bool(v, c=c):
+                t = str(v)
+                if t in true_values:
+                    return True
+                if t in false_values:
+                    return False
+                if mismatch == "error":
+                    raise ValueError("convert_column_types: column '%s': %r is neither a true "
+                                     "nor a false value" % (c, v))
+                return mismatch == "true"
+            df[c] = s.map(to_bool).astype(bool)
+        elif kind == "datetime":
+            formats = entry.get("formats") or [None]
+            out = None
+            for fmt in formats:
+                try:
+                    out = pd.to_datetime(s, format=fmt)
+                    break
+                except (ValueError, TypeError):
+                    continue
+            if out is None:
+                raise ValueError("convert_column_types: column '%s' does not fit the formats %s"
+                                 % (c, ", ".join(map(str, formats))))
+            df[c] = out
+    return df
+
+
+def _column_step(df, step):
+    """A convert_column_types or filter step (the "column_steps" of docs/worker-pipe.md)."""
+    import operator
+
+    import pandas as pd
+
+    if "convert" in step:
+        for entry in step["convert"]:
+            df = _convert(df, entry)
+        return df
+    ops = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+           ">": operator.gt, ">=": operator.ge}
+    mask = pd.Series(True, index=df.index)
+    for column, op, value in step.get("filter") or []:
+        if column not in df.columns:
+            raise ValueError("filter: '%s' is not a column (columns: %s)"
+                             % (column, ", ".join(map(str, df.columns))))
+        s = df[column]
+        if isinstance(value, bool):
+            s = s.astype(str).str.lower().map({"true": True, "false": False, "1": True, "0": False})
+        elif isinstance(value, (int, float)):
+            s = pd.to_numeric(s, errors="coerce")
+        else:
+            s = s.map(lambda v: v if pd.isna(v) else str(v))
+        mask &= ops[op](s, value).fillna(False).astype(bool)
+    _REMOVED[0] += int((~mask).sum())
+    return df[mask].reset_index(drop=True)
+
+
 def load_tabular(detail, items):
     """Turns a tabular mini-batch descriptor into the pandas DataFrame passed to run().
 
@@ -156,6 +279,9 @@ def load_tabular(detail, items):
             f.seek(begin)
             data = f.read(max(0, end - begin))
             _check_listed(f, part, begin, end, data)
+        if detail.get("format") == "json_lines":
+            frames.append(_json_lines_frame(part, data, encoding, detail))
+            continue
         kw = {"sep": sep, "header": None, "names": columns or None, "encoding": encoding,
               "index_col": False}
         if detail.get("empty_as_string"):
@@ -185,6 +311,8 @@ def load_tabular(detail, items):
         df = frames[0].reset_index(drop=True)
     else:
         df = pd.concat(frames, ignore_index=True)
+    for step in detail.get("column_steps") or []:
+        df = _column_step(df, step)
     keep = detail.get("keep_columns") or []
     if keep:
         df = df[list(keep)]
@@ -447,6 +575,7 @@ def _decode_detail(detail):
 
 def _prepare_slow(body, n, detail_len, n_items, minibatch_index, cfg, two_args):
     """Builds (mini_batch, context) when the detail must be read or the item count is off."""
+    _REMOVED[0] = 0
     start = _TASK_BODY_OFFSET + detail_len
     if start > n:
         raise ProtocolError("T frame: detail_len %d runs past the frame (%d bytes)" % (detail_len, n))
@@ -564,6 +693,8 @@ def serve(run, two_args, cfg):
                         out = text.encode("utf-8", "backslashreplace")
             else:
                 status, n_result, out, err = _classify(result, cfg)
+            if detail_len and status == 0:
+                n_result += _REMOVED[0]
         except InputChanged as e:
             status, n_result, out, err = STATUS_EXCEPTION, 0, empty, INPUT_CHANGED + ": " + _safe_str(e)
         except Exception as e:

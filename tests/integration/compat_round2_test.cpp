@@ -261,8 +261,8 @@ TEST_CASE("integration.compat2.batch_deployment_runs_its_scoring_script_over_inp
 import os
 def init():
     global label
-    # AZUREML_MODEL_DIR is the deployment's local model folder (item 16).
-    with open(os.path.join(os.environ["AZUREML_MODEL_DIR"], "label.txt")) as f:
+    # AZUREML_MODEL_DIR holds the deployment's local model folder, as in Azure ML.
+    with open(os.path.join(os.environ["AZUREML_MODEL_DIR"], "model", "label.txt")) as f:
         label = f.read().strip()
 def run(mini_batch):
     return ["%s %s" % (os.path.basename(p), label) for p in mini_batch]

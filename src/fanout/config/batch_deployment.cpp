@@ -31,13 +31,31 @@ struct Translated {
   std::string name{};
   std::string output_action = "append_row";
   std::string output_file = kDefaultOutputFile;
-  std::string model_dir{};  // a local model's folder
+  std::string model_path{};  // a local model's folder or file
   std::vector<std::string> notices{};
 };
 
 Translated translate(const detail::YamlReader& r, const YAML::Node& doc, const std::string& base) {
   Translated t;
   Fields top = r.collect(r.root(doc, "a mapping of batch deployment keys"));
+  // A pipeline component deployment has other keys (component, settings.default_compute): its
+  // type is told first, so the refusal says why rather than naming an unknown key.
+  if (const Entry* e = top.get("type"); e && !e->is_null()) {
+    const std::string type(trim(r.text(*e)));
+    if (type == "pipeline") {
+      const Entry* c = top.get("component");
+      const std::string comp =
+          c && c->value.IsScalar() ? std::string(trim(c->value.Scalar())) : "inline";
+      r.fail(e->where(),
+             "fanout does not run pipeline component deployments (component: " + comp +
+                 "): `fanout run` takes a deployment of a model with a scoring script; run the "
+                 "pipeline as a pipeline job file instead (`fanout run pipeline-job.yml`, its "
+                 "inputs given paths and its azureml: components as local files)");
+    }
+    if (type != "model") {
+      r.fail(e->where(), "expected model or pipeline (got \"" + type + "\")");
+    }
+  }
   r.reject_unknown(top, {"$schema",
                          "name",
                          "endpoint_name",
@@ -65,13 +83,6 @@ Translated translate(const detail::YamlReader& r, const YAML::Node& doc, const s
   if (t.name.empty()) {
     if (const Entry* e = top.get("endpoint_name"); e && !e->is_null()) t.name = r.text(*e);
   }
-  if (const Entry* e = top.get("type"); e && !e->is_null()) {
-    const std::string type(trim(r.text(*e)));
-    if (type != "model") {
-      r.fail(e->where(), "expected model; fanout runs model deployments, not " + type +
-                             " (pipeline) deployments (got \"" + type + "\")");
-    }
-  }
   for (const char* k : {"compute", "environment"}) {
     const Entry* e = top.get(k);
     if (e == nullptr || e->is_null()) continue;
@@ -89,12 +100,12 @@ Translated translate(const detail::YamlReader& r, const YAML::Node& doc, const s
                             " ignored (a registered model; set AZUREML_MODEL_DIR in "
                             "environment_variables to a local copy)");
       } else {
-        t.model_dir = r.local_path(*e, base);
+        t.model_path = r.local_path(*e, base);
       }
     } else {
       Fields m = r.fields(*e, {"name", "version", "path", "type", "description", "tags",
                                "properties", "$schema", "stage", "flavors"});
-      if (const Entry* p = m.get("path")) t.model_dir = r.local_path(*p, base);
+      if (const Entry* p = m.get("path")) t.model_path = r.local_path(*p, base);
     }
   }
   const Entry* cc = top.get("code_configuration");
@@ -199,11 +210,28 @@ Expected<JobConfig> load_batch_deployment(const std::string& path, const Deploym
   auto cfg = detail::parse_job_node(job, path, spec_path, /*check_files=*/true);
   if (!cfg) return cfg;
   if (t.output_action == "append_row") cfg->append_row_to = output + "/" + t.output_file;
-  if (!t.model_dir.empty() && !cfg->environment_variables.count("AZUREML_MODEL_DIR")) {
-    cfg->environment_variables["AZUREML_MODEL_DIR"] = t.model_dir;
-  }
+  cfg->model_path = t.model_path;
   cfg->notices.insert(cfg->notices.begin(), t.notices.begin(), t.notices.end());
   return cfg;
+}
+
+Expected<std::string> lay_out_model_dir(const JobConfig& cfg, const std::string& folder) {
+  if (cfg.model_path.empty() || cfg.environment_variables.count("AZUREML_MODEL_DIR") > 0) {
+    return std::string();
+  }
+  // "./model/" names the folder "model": the trailing '/' gives lexically_normal an empty name.
+  fs::path model = fs::path(cfg.model_path).lexically_normal();
+  if (!model.has_filename()) model = model.parent_path();
+  if (auto r = make_dirs(folder); !r) return Unexpected{r.error()};
+  std::error_code ec;
+  const fs::path link = fs::path(folder) / model.filename();
+  fs::remove(link, ec);
+  fs::create_symlink(model, link, ec);
+  if (ec) {
+    return make_error(ErrorCode::Io, link.string() + ": cannot link the deployment's model " +
+                                         model.string() + " there: " + ec.message());
+  }
+  return folder;
 }
 
 }  // namespace fanout::config

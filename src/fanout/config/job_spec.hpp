@@ -110,6 +110,9 @@ struct JobConfig {
   std::vector<std::string> user_args{};              // what remains for the entry script's sys.argv
   std::map<std::string, std::string> system_args{};  // consumed ParallelRunStep flags, raw text
   std::string append_row_to{};                       // absolute output file; empty: summary_only
+  // A batch deployment's local model (folder or file, absolute); lay_out_model_dir() makes the
+  // AZUREML_MODEL_DIR folder that holds it.
+  std::string model_path{};
 
   FanoutSettings fanout{};
   std::vector<std::string> notices{};  // e.g. "compute: azureml:cpu-cluster ignored"

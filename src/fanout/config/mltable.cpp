@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <string_view>
 #include <system_error>
 
 #include "fanout/config/detail/located_yaml.hpp"
 #include "fanout/util/fs.hpp"
+#include "fanout/util/json.hpp"
 
 namespace fanout::config {
 namespace {
@@ -35,6 +38,103 @@ std::string one_of(const std::array<std::string_view, N>& names) {
     s += names[i];
   }
   return s;
+}
+
+// A filter expression as JSON: [[column, op, value], ...], every comparison to hold; or the
+// reason it is not one fanout reads.
+struct ParsedFilter {
+  std::string json{};
+  std::string error{};
+};
+
+// Longer than most: one left-to-right reader of the grammar, kept whole so it reads top to bottom.
+ParsedFilter parse_filter(std::string_view e) {
+  ParsedFilter out;
+  std::size_t i = 0;
+  auto space = [&] {
+    while (i < e.size() && (e[i] == ' ' || e[i] == '\t')) ++i;
+  };
+  auto quoted = [&](std::string& v) {
+    if (i >= e.size() || (e[i] != '"' && e[i] != '\'')) return false;
+    const char q = e[i];
+    const std::size_t close = e.find(q, i + 1);
+    if (close == std::string_view::npos) return false;
+    v = std::string(e.substr(i + 1, close - i - 1));
+    i = close + 1;
+    return true;
+  };
+  out.json = "[";
+  for (bool first = true;; first = false) {
+    space();
+    std::string column;
+    if (e.substr(i, 4) != "col(") {
+      out.error = "expected col(\"name\") at character " + std::to_string(i + 1);
+      return out;
+    }
+    i += 4;
+    space();
+    if (!quoted(column)) {
+      out.error = "expected a quoted column name at character " + std::to_string(i + 1);
+      return out;
+    }
+    space();
+    if (i >= e.size() || e[i] != ')') {
+      out.error = "expected ')' at character " + std::to_string(i + 1);
+      return out;
+    }
+    ++i;
+    space();
+    std::string op;
+    for (std::string_view cand : {"==", "!=", "<=", ">=", "<", ">"}) {
+      if (e.substr(i, cand.size()) == cand) {
+        op = std::string(cand);
+        break;
+      }
+    }
+    if (op.empty()) {
+      out.error = "expected ==, !=, <, <=, > or >= at character " + std::to_string(i + 1);
+      return out;
+    }
+    i += op.size();
+    space();
+    std::string value;
+    if (std::string text; quoted(text)) {
+      value = json_quote(text);
+    } else {
+      const std::size_t start = i;
+      while (i < e.size() && e[i] != ' ' && e[i] != '\t') ++i;
+      const std::string word(e.substr(start, i - start));
+      char* end = nullptr;
+      (void)std::strtod(word.c_str(), &end);
+      if (word == "true" || word == "True") {
+        value = "true";
+      } else if (word == "false" || word == "False") {
+        value = "false";
+      } else if (!word.empty() && *end == '\0' && word.find_first_of("xXnN") == std::string::npos) {
+        value = word;  // a decimal number is valid JSON as written, after a leading '+' or '.'
+        if (value.front() == '+') value.erase(0, 1);
+        if (value.front() == '.' || value.starts_with("-.")) {
+          value.insert(value.front() == '-' ? 1 : 0, "0");
+        }
+        if (value.back() == '.') value += "0";
+      } else {
+        out.error = "expected a number, a quoted string, true or false at character " +
+                    std::to_string(start + 1);
+        return out;
+      }
+    }
+    out.json += std::string(first ? "" : ",") + "[" + json_quote(column) + "," + json_quote(op) +
+                "," + value + "]";
+    space();
+    if (i == e.size()) break;
+    if (e.substr(i, 4) != "and " && e.substr(i, 4) != "and\t") {
+      out.error = "expected and or the end at character " + std::to_string(i + 1);
+      return out;
+    }
+    i += 4;
+  }
+  out.json += "]";
+  return out;
 }
 
 // Reads one MLTable file into t_. Single use: construct, call run() once.
@@ -167,13 +267,176 @@ class TableParser final {
       } else if (name == "keep_columns") {
         auto n = names(v.IsMap() ? v["columns"] : v, k, v);
         t_.keep_columns.insert(t_.keep_columns.end(), n.begin(), n.end());
+      } else if (name == "read_json_lines") {
+        t_.format = TableFormat::JsonLines;
+        parse_read_json_lines(v, k);
+      } else if (name == "read_parquet" || name == "read_delta_lake") {
+        r_.fail({key, line_of(kv.first)},
+                name +
+                    " is not supported: fanout reads tables with Debian 12's packages, which "
+                    "have no Parquet library (pyarrow, fastparquet); convert the files to CSV "
+                    "(read_delimited) or JSON lines (read_json_lines)");
+      } else if (name == "take" || name == "skip" || name == "take_random_sample") {
+        if (filter_line_ > 0) {
+          r_.fail({k, line_of(kv.first)},
+                  "fanout applies filter after the rows are cut into mini-batches, so " + name +
+                      " cannot follow the filter of line " + std::to_string(filter_line_) +
+                      "; put " + name + " before filter");
+        }
+        t_.row_steps.push_back(row_step(name, v, k));
+      } else if (name == "convert_column_types") {
+        add_column_step(convert_step(v, k));
+      } else if (name == "filter") {
+        filter_line_ = line_of(kv.first);
+        add_column_step(filter_step(v, k));
       } else {
         r_.fail({key, line_of(kv.first)},
-                "expected read_delimited, extract_columns_from_partition_format, drop_columns or "
-                "keep_columns; fanout does not support " +
+                "expected read_delimited, read_json_lines, extract_columns_from_partition_format, "
+                "drop_columns, keep_columns, take, skip, take_random_sample, "
+                "convert_column_types or filter; fanout does not support " +
                     quote_whole(name) + " yet");
       }
     }
+  }
+
+  void add_column_step(const std::string& json) {
+    t_.column_steps.pop_back();  // the closing ']'
+    if (t_.column_steps.size() > 1) t_.column_steps += ",";
+    t_.column_steps += json + "]";
+  }
+
+  RowStep row_step(const std::string& name, const YAML::Node& v, const std::string& k) const {
+    RowStep st;
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    if (name == "take" || name == "skip") {
+      st.kind = name == "take" ? RowStep::Kind::Take : RowStep::Kind::Skip;
+      // `take: 10` or `take: {count: 10}`.
+      const YAML::Node c = v.IsMap() ? v["count"] : v;
+      const std::string ck = v.IsMap() ? k + ".count" : k;
+      st.count = static_cast<std::uint64_t>(
+          r_.integer({ck, line_of(v)}, r_.scalar(c, ck, "a row count"), 0, kMax));
+      return st;
+    }
+    st.kind = RowStep::Kind::Sample;
+    if (!v.IsMap()) {
+      r_.fail({k, line_of(v)},
+              "expected a mapping with probability and seed (got " + describe(v) + ")");
+    }
+    for (const auto& kv : v) {
+      const std::string opt = kv.first.Scalar();
+      if (opt != "probability" && opt != "seed") {
+        r_.fail({k + "." + opt, line_of(kv.first)}, "unknown option; expected probability or seed");
+      }
+    }
+    const std::string pk = k + ".probability";
+    const std::string p = r_.scalar(v["probability"], pk, "a number from 0 to 1");
+    char* end = nullptr;
+    st.probability = std::strtod(p.c_str(), &end);
+    if (p.empty() || *end != '\0' || !(st.probability >= 0 && st.probability <= 1)) {
+      r_.fail({pk, line_of(v)}, "expected a number from 0 to 1 (got " + quote_whole(p) + ")");
+    }
+    if (v["seed"]) {
+      const std::string sk = k + ".seed";
+      st.seed = static_cast<std::uint64_t>(
+          r_.integer({sk, line_of(v)}, r_.scalar(v["seed"], sk, "an integer"), 0, kMax));
+    }
+    return st;
+  }
+
+  // convert_column_types: a list of {columns, column_type}; as JSON for the worker.
+  std::string convert_step(const YAML::Node& v, const std::string& k) const {
+    if (!v.IsSequence()) {
+      r_.fail({k, line_of(v)},
+              "expected a list of {columns, column_type} entries (got " + describe(v) + ")");
+    }
+    std::string j = "{\"convert\":[";
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const YAML::Node e = v[i];
+      const std::string ek = k + "[" + std::to_string(i) + "]";
+      if (!e.IsMap()) {
+        r_.fail({ek, line_of(e)}, "expected {columns, column_type} (got " + describe(e) + ")");
+      }
+      for (const auto& kv : e) {
+        const std::string opt = kv.first.Scalar();
+        if (opt != "columns" && opt != "column_type") {
+          r_.fail({ek + "." + opt, line_of(kv.first)},
+                  "unknown key; expected columns or column_type");
+        }
+      }
+      auto cols = names(e["columns"], ek + ".columns", e);
+      if (i > 0) j += ",";
+      j += "{\"columns\":[";
+      for (std::size_t c = 0; c < cols.size(); ++c) j += (c ? "," : "") + json_quote(cols[c]);
+      j += "]," + column_type(e["column_type"], ek + ".column_type", e) + "}";
+    }
+    return j + "]}";
+  }
+
+  // "type":"int" etc., with the options of boolean and datetime.
+  std::string column_type(const YAML::Node& n, const std::string& k,
+                          const YAML::Node& holder) const {
+    constexpr std::array<std::string_view, 5> kTypes = {"int", "float", "string", "boolean",
+                                                        "datetime"};
+    if (!n.IsDefined() || n.IsNull()) {
+      r_.fail({k, line_of(holder)}, "expected " + one_of(kTypes) + " (got nothing)");
+    }
+    std::string type;
+    YAML::Node opts;
+    if (n.IsScalar()) {
+      type = n.Scalar();
+    } else if (n.IsMap() && n.size() == 1) {
+      type = n.begin()->first.Scalar();
+      opts = n.begin()->second;
+    } else {
+      r_.fail({k, line_of(n)}, "expected " + one_of(kTypes) + " (got " + describe(n) + ")");
+    }
+    if (std::find(kTypes.begin(), kTypes.end(), type) == kTypes.end()) {
+      r_.fail({k, line_of(n)}, "expected " + one_of(kTypes) + " (got " + quote_whole(type) + ")");
+    }
+    std::string j = "\"type\":" + json_quote(type);
+    if (!opts.IsDefined() || opts.IsNull()) return j;
+    const bool is_bool = type == "boolean";
+    if (!opts.IsMap() || (type != "boolean" && type != "datetime")) {
+      r_.fail({k + "." + type, line_of(opts)},
+              "expected no options for " + type + " (got " + describe(opts) + ")");
+    }
+    for (const auto& kv : opts) {
+      const std::string opt = kv.first.Scalar();
+      const std::string ok = k + "." + type + "." + opt;
+      const bool list =
+          is_bool ? (opt == "true_values" || opt == "false_values") : (opt == "formats");
+      if (list) {
+        auto vals = names(kv.second, ok, opts);
+        j += "," + json_quote(opt) + ":[";
+        for (std::size_t c = 0; c < vals.size(); ++c) j += (c ? "," : "") + json_quote(vals[c]);
+        j += "]";
+      } else if (is_bool && opt == "mismatch_as") {
+        const std::string m = r_.scalar(kv.second, ok, "true, false or error");
+        if (m != "true" && m != "false" && m != "error") {
+          r_.fail({ok, line_of(kv.second)},
+                  "expected true, false or error (got " + quote_whole(m) + ")");
+        }
+        j += ",\"mismatch_as\":" + json_quote(m);
+      } else {
+        r_.fail({ok, line_of(kv.first)},
+                is_bool ? "unknown option; expected true_values, false_values or mismatch_as"
+                        : "unknown option; expected formats");
+      }
+    }
+    return j;
+  }
+
+  // filter: comparisons of a column with a literal, joined by `and`; as JSON for the worker.
+  std::string filter_step(const YAML::Node& v, const std::string& k) const {
+    const std::string expr = r_.scalar(v, k, "an expression such as col(\"age\") > 30");
+    auto parsed = parse_filter(expr);
+    if (!parsed.error.empty()) {
+      r_.fail({k, line_of(v)},
+              parsed.error + " in " + quote_whole(expr) +
+                  "; fanout supports comparisons of a column with a number, string or boolean "
+                  "(col(\"a\") > 3, col(\"b\") == \"x\"), joined by and");
+    }
+    return "{\"filter\":" + parsed.json + "}";
   }
 
   void parse_read_delimited(const YAML::Node& v, const std::string& k) {
@@ -219,8 +482,39 @@ class TableParser final {
     }
   }
 
+  void parse_read_json_lines(const YAML::Node& v, const std::string& k) {
+    if (v.IsNull()) return;
+    if (!v.IsMap()) {
+      r_.fail({k, line_of(v)}, "expected a mapping of options (got " + describe(v) + ")");
+    }
+    for (const auto& kv : v) {
+      const std::string opt = kv.first.Scalar();
+      const std::string ok = k + "." + opt;
+      const YAML::Node x = kv.second;
+      if (opt == "encoding") {
+        t_.encoding = r_.scalar(x, ok, one_of(kEncodings));
+        if (std::find(kEncodings.begin(), kEncodings.end(), t_.encoding) == kEncodings.end()) {
+          r_.fail({ok, line_of(x)},
+                  "expected " + one_of(kEncodings) + " (got " + quote_whole(t_.encoding) + ")");
+        }
+      } else if (opt == "invalid_lines") {
+        t_.invalid_lines = r_.scalar(x, ok, "error or drop");
+        if (t_.invalid_lines != "error" && t_.invalid_lines != "drop") {
+          r_.fail({ok, line_of(x)},
+                  "expected error or drop (got " + quote_whole(t_.invalid_lines) + ")");
+        }
+      } else if (opt == "include_path_column") {
+        t_.include_path_column = r_.boolean(x, ok);
+      } else {
+        r_.fail({ok, line_of(kv.first)},
+                "unknown option; expected encoding, invalid_lines or include_path_column");
+      }
+    }
+  }
+
   YamlReader r_;
   TableSpec t_{};
+  int filter_line_ = 0;  // the line of the first filter step (0: none yet)
 };
 
 bool segment_match(std::string_view p, std::string_view s) {
@@ -289,7 +583,45 @@ bool match_segments(const std::vector<std::string_view>& p, std::size_t i,
   return j < s.size() && segment_match(p[i], s[j]) && match_segments(p, i + 1, s, j + 1);
 }
 
+// A 64-bit mix of (seed, n) (splitmix64's finaliser): uniform enough for a Bernoulli draw and
+// the same on every platform, unlike std:: distributions.
+std::uint64_t mix(std::uint64_t seed, std::uint64_t n) {
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ULL + n + 0x632BE59BD9B4E5A9ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
 }  // namespace
+
+RowSelector::RowSelector(std::vector<RowStep> steps)
+    : steps_(std::move(steps)), seen_(steps_.size(), 0) {}
+
+bool RowSelector::keep() {
+  if (done_) return false;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const RowStep& st = steps_[i];
+    const std::uint64_t n = seen_[i]++;
+    bool pass = true;
+    switch (st.kind) {
+      case RowStep::Kind::Take:
+        pass = n < st.count;
+        // Full: nothing later passes this step, so no later row is kept.
+        if (pass && n + 1 == st.count) done_ = true;
+        if (!pass) done_ = true;
+        break;
+      case RowStep::Kind::Skip:
+        pass = n >= st.count;
+        break;
+      case RowStep::Kind::Sample:
+        // The top 53 bits as a fraction in [0, 1).
+        pass = static_cast<double>(mix(st.seed, n) >> 11) * 0x1.0p-53 < st.probability;
+        break;
+    }
+    if (!pass) return false;
+  }
+  return true;
+}
 
 bool glob_match(std::string_view pattern, std::string_view path) {
   return match_segments(segments(pattern), 0, segments(path), 0);

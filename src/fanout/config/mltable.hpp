@@ -3,6 +3,7 @@
 // client/listing.hpp. Nothing here lists a folder. See docs/job-spec.md#tabular-input.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,35 @@ enum class TableFormat {
   // No read_* transformation, only paths: Azure ML reads this as a table of files, and so does
   // fanout: each file is an item and mini_batch_size counts files (client/tabular.hpp).
   Files,
+  JsonLines,  // a read_json_lines transformation: one JSON object per line
+};
+
+// A step that chooses rows (take, skip, take_random_sample). The client applies these, in order,
+// as it cuts the table, so mini-batches hold only the rows they keep.
+struct RowStep {
+  enum class Kind { Take, Skip, Sample };
+  Kind kind = Kind::Take;
+  std::uint64_t count = 0;  // take, skip
+  double probability = 0;   // take_random_sample
+  std::uint64_t seed = 0;   // take_random_sample (0 when not written)
+};
+
+// Decides, row by row in table order, which rows a list of row steps keeps: each step sees only
+// the rows the steps before it kept, as the mltable library applies them. Sampling is a
+// Bernoulli draw per row from a hash of (seed, the row's position in the step's input), so the
+// same seed keeps the same rows on every run. Not thread-safe.
+class RowSelector final {
+ public:
+  explicit RowSelector(std::vector<RowStep> steps);
+  // The next row: true when every step keeps it.
+  bool keep();
+  // True once a take step is full: no later row can be kept.
+  [[nodiscard]] bool done() const noexcept { return done_; }
+
+ private:
+  std::vector<RowStep> steps_;
+  std::vector<std::uint64_t> seen_;  // rows each step has been offered
+  bool done_ = false;
 };
 
 // How a table is read. Every field has ParallelRunStep's / MLTable's default.
@@ -43,6 +73,13 @@ struct TableSpec {
   std::string partition_format{};  // extract_columns_from_partition_format, e.g. "{a}/{b}.csv"
   std::vector<std::string> drop_columns{};
   std::vector<std::string> keep_columns{};
+  // read_json_lines: what an invalid line does, "error" (the mini-batch fails naming the file and
+  // line) or "drop" (the line is left out).
+  std::string invalid_lines = "error";
+  std::vector<RowStep> row_steps{};
+  // convert_column_types and filter, in file order, as the JSON list the worker applies to the
+  // DataFrame after reading the rows (docs/worker-pipe.md, "column_steps"); "[]" when none.
+  std::string column_steps = "[]";
 };
 
 // Reads an MLTable file (`path` is the file, or a folder holding a file named MLTable). Errors

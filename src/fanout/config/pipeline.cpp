@@ -638,6 +638,9 @@ Expected<std::string> job_file_type(const std::string& path) {
   if (!text) return Unexpected{text.error()};
   try {
     YAML::Node root = YAML::Load(*text);
+    // A batch deployment's type (model, pipeline) is the deployment's, not a job's: its own
+    // loader reads it (and says why a pipeline deployment does not run).
+    if (root.IsMap() && root["endpoint_name"]) return std::string("deployment");
     if (root.IsMap() && root["type"] && root["type"].IsScalar())
       return std::string(trim(root["type"].Scalar()));
     return std::string();

@@ -47,7 +47,8 @@ struct Pipeline {
   std::vector<std::string> notices{};           // ignored compute/environment, azureml:// maps
 };
 
-// The `type:` of a job file ("parallel", "pipeline", "command" ...), or "" when it has none.
+// The `type:` of a job file ("parallel", "pipeline", "command" ...), "deployment" for a batch
+// deployment (endpoint_name at the top, whatever its type), or "" when it has none.
 // Error when the file cannot be read or is not YAML.
 [[nodiscard]] Expected<std::string> job_file_type(const std::string& path);
 

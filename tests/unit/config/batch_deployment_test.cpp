@@ -5,13 +5,18 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <string>
 
+#include "fanout/util/fs.hpp"
 #include "scratch_dir.hpp"
 
 using fanout::ErrorCode;
+using fanout::read_file;
 using fanout::config::DeploymentRun;
 using fanout::config::is_batch_deployment;
+using fanout::config::JobConfig;
+using fanout::config::lay_out_model_dir;
 using fanout::config::load_batch_deployment;
 using fanout::test::ScratchDir;
 
@@ -82,7 +87,8 @@ TEST_CASE("config.batch_deployment.reads_a_deployment_as_a_parallel_job") {
   CHECK(c->logging_level == "INFO");
   CHECK(c->append_row_to == d.path("out/predictions.csv"));
   CHECK(c->environment_variables.at("MY_FLAG") == "1");
-  CHECK(c->environment_variables.at("AZUREML_MODEL_DIR") == d.path("dep/model"));
+  CHECK(c->model_path == d.path("dep/model"));
+  CHECK(c->environment_variables.count("AZUREML_MODEL_DIR") == 0);  // lay_out_model_dir's
   bool compute_noted = false;
   for (const auto& n : c->notices) compute_noted = compute_noted || n.starts_with("compute: ");
   CHECK(compute_noted);
@@ -106,7 +112,32 @@ output_action: summary_only
   CHECK(c->append_row_to.empty());
   CHECK(c->outputs.at(0).path == d.path("dep/outputs/old"));
   CHECK(c->environment_variables.count("AZUREML_MODEL_DIR") == 0);
+  CHECK(c->model_path.empty());
   CHECK(c->notices.at(0).starts_with("model: azureml:mnist:1 ignored"));
+}
+
+TEST_CASE("config.batch_deployment.model_dir_holds_the_model_under_its_own_name") {
+  ScratchDir d;
+  d.write("dep/model/weights.txt", "w\n");
+  d.write("dep/clf.pkl", "p\n");
+  JobConfig cfg;
+  // A folder given with a trailing '/': the link is named after the folder.
+  cfg.model_path = d.path("dep/model") + "/";
+  auto dir = lay_out_model_dir(cfg, d.path("run/azureml-models"));
+  REQUIRE_MESSAGE(dir.has_value(), (dir ? "" : dir.error().message));
+  CHECK(*dir == d.path("run/azureml-models"));
+  CHECK(read_file(*dir + "/model/weights.txt").value() == "w\n");
+  // A model given as a file appears in the folder under the file's name.
+  cfg.model_path = d.path("dep/clf.pkl");
+  dir = lay_out_model_dir(cfg, d.path("run2/azureml-models"));
+  REQUIRE(dir.has_value());
+  CHECK(read_file(*dir + "/clf.pkl").value() == "p\n");
+  // The user's own AZUREML_MODEL_DIR wins: nothing is made.
+  cfg.environment_variables["AZUREML_MODEL_DIR"] = "/elsewhere";
+  dir = lay_out_model_dir(cfg, d.path("run3/azureml-models"));
+  REQUIRE(dir.has_value());
+  CHECK(dir->empty());
+  CHECK(!std::filesystem::exists(d.path("run3")));
 }
 
 TEST_CASE("config.batch_deployment.mistakes_name_the_file_line_and_key") {
@@ -130,6 +161,12 @@ TEST_CASE("config.batch_deployment.mistakes_name_the_file_line_and_key") {
       {"endpoint_name: e\ncode_configuration: {code: ./code, scoring_script: batch_driver.py}\n"
        "mini_batch_size: lots\n",
        ":3: mini_batch_size: expected a file count"},
+      // A pipeline component deployment is refused for its type, not for its unknown keys.
+      {"name: p\nendpoint_name: e\ntype: pipeline\ncomponent: azureml:hello_batch@latest\n"
+       "settings:\n  default_compute: batch-cluster\n",
+       ":3: type: fanout does not run pipeline component deployments (component: "
+       "azureml:hello_batch@latest)"},
+      {"endpoint_name: e\ntype: online\n", ":2: type: expected model or pipeline"},
   };
   for (const auto& tc : cases) {
     CAPTURE(tc.yaml);

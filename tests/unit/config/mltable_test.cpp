@@ -197,3 +197,119 @@ TEST_CASE("config.mltable.output_mltable_reads_back") {
     }
   }
 }
+
+TEST_CASE("config.mltable.read_json_lines_and_steps_in_order") {
+  auto t = parse_mltable(R"(type: mltable
+paths:
+  - pattern: ./logs/*.jsonl
+transformations:
+  - read_json_lines:
+      encoding: latin1
+      invalid_lines: drop
+      include_path_column: true
+  - skip: 2
+  - take_random_sample:
+      probability: 0.5
+      seed: 7
+  - take: 10
+  - convert_column_types:
+      - columns: [a, b]
+        column_type: int
+      - columns: when
+        column_type:
+          datetime:
+            formats: ["%Y-%m-%d"]
+      - columns: ok
+        column_type:
+          boolean:
+            true_values: ["yes"]
+            false_values: ["no"]
+            mismatch_as: false
+  - filter: 'col("a") >= 3 and col("name") != "x y"'
+)",
+                         "d/MLTable");
+  REQUIRE_MESSAGE(t.has_value(), (t ? "" : t.error().message));
+  CHECK(t->format == TableFormat::JsonLines);
+  CHECK(t->encoding == "latin1");
+  CHECK(t->invalid_lines == "drop");
+  CHECK(t->include_path_column);
+  REQUIRE(t->row_steps.size() == 3);
+  CHECK(t->row_steps[0].kind == RowStep::Kind::Skip);
+  CHECK(t->row_steps[0].count == 2);
+  CHECK(t->row_steps[1].kind == RowStep::Kind::Sample);
+  CHECK(t->row_steps[1].probability == 0.5);
+  CHECK(t->row_steps[1].seed == 7);
+  CHECK(t->row_steps[2].kind == RowStep::Kind::Take);
+  CHECK(t->row_steps[2].count == 10);
+  CHECK(t->column_steps ==
+        R"([{"convert":[{"columns":["a","b"],"type":"int"},)"
+        R"({"columns":["when"],"type":"datetime","formats":["%Y-%m-%d"]},)"
+        R"({"columns":["ok"],"type":"boolean","true_values":["yes"],"false_values":["no"],)"
+        R"("mismatch_as":"false"}]},)"
+        R"({"filter":[["a",">=",3],["name","!=","x y"]]}])");
+}
+
+TEST_CASE("config.mltable.refuses_what_fanout_cannot_do_and_says_why") {
+  struct Case {
+    const char* steps;
+    const char* key;
+    const char* why;
+  };
+  const std::vector<Case> cases = {
+      {"  - read_parquet: {}\n", "transformations[0]", "no Parquet library"},
+      {"  - read_delta_lake: {}\n", "transformations[0]", "convert the files to CSV"},
+      {"  - read_json_lines:\n      invalid_lines: skip\n",
+       "transformations[0].read_json_lines.invalid_lines", "error or drop"},
+      {"  - take: -1\n", "transformations[0].take", ""},
+      {"  - take_random_sample: {probability: 2}\n",
+       "transformations[0].take_random_sample.probability", "from 0 to 1"},
+      {"  - convert_column_types:\n      - columns: a\n        column_type: decimal\n",
+       "transformations[0].convert_column_types[0].column_type", "int, float"},
+      {"  - filter: 'col(\"a\") > 1 or col(\"b\") < 2'\n", "transformations[0].filter",
+       "expected and or the end"},
+      {"  - filter: 'col(\"a\").str.contains(\"x\")'\n", "transformations[0].filter",
+       "==, !=, <, <=, > or >="},
+      {"  - filter: 'col(\"a\") > 1'\n  - take: 5\n", "transformations[1].take",
+       "put take before filter"},
+  };
+  for (const auto& c : cases) {
+    const std::string text = std::string("paths:\n  - file: a.csv\ntransformations:\n") + c.steps;
+    CAPTURE(text);
+    auto t = parse_mltable(text, "d/MLTable");
+    REQUIRE(!t.has_value());
+    const std::string& m = t.error().message;
+    CAPTURE(m);
+    CHECK(m.rfind("d/MLTable:", 0) == 0);
+    CHECK(m.find(c.key) != std::string::npos);
+    CHECK(m.find(c.why) != std::string::npos);
+  }
+}
+
+TEST_CASE("config.mltable.row_selector_applies_steps_in_order") {
+  auto kept = [](std::vector<RowStep> steps, int rows) {
+    RowSelector sel(std::move(steps));
+    std::vector<int> out;
+    for (int i = 0; i < rows && !sel.done(); ++i) {
+      if (sel.keep()) out.push_back(i);
+    }
+    return out;
+  };
+  using K = RowStep::Kind;
+  // skip 2 then take 3: rows 2, 3, 4 (pandas: df.iloc[2:][:3]).
+  CHECK(kept({{K::Skip, 2}, {K::Take, 3}}, 10) == std::vector<int>{2, 3, 4});
+  // take 3 then skip 2: row 2 only (df.iloc[:3].iloc[2:]).
+  CHECK(kept({{K::Take, 3}, {K::Skip, 2}}, 10) == std::vector<int>{2});
+  CHECK(kept({{K::Take, 0}}, 10).empty());
+  CHECK(kept({{K::Skip, 20}}, 10).empty());
+  // A sample is reproducible with its seed, a subset in order, and near its probability.
+  RowStep s{K::Sample, 0, 0.3, 42};
+  const auto a = kept({s}, 10000);
+  CHECK(a == kept({s}, 10000));
+  CHECK(a.size() > 2700);
+  CHECK(a.size() < 3300);
+  s.seed = 43;
+  CHECK(a != kept({s}, 10000));
+  // take after a sample takes the sample's first rows.
+  const auto b = kept({{K::Sample, 0, 0.3, 42}, {K::Take, 5}}, 10000);
+  CHECK(b == std::vector<int>(a.begin(), a.begin() + 5));
+}

@@ -169,6 +169,9 @@ TEST_CASE("config.pipeline.job_file_type") {
   CHECK(*job_file_type(d.path("b.yaml")) == "parallel");
   CHECK(job_file_type(d.path("c.yaml"))->empty());
   CHECK(!job_file_type(d.path("nope.yaml")).has_value());
+  // A pipeline component deployment is a deployment, not a pipeline job.
+  d.write("dpl.yaml", "endpoint_name: e\ntype: pipeline\ncomponent: azureml:c@latest\n");
+  CHECK(*job_file_type(d.path("dpl.yaml")) == "deployment");
 }
 
 // A command step starting with python runs with the pipeline's interpreter.
