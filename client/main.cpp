@@ -6,14 +6,14 @@
 #include <filesystem>
 #include <limits>
 
-#include "client/adhoc.hpp"
-#include "client/client.hpp"
-#include "client/follow.hpp"
-#include "client/keygen.hpp"
-#include "client/perf.hpp"
-#include "client/pipeline.hpp"
-#include "client/report_cmds.hpp"
-#include "client/status.hpp"
+#include "client/commands/adhoc.hpp"
+#include "client/commands/client.hpp"
+#include "client/commands/follow.hpp"
+#include "client/commands/keygen.hpp"
+#include "client/commands/perf.hpp"
+#include "client/commands/pipeline.hpp"
+#include "client/commands/report_cmds.hpp"
+#include "client/commands/status.hpp"
 #include "fanout/config/batch_deployment.hpp"
 #include "fanout/config/job_spec.hpp"
 #include "fanout/config/pipeline.hpp"

@@ -1,6 +1,6 @@
 // The pure part of the embedded default (client/embedded.hpp): reading the endpoints an
 // interchange writes to its ready file.
-#include "client/embedded.hpp"
+#include "client/launch/embedded.hpp"
 
 #include <doctest/doctest.h>
 

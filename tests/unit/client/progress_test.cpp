@@ -1,7 +1,7 @@
 // The progress line (client/progress.hpp), read as its specification: its figures count from
 // the job's own start (issue 17 item 5), and it fits the width it is given, dropping fields by
 // priority (item 7). No terminal: times and widths are passed in.
-#include "client/progress.hpp"
+#include "client/session/progress.hpp"
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 // client probes the interchange, when it gives up, what a Reject means, from where it resubmits
 // after an interchange restart, how far the window lets it run ahead, and which exit code a
 // session ends with. No processes and no sockets: time is passed in.
-#include "client/session.hpp"
+#include "client/session/session.hpp"
 
 #include <doctest/doctest.h>
 
