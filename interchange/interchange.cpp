@@ -21,6 +21,9 @@
 #include <random>
 
 #include "fanout/protocol/codec.hpp"
+#include "fanout/protocol/exit_codes.hpp"
+#include "fanout/protocol/ready_file.hpp"
+#include "fanout/protocol/run_folder.hpp"
 #include "fanout/report/progress_overview.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/fd.hpp"
@@ -154,20 +157,26 @@ void Interchange::recover() {
 }
 
 void Interchange::write_ready_file() {
+  // Both files say the same (protocol/ready_file.hpp): where we listen and how to connect.
+  const bool ipc = eps_.client.rfind("ipc://", 0) == 0;
+  const proto::ReadyFile ready{
+      .client = eps_.client,
+      .pool = eps_.pool,
+      .pid = ::getpid(),
+      .host = host_name(),
+      .security = ipc                       ? "ipc"
+                  : opts_.security.insecure ? "insecure"
+                                            : "curve",
+      .keys = opts_.security.keys_dir,
+  };
   if (opts_.owner != nullptr) {
-    // Another `fanout run` on this store attaches here (client/embedded.cpp).
-    const bool ipc = eps_.client.rfind("ipc://", 0) == 0;
-    const std::string security = ipc ? "ipc" : opts_.security.insecure ? "insecure" : "curve";
-    auto r = opts_.owner->publish(fmt::format("client={}\npool={}\npid={}\nsecurity={}\nkeys={}\n",
-                                              eps_.client, eps_.pool, ::getpid(), security,
-                                              opts_.security.keys_dir));
+    // Another `fanout run` on this store attaches here (client/launch/embedded.cpp).
+    auto r = opts_.owner->publish(proto::format_ready(ready));
     if (!r) log_->warn("{}", r.error().message);
   }
   if (opts_.ready_file.empty()) return;
   // Through AtomicFile: its temporary file is always new, never a planted link followed.
-  auto r = write_file_atomic(
-      opts_.ready_file, fmt::format("client={}\npool={}\npid={}\nhost={}\n", eps_.client, eps_.pool,
-                                    ::getpid(), host_name()));
+  auto r = write_file_atomic(opts_.ready_file, proto::format_ready(ready));
   if (!r) throw Failure(r.error());
 }
 
@@ -243,7 +252,7 @@ int Interchange::run() {
     if (!store_->ok()) {
       // The database itself failed: nothing can be recorded any more, for any job.
       log_->critical("store {} failed; stopping", opts_.db_path);
-      return 1;
+      return proto::kExitRuntime;
     }
     // A job whose output file failed (disk full, I/O error) ends failed; the others go on.
     for (auto& [id, reason] : store_->take_failed_jobs()) store_failed_[id] = std::move(reason);
@@ -356,14 +365,11 @@ void Interchange::on_submit_job(const std::string& peer, const std::string& fram
   if (m->spec.log_dir.empty() && m->spec.interchange_run_dir) {
     // The client's paths are not ours: the run folder goes beside our store, named after the
     // job (only characters safe in one path component).
-    std::string name = m->spec.name.empty() ? std::string("job") : m->spec.name;
-    for (char& c : name) {
-      if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-' && c != '_') c = '_';
-    }
-    m->spec.log_dir = fmt::format(
-        "{}/runs/{}-{:%Y%m%d-%H%M%S}-{}-{}/logs",
-        std::filesystem::absolute(opts_.db_path).parent_path().lexically_normal().string(), name,
-        fmt::gmtime(std::time(nullptr)), ::getpid(), ++run_dirs_made_);
+    m->spec.log_dir =
+        std::filesystem::absolute(opts_.db_path).parent_path().lexically_normal().string() +
+        "/runs/" +
+        proto::run_folder_name(m->spec.name, std::time(nullptr), ::getpid(), ++run_dirs_made_) +
+        "/logs";
   }
   auto ok = check_job_spec(m->spec);
   if (ok) ok = check_write_roots(m->spec, write_roots_, log_dir_is_clients);

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "fanout/net/security.hpp"
+#include "fanout/protocol/exit_codes.hpp"
 #include "fanout/util/fs.hpp"
 #include "fanout/util/log.hpp"
 #include "pool/pool.hpp"
@@ -101,13 +102,13 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every command-line error exits 2 (README, exit status).
-    return app.exit(e) == 0 ? 0 : 2;
+    return app.exit(e) == 0 ? fanout::proto::kExitOk : fanout::proto::kExitUsage;
   }
 
   auto level = fanout::parse_log_level(log_level);
   if (!level) {
     std::fprintf(stderr, "error: --log-level: %s\n", level.error().message.c_str());
-    return 2;
+    return fanout::proto::kExitUsage;
   }
   opts.poll = std::chrono::milliseconds(poll_ms);
   opts.heartbeat_period = std::chrono::milliseconds(hb_ms);
@@ -121,7 +122,7 @@ int main(int argc, char** argv) {
     auto v = fanout::pool::parse_clock_offset(env, why);
     if (!v) {
       std::fprintf(stderr, "error: FANOUT_TEST_CLOCK_OFFSET_S: %s\n", why.c_str());
-      return 2;
+      return fanout::proto::kExitUsage;
     }
     clock_offset = *v;
     fanout::pool::set_test_clock_offset(clock_offset);
@@ -145,6 +146,6 @@ int main(int argc, char** argv) {
     return rc;
   } catch (const std::exception& e) {
     log->critical("{}", e.what());
-    return 1;
+    return fanout::proto::kExitRuntime;
   }
 }

@@ -21,7 +21,9 @@
 #include "client/session/progress.hpp"
 #include "client/session/session.hpp"
 #include "client/session/submission.hpp"
+#include "fanout/protocol/exit_codes.hpp"
 #include "fanout/protocol/job_state.hpp"
+#include "fanout/protocol/ready_file.hpp"
 #include "fanout/report/html_report.hpp"
 #include "fanout/report/job_report.hpp"
 #include "fanout/store/job_settings.hpp"
@@ -121,7 +123,9 @@ int report_from_store(const store::JobSummary& j, const std::string& db, bool al
 
 // `cancel`'s exit status once the job ended: 0 if it ended cancelled by this command.
 int cancel_status(const proto::JobEnded& ended) {
-  return proto::parse_job_state(ended.state) == proto::JobState::Cancelled ? 0 : kExitFailed;
+  return proto::parse_job_state(ended.state) == proto::JobState::Cancelled
+             ? proto::kExitOk
+             : proto::kExitNotCancelled;
 }
 
 // The client endpoint recorded in the job's run folder (the parent of its logs/ folder).
@@ -129,7 +133,9 @@ std::string endpoint_from_run_dir(const std::string& log_dir) {
   if (log_dir.empty()) return {};
   const std::string ready = fs::path(log_dir).parent_path().string() + "/interchange.ready";
   auto text = read_file(ready);
-  return text ? ready_value(*text, "client") : std::string();
+  if (!text) return {};
+  auto r = proto::parse_ready(*text, ready);
+  return r ? r->client : std::string();
 }
 
 // Prints how a followed job's session ended and returns the exit code.
@@ -153,7 +159,7 @@ int report_session(const Session& session, ProgressPrinter& printer, const std::
       const int rc = report_ended(*state.ended(), output_in_store(opts.db, *in_store),
                                   in_store->log_dir, opts.db, opts.allow_partial);
       // Ended before this cancel reached it (a cancelled state there is someone else's).
-      return opts.cancel ? kExitFailed : rc;
+      return opts.cancel ? proto::kExitNotCancelled : rc;
     }
     case SessionEnd::Rejected:
       printer.finish();
@@ -272,7 +278,7 @@ int check_input_unchanged(const std::string& db, std::uint64_t job_id,
                  "with --accept-changed-input to go on with what was submitted (recorded in the "
                  "store)\n",
                  static_cast<unsigned long long>(job_id), spec_path.c_str(), what.c_str());
-    return 2;
+    return proto::kExitUsage;
   }
   std::fprintf(stderr,
                "warning: job %llu: its input changed since it was submitted: %s; resuming anyway "
@@ -282,7 +288,7 @@ int check_input_unchanged(const std::string& db, std::uint64_t job_id,
     store::record_input_change(db, job_id, what);
   } catch (const Failure& f) {
     std::fprintf(stderr, "error: %s\n", f.what());
-    return 2;
+    return proto::kExitUsage;
   }
   return 0;
 }
@@ -364,7 +370,7 @@ int follow_on(const std::string& endpoint, std::uint64_t job_id, const FollowOpt
                       log);
   } catch (const Failure& f) {  // a key missing or open to others, --insecure off loopback
     std::fprintf(stderr, "error: %s\n", f.what());
-    return 3;
+    return proto::kExitInfra;
   }
   Session& session = *connected;
   session.attach(job_id, opts.cancel ? "cancelled by fanout cancel" : "");
@@ -417,7 +423,8 @@ void write_job_pointer(const std::string& run_dir, const std::string& endpoint,
   const std::string path = run_dir + "/interchange.ready";
   if (fs::exists(path)) return;
   // Through AtomicFile: a link planted at a fixed temporary name is never written through.
-  (void)write_file_atomic(path, "client=" + endpoint + "\njob=" + std::to_string(job_id) + "\n");
+  (void)write_file_atomic(path,
+                          proto::format_ready(proto::ReadyFile{.client = endpoint, .job = job_id}));
 }
 
 int report_ended(const proto::JobEnded& ended, const std::string& output_path,
@@ -476,7 +483,7 @@ int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log) {
     }
     if (r.error().code != ErrorCode::State) {
       std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
-      return 3;
+      return proto::kExitInfra;
     }
     // An interchange took the store meanwhile: the cancel goes through it, below.
   }
@@ -485,14 +492,14 @@ int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log) {
     if (auto l = interchange_liveness_in(run_dir_of(job->log_dir));
         l.state == InterchangeLiveness::State::Dead) {
       print_gone(job_id, l.describe(), opts.db);
-      return 3;
+      return proto::kExitInfra;
     }
   }
   std::string endpoint = opts.interchange;
   if (endpoint.empty()) {
     if (!job) {
       std::fprintf(stderr, "error: %s\n", error.c_str());
-      return 2;
+      return proto::kExitUsage;
     }
     endpoint = endpoint_from_run_dir(job->log_dir);
     if (endpoint.empty()) {
@@ -501,7 +508,7 @@ int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log) {
                    "resume the job with: fanout resume %llu --db %s\n",
                    static_cast<unsigned long long>(job_id), job->log_dir.c_str(),
                    static_cast<unsigned long long>(job_id), opts.db.c_str());
-      return 3;
+      return proto::kExitInfra;
     }
   }
   const int rc = follow_on(endpoint, job_id, opts, nullptr, log);
@@ -520,7 +527,7 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
   auto job = job_in_store(opts.db, job_id, error);
   if (!job) {
     std::fprintf(stderr, "error: %s\n", error.c_str());
-    return 2;
+    return proto::kExitUsage;
   }
   // A succeeded job has nothing that failed or never ran.
   if (is_ended(job->state) && (!opts.failed || job->state == "succeeded")) {
@@ -537,7 +544,7 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
   } catch (const Failure& f) {
     if (f.error().code != ErrorCode::InvalidArgument) {
       std::fprintf(stderr, "error: %s\n", f.what());
-      return 2;
+      return proto::kExitUsage;
     }
     log->warn("{}; resuming with the default settings", f.what());
   }
@@ -548,7 +555,7 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
   std::optional<Unsubmitted> rest;
   if (auto cut = unsubmitted(opts.db, job_id, rs, recorded); !cut) {
     std::fprintf(stderr, "error: %s\n", cut.error().message.c_str());
-    return 2;
+    return proto::kExitUsage;
   } else if (*cut) {
     rest.emplace(std::move(**cut));
   }
@@ -571,7 +578,7 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
     emb.emplace(rs, opts.db, run_dir, log);
   } catch (const Failure& f) {
     std::fprintf(stderr, "error: %s\n", f.what());
-    return 3;
+    return proto::kExitInfra;
   }
   if (emb->guest()) {
     // Another `fanout resume` (or run) on this store started its owner first, which resumed

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fanout/net/keys.hpp"
+#include "fanout/protocol/exit_codes.hpp"
 
 namespace fanout::client {
 
@@ -17,7 +18,7 @@ int keygen(const KeygenOptions& opts) {
   if (!adding || !std::filesystem::exists(net::secret_key_path(dir, "interchange"))) {
     if (auto r = net::make_key_folder(dir); !r) {
       std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
-      return 2;
+      return proto::kExitUsage;
     }
     std::printf(
         "fanout keygen: wrote %s\n"
@@ -39,7 +40,7 @@ int keygen(const KeygenOptions& opts) {
   for (const auto& [name, role] : keys) {
     if (auto r = net::add_key(dir, name, role); !r) {
       std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
-      return 2;
+      return proto::kExitUsage;
     }
     std::printf("fanout keygen: wrote %s and %s, authorised as a %s (use --key %s)\n",
                 net::secret_key_path(dir, name).c_str(), net::public_key_path(dir, name).c_str(),

@@ -19,6 +19,7 @@
 #include "client/launch/embedded.hpp"
 #include "client/launch/run_settings.hpp"
 #include "client/session/session.hpp"
+#include "fanout/protocol/exit_codes.hpp"
 #include "fanout/store/reader.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/child_process.hpp"
@@ -504,7 +505,7 @@ void print_run(const PerfOptions& o, const RunStats& rs, const Ceiling& ceiling,
 int print_curve(const PerfOptions& o, const RunStats& plain, const RunStats& curve) {
   if (!curve.error.empty() && curve.tasks == 0) {
     std::fprintf(stderr, "error: curve run: %s\n", curve.error.c_str());
-    return 3;
+    return proto::kExitInfra;
   }
   const double ratio = plain.rate() > 0 ? curve.rate() / plain.rate() : 0.0;
   if (o.json) {
@@ -520,7 +521,7 @@ int print_curve(const PerfOptions& o, const RunStats& plain, const RunStats& cur
   }
   if (!curve.ok) {
     std::fprintf(stderr, "error: curve run: %s\n", curve.error.c_str());
-    return 1;
+    return proto::kExitFailed;
   }
   return 0;
 }
@@ -586,15 +587,15 @@ int run_perf(const PerfOptions& opts, Logger log) {
   if (opts.runtime != "noop" && opts.runtime != "python") {
     std::fprintf(stderr, "error: --runtime: expected noop or python (got '%s')\n",
                  opts.runtime.c_str());
-    return 2;
+    return proto::kExitUsage;
   }
   if (opts.workers == 0 || opts.pools == 0 || opts.items_per_batch == 0) {
     std::fprintf(stderr, "error: --workers, --pools and --items-per-batch must be >= 1\n");
-    return 2;
+    return proto::kExitUsage;
   }
   if (opts.encrypted && opts.insecure_tcp) {
     std::fprintf(stderr, "error: --encrypted and --insecure-tcp: give one link, not both\n");
-    return 2;
+    return proto::kExitUsage;
   }
   if (opts.insecure_tcp) {
     std::fprintf(stderr,
@@ -607,7 +608,7 @@ int run_perf(const PerfOptions& opts, Logger log) {
     (void)make_dirs(root);
   } catch (const Failure& f) {
     std::fprintf(stderr, "error: %s\n", f.what());
-    return 3;
+    return proto::kExitInfra;
   }
   PerfOptions o = opts;
   int rc = 0;

@@ -9,6 +9,8 @@
 #include <filesystem>
 
 #include "fanout/config/pipeline.hpp"
+#include "fanout/protocol/exit_codes.hpp"
+#include "fanout/protocol/run_folder.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/fs.hpp"
 
@@ -17,15 +19,6 @@ namespace fanout::client {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string stamp() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
 
 // Output folders exist before a job runs: a folder output is created, a file output's folder.
 Expected<void> make_outputs(const config::PipelineStep& s) {
@@ -53,13 +46,13 @@ int run_command(const config::PipelineStep& s, bool quiet, const std::string& py
   if (!child) {
     std::fprintf(stderr, "error: jobs.%s: cannot start /bin/sh: %s\n", s.name.c_str(),
                  child.error().message.c_str());
-    return 3;
+    return proto::kExitInfra;
   }
   auto st = child->wait();
   if (!st.success()) {
     std::fprintf(stderr, "fanout: job '%s' failed: its command %s\n", s.name.c_str(),
                  st.describe().c_str());
-    return 1;
+    return proto::kExitFailed;
   }
   return 0;
 }
@@ -73,12 +66,12 @@ int run_pipeline(const std::string& path, const RunOverrides& ov, Logger log) {
   const std::string root =
       !ov.run_dir.empty() ? ov.run_dir : fs::path(db).parent_path().string() + "/runs";
   const std::string run_dir =
-      fmt::format("{}/{}-{}-{}", resolve_path(fs::current_path().string(), root),
-                  fs::path(path).stem().string(), stamp(), ::getpid());
+      resolve_path(fs::current_path().string(), root) + "/" +
+      proto::run_folder_name(fs::path(path).stem().string(), std::time(nullptr), ::getpid());
   auto p = config::load_pipeline(path, run_dir);
   if (!p) {
     std::fprintf(stderr, "error: %s\n", p.error().message.c_str());
-    return 2;
+    return proto::kExitUsage;
   }
   // Everything that can be checked now is checked before the first job runs: parallel jobs whose
   // input no earlier job makes.
@@ -88,12 +81,12 @@ int run_pipeline(const std::string& path, const RunOverrides& ov, Logger log) {
     if (s.type != "parallel" || !s.after.empty()) continue;
     if (auto r = config::check_step_files(s); !r) {
       std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
-      return 2;
+      return proto::kExitUsage;
     }
     jobs[i] = s.job;
     if (auto r = prepare(jobs[i], ov); !r) {
       std::fprintf(stderr, "error: %s (in jobs.%s)\n", r.error().message.c_str(), s.name.c_str());
-      return 2;
+      return proto::kExitUsage;
     }
   }
   if (!ov.quiet) {
@@ -105,7 +98,7 @@ int run_pipeline(const std::string& path, const RunOverrides& ov, Logger log) {
   }
   if (auto r = make_dirs(run_dir); !r) {
     std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
-    return 3;
+    return proto::kExitInfra;
   }
   // Command steps starting with `python` use the parallel jobs' interpreter: --python, else the
   // first parallel job's fanout.python when it names one.
@@ -121,7 +114,7 @@ int run_pipeline(const std::string& path, const RunOverrides& ov, Logger log) {
     const auto& s = p->steps[i];
     if (auto r = make_outputs(s); !r) {
       std::fprintf(stderr, "error: jobs.%s: %s\n", s.name.c_str(), r.error().message.c_str());
-      return 3;
+      return proto::kExitInfra;
     }
     int rc = 0;
     if (s.type == "command") {
@@ -131,13 +124,13 @@ int run_pipeline(const std::string& path, const RunOverrides& ov, Logger log) {
         // Its input exists only now that the jobs before it ran.
         if (auto r = config::check_step_files(s); !r) {
           std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
-          return 1;
+          return proto::kExitFailed;
         }
         jobs[i] = s.job;
         if (auto r = prepare(jobs[i], ov); !r) {
           std::fprintf(stderr, "error: %s (in jobs.%s)\n", r.error().message.c_str(),
                        s.name.c_str());
-          return 1;
+          return proto::kExitFailed;
         }
       }
       jobs[i].fanout.run_dir = run_dir;  // every job's logs under the pipeline's folder

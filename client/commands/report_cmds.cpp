@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "fanout/protocol/exit_codes.hpp"
 #include "fanout/report/compare.hpp"
 #include "fanout/report/html_report.hpp"
 #include "fanout/store/report_queries.hpp"
@@ -15,7 +16,7 @@ namespace {
 // Exit code of a failed read: a missing store or job is the user's input (2).
 int read_failed(const Error& e) {
   std::fprintf(stderr, "error: %s\n", e.message.c_str());
-  return e.code == ErrorCode::Io ? 1 : 2;
+  return e.code == ErrorCode::Io ? proto::kExitFailed : proto::kExitUsage;
 }
 
 }  // namespace
@@ -28,7 +29,7 @@ int write_html_report(const std::string& db, std::uint64_t job_id, const std::st
     if (d->log_dir.empty()) {
       std::fprintf(stderr, "error: %s: job %llu has no logs folder recorded; give --out FILE\n",
                    db.c_str(), static_cast<unsigned long long>(job_id));
-      return 2;
+      return proto::kExitUsage;
     }
     path = d->log_dir + "/report.html";
   }

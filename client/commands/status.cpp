@@ -10,6 +10,7 @@
 #include "client/session/liveness.hpp"
 
 #include "client/launch/slurm_launcher.hpp"
+#include "fanout/protocol/exit_codes.hpp"
 #include "fanout/report/job_report.hpp"
 #include "fanout/report/status_text.hpp"
 #include "fanout/store/job_status.hpp"
@@ -69,7 +70,7 @@ int print_status(const std::string& db, std::uint64_t job_id, bool json) {
   auto s = store::read_job_status(db, job_id);
   if (!s) {
     std::fprintf(stderr, "error: %s\n", s.error().message.c_str());
-    return 2;
+    return proto::kExitUsage;
   }
   const auto live = liveness_of(*s);
   if (json) {
@@ -98,19 +99,19 @@ int write_report(const std::string& db, std::uint64_t job_id, const std::string&
     auto s = store::read_job_status(db, job_id);
     if (!s) {
       std::fprintf(stderr, "error: %s\n", s.error().message.c_str());
-      return 2;
+      return proto::kExitUsage;
     }
     if (s->log_dir.empty()) {
       std::fprintf(stderr, "error: %s: job %llu has no logs folder recorded; give --out DIR\n",
                    db.c_str(), static_cast<unsigned long long>(job_id));
-      return 2;
+      return proto::kExitUsage;
     }
     dir = s->log_dir;
   }
   auto files = report::write_job_report(db, job_id, dir);
   if (!files) {
     std::fprintf(stderr, "error: %s\n", files.error().message.c_str());
-    return files.error().code == ErrorCode::Io ? 1 : 2;
+    return files.error().code == ErrorCode::Io ? proto::kExitFailed : proto::kExitUsage;
   }
   std::printf("report of job %llu written to %s:\n", static_cast<unsigned long long>(job_id),
               dir.c_str());

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "client/launch/embedded.hpp"
+#include "fanout/protocol/ready_file.hpp"
 #include "fanout/util/fs.hpp"
 
 namespace fanout::client {
@@ -39,12 +39,12 @@ InterchangeLiveness interchange_liveness(const std::string& ready_text,
                                          const std::string& this_host,
                                          bool (*is_interchange)(pid_t)) {
   InterchangeLiveness l;
-  l.host = ready_value(ready_text, "host");
-  const std::string pid = ready_value(ready_text, "pid");
-  char* end = nullptr;
-  const long n = pid.empty() ? 0 : std::strtol(pid.c_str(), &end, 10);
-  if (n <= 0 || end == nullptr || *end != '\0') return l;
-  l.pid = static_cast<pid_t>(n);
+  // A damaged file tells nothing: the state stays Unknown.
+  auto ready = proto::parse_ready(ready_text, "interchange.ready");
+  if (!ready) return l;
+  l.host = ready->host;
+  if (ready->pid <= 0) return l;
+  l.pid = static_cast<pid_t>(ready->pid);
   // A pid means something only on the host that wrote it (the run folder may be shared).
   if (l.host.empty() || l.host != this_host) return l;
   const bool alive = (is_interchange != nullptr ? is_interchange : runs_interchange)(l.pid);
