@@ -329,7 +329,8 @@ void Interchange::on_client(net::Message& msg) {
   if (!h) {
     bad_frame("client", msg.peer, h.error());
     if (h.error().code == ErrorCode::Version) {
-      send_client(msg.peer, proto::encode(proto::Reject{h.error().message}));
+      send_client(msg.peer,
+                  proto::encode(proto::make_reject(proto::RejectCode::Version, h.error().message)));
     }
     return;
   }
@@ -377,7 +378,8 @@ void Interchange::on_submit_job(const std::string& peer, const std::string& fram
   if (ok) ok = check_output_fresh(m->spec);
   if (ok) ok = prepare_job_files(m->spec);
   if (!ok) {
-    send_client(peer, proto::encode(proto::Reject{ok.error().message}));
+    send_client(
+        peer, proto::encode(proto::make_reject(proto::RejectCode::JobRefused, ok.error().message)));
     return;
   }
   had_client_ = true;
@@ -436,9 +438,9 @@ void Interchange::on_submit_tasks(const std::string& peer, const std::string& fr
   if (!m) return bad_frame("client", peer, m.error());
   Job* job = ledger_.find(m->job_id);
   if (job == nullptr) {
-    send_client(
-        peer,
-        proto::encode(proto::Reject{fmt::format("SubmitTasks: job {} is not running", m->job_id)}));
+    send_client(peer, proto::encode(proto::make_reject(
+                          proto::RejectCode::JobNotRunning,
+                          fmt::format("SubmitTasks: job {} is not running", m->job_id))));
     return;
   }
   if (job->submit_done) {
@@ -501,9 +503,9 @@ void Interchange::on_attach(const std::string& peer, const std::string& frame) {
       send_client(peer, proto::encode(*reply.ended));
       return;
     case ClientSessions::Attached::Unknown:
-      send_client(
-          peer,
-          proto::encode(proto::Reject{fmt::format("Attach: job {} is not known here", m->job_id)}));
+      send_client(peer, proto::encode(proto::make_reject(
+                            proto::RejectCode::UnknownJob,
+                            fmt::format("Attach: job {} is not known here", m->job_id))));
       return;
   }
 }
@@ -530,8 +532,9 @@ void Interchange::on_shutdown(const std::string& peer, const std::string& frame)
     log_->info(
         "shutdown requested by the client that started us; deferred until the jobs of "
         "other clients end");
-    send_client(peer, proto::encode(proto::Reject{"Shutdown: deferred: jobs of other clients "
-                                                  "run here"}));
+    send_client(peer, proto::encode(proto::make_reject(
+                          proto::RejectCode::ShutdownDeferred,
+                          "Shutdown: deferred: jobs of other clients run here")));
     opts_.exit_when_idle = true;
     return;
   }
@@ -594,7 +597,8 @@ void Interchange::on_pool(net::Message& msg) {
     if (h.error().code == ErrorCode::Version && msg.frame.size() >= 2 &&
         static_cast<std::uint8_t>(msg.frame[1]) ==
             static_cast<std::uint8_t>(proto::MsgType::Register)) {
-      (void)pool_sock_.send_to(msg.peer, proto::encode(proto::Reject{h.error().message}));
+      (void)pool_sock_.send_to(msg.peer, proto::encode(proto::make_reject(
+                                             proto::RejectCode::Version, h.error().message)));
     }
     return;
   }
@@ -604,9 +608,9 @@ void Interchange::on_pool(net::Message& msg) {
     // A routing id and a pool name stay with the key that first registered them: another key
     // can register under neither (it would replace the pool's row and fingerprint).
     if (!key_holds(msg)) {
-      (void)pool_sock_.send_to(
-          msg.peer,
-          proto::encode(proto::Reject{"Register: this routing id belongs to another key"}));
+      (void)pool_sock_.send_to(msg.peer, proto::encode(proto::make_reject(
+                                             proto::RejectCode::PoolRefused,
+                                             "Register: this routing id belongs to another key")));
       return;
     }
     if (!pools_.name_holds(m->pool_name, msg.user_id)) {
@@ -617,9 +621,10 @@ void Interchange::on_pool(net::Message& msg) {
             "'{}'); refused (further attempts of this key are counted)",
             m->pool_name, *pools_.name_key(m->pool_name), msg.user_id, msg.peer);
       }
-      (void)pool_sock_.send_to(msg.peer,
-                               proto::encode(proto::Reject{"Register: pool name '" + m->pool_name +
-                                                           "' belongs to another key"}));
+      (void)pool_sock_.send_to(
+          msg.peer, proto::encode(proto::make_reject(
+                        proto::RejectCode::PoolRefused,
+                        "Register: pool name '" + m->pool_name + "' belongs to another key")));
       return;
     }
     pools_.bind_key(msg.peer, msg.user_id);
@@ -651,7 +656,8 @@ void Interchange::on_pool(net::Message& msg) {
       }
     }
     (void)pool_sock_.send_to(msg.peer,
-                             proto::encode(proto::Reject{"not registered: send Register"}));
+                             proto::encode(proto::make_reject(proto::RejectCode::NotRegistered,
+                                                              "not registered: send Register")));
     return;
   }
   pools_.seen(*pool, Clock::now());
@@ -725,7 +731,8 @@ void Interchange::on_register(const std::string& peer, const proto::Register& re
     lose_pool(peer, "registered again");
   }
   if (d.outcome == RegisterDecision::Outcome::Reject) {
-    (void)pool_sock_.send_to(peer, proto::encode(proto::Reject{d.reason}));
+    (void)pool_sock_.send_to(
+        peer, proto::encode(proto::make_reject(proto::RejectCode::PoolRefused, d.reason)));
     return;
   }
   Pool& pool = pools_.add(peer, reg, Clock::now(), unix_now(), key);

@@ -9,6 +9,7 @@
 #include "client/launch/embedded.hpp"
 #include "client/session/progress.hpp"
 #include "fanout/protocol/codec.hpp"
+#include "fanout/protocol/exit_codes.hpp"
 #include "fanout/protocol/job_state.hpp"
 
 namespace fanout::client {
@@ -68,12 +69,13 @@ bool SessionPolicy::on_ended(const proto::JobEnded& m) {
 bool SessionPolicy::reject_ends(const proto::Reject& m) const {
   // The job's SubmitJob was refused, or an interchange does not know the job at all: nothing
   // can follow it.
-  return job_id_ == 0 || !rules_.submits || m.reason.rfind("Attach:", 0) == 0;
+  return job_id_ == 0 || !rules_.submits || proto::reject_code(m) == proto::RejectCode::UnknownJob;
 }
 
 void SessionPolicy::on_reject(const proto::Reject& m, Clock::time_point now) {
   if (end_ != SessionEnd::Open) return;
   if (reject_ends(m)) {
+    reject_code_ = proto::reject_code(m);
     finish(SessionEnd::Rejected, m.reason);
     return;
   }
@@ -191,10 +193,12 @@ int SessionPolicy::exit_code() const {
       // A job this client submitted and lost is an infrastructure failure; a job id the user
       // gave that no interchange knows, or a submission refused for one of its fields (e.g.
       // its output file is another running job's), is a bad argument.
-      if (rules_.submits && job_id_ == 0 && detail_.rfind("SubmitJob: ", 0) == 0) return 2;
-      return rules_.submits ? 3 : 2;
+      if (rules_.submits && job_id_ == 0 && reject_code_ == proto::RejectCode::JobRefused) {
+        return proto::kExitUsage;
+      }
+      return rules_.submits ? kExitInfra : kExitUsage;
     default:
-      return 3;
+      return proto::kExitInfra;
   }
 }
 
@@ -400,7 +404,7 @@ bool Session::shutdown(const std::string& reason, const std::string& token) {
       auto h = proto::read_header(msg_.frame);
       if (!h || h->type != proto::MsgType::Reject) continue;
       if (auto m = proto::decode<proto::Reject>(msg_.frame);
-          m && m->reason.rfind("Shutdown: deferred", 0) == 0) {
+          m && proto::reject_code(*m) == proto::RejectCode::ShutdownDeferred) {
         return true;
       }
     }

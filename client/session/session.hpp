@@ -17,6 +17,7 @@
 
 #include "fanout/net/security.hpp"
 #include "fanout/net/socket.hpp"
+#include "fanout/protocol/exit_codes.hpp"
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/log.hpp"
@@ -61,11 +62,13 @@ struct SessionRules {
   bool allow_partial = false;
 };
 
-// The exit statuses of `fanout` (README, "Exit status"). A job's own: see exit_status().
-inline constexpr int kExitFailed = 1;   // the job failed (a threshold, a timeout) or cancelled
-inline constexpr int kExitUsage = 2;    // bad command line or input; nothing was started
-inline constexpr int kExitInfra = 3;    // the interchange, the pools or the store failed us
-inline constexpr int kExitPartial = 4;  // every mini-batch finished, some failed (in limits)
+// The exit statuses of `fanout` are declared once, with the other programs':
+// protocol/exit_codes.hpp.
+using proto::kExitFailed;
+using proto::kExitInfra;
+using proto::kExitOk;
+using proto::kExitPartial;
+using proto::kExitUsage;
 
 // The exit status of a job that ended in `state` (proto::JobState's spelling): 0 succeeded,
 // kExitPartial partial (0 with `allow_partial`), kExitFailed failed, cancelled or unknown.
@@ -178,6 +181,7 @@ class SessionPolicy final {
   std::optional<proto::JobEnded> ended_{};
   SessionEnd end_ = SessionEnd::Open;
   std::string detail_{};
+  proto::RejectCode reject_code_ = proto::RejectCode::Unspecified;  // of the Reject that ended it
   Clock::time_point last_heard_;
   Clock::time_point last_probe_{};
   bool probe_pending_ = false;
