@@ -18,6 +18,7 @@
 #include "client/input/tabular.hpp"
 #include "client/launch/embedded.hpp"
 #include "client/launch/monitoring.hpp"
+#include "client/launch/run_plan.hpp"
 #include "client/launch/run_settings.hpp"
 #include "client/launch/slurm_launcher.hpp"
 #include "client/output/job_outputs.hpp"
@@ -27,6 +28,7 @@
 #include "client/session/submission.hpp"
 #include "fanout/config/row_settings.hpp"
 #include "fanout/net/security.hpp"
+#include "fanout/protocol/exit_codes.hpp"
 #include "fanout/store/reader.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/clock.hpp"
@@ -42,7 +44,7 @@ std::atomic<int> g_interrupts{0};
 void on_interrupt(int) { g_interrupts.fetch_add(1, std::memory_order_relaxed); }
 
 // Checks, without importing it, that the entry script parses and defines run at module level.
-// Exit codes of the checker: 0 ok, 3 syntax error, 4 no run, 5 unreadable.
+// Exit codes of the checker: 0 ok, 3 syntax error, 4 no run, 5 unreadable (kCheck* below).
 constexpr const char* kCheckScript = R"PY(
 import ast, sys
 p = sys.argv[1]
@@ -74,14 +76,8 @@ scan(tree.body)
 sys.exit(0 if 'run' in names else 4)
 )PY";
 
-std::string utc_stamp() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
+constexpr int kCheckSyntaxError = 3;
+constexpr int kCheckNoRun = 4;
 
 }  // namespace
 
@@ -145,10 +141,10 @@ Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov) {
   }
   auto st = checker->wait();
   const std::string where = cfg.spec_path + ": task.entry_script: " + script;
-  if (st.code == 4) {
+  if (st.code == kCheckNoRun) {
     return make_error(ErrorCode::InvalidArgument, where + ": does not define run(mini_batch)");
   }
-  if (st.code == 3) {
+  if (st.code == kCheckSyntaxError) {
     return make_error(ErrorCode::InvalidArgument, where + ": is not valid Python (see above)");
   }
   if (!st.success()) {
@@ -185,154 +181,154 @@ bool run_in_store(const std::string& db, const std::string& log_dir) {
 
 }  // namespace
 
-int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
-  // Absolute first: a bare `--db NAME` has no folder, and its runs/ belongs beside it.
-  std::error_code cwd_ec;
-  std::string db = resolve_path(fs::current_path(cwd_ec).string(),
-                                cfg.fanout.db.empty() ? default_db_path() : cfg.fanout.db);
-  RunSettings rs = run_settings(cfg, ov);
-  if (auto r = prepare_launcher(rs, cfg, ov); !r) {
-    std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
-    return 2;
-  }
-  // Outputs as Azure ML provides them: folders made, a fresh append_row file, on every route:
-  // an earlier job's file is refused unless --overwrite. The interchange refuses it too (a
-  // shared one may see a file this host does not); with --interchange the local store is not
-  // the interchange's, so only the file is looked at here.
-  if (auto r = claim_row_file(cfg, ov.interchange.empty() ? db : std::string(), ov.overwrite); !r) {
-    std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
-    return 2;
-  }
-  if (auto r = make_output_folders(cfg); !r) {
-    std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
-    return 3;
-  }
-  // A shared interchange (--interchange) owns the store and the run folders, on its host: this
-  // client makes neither, and learns their paths from JobAccepted.
-  const bool shared = !ov.interchange.empty();
-  // Absolute before anything is made: the interchange refuses a relative log folder.
-  std::string run_dir;
-  if (!cfg.fanout.run_dir.empty() || !shared) {
-    const std::string run_root = cfg.fanout.run_dir.empty()
-                                     ? fs::path(db).parent_path().string() + "/runs"
-                                     : cfg.fanout.run_dir;
-    run_dir = fmt::format("{}/{}-{}-{}", fs::absolute(run_root).lexically_normal().string(),
-                          cfg.name, utc_stamp(), ::getpid());
-  }
-  if (!shared) {
-    if (auto r = make_dirs(run_dir + "/logs"); !r) {
-      std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
-      return 3;
-    }
-    // The run folder (logs) and the store are the owner's only (docs/security.md).
-    if (auto r = net::restrict_folder(run_dir, ov.share_with_group); !r) {
-      std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
-      return 3;
-    }
-    if (auto r = net::create_private_file(db, ov.share_with_group); !r) {
-      std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
-      return 3;
-    }
-  }
-  proto::JobSpec spec = job_spec(cfg, run_dir.empty() ? std::string() : run_dir + "/logs");
-  spec.interchange_run_dir = run_dir.empty();
+namespace {
 
-  if (!ov.quiet) {
-    for (const auto& n : cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());
-  }
+// Prints `e` as the command's error and returns `code`.
+int fail_with(const Error& e, int code) {
+  std::fprintf(stderr, "error: %s\n", e.message.c_str());
+  return code;
+}
 
-  const bool allow_partial = ov.allow_partial || cfg.fanout.allow_partial;
-  ProgressPrinter printer(ov.quiet  ? ProgressMode::Quiet
-                          : ov.json ? ProgressMode::Json
-                                    : ProgressMode::Human);
-  std::optional<Embedded> embedded;
-  std::optional<Session> connected;
-  std::string endpoint = ov.interchange;
-  // 1. Submit the job and wait for its id. 2. Stream the input while listing it, within the
-  // window. 3. Follow the job to its end. After an interchange restart the listing starts again,
-  // skipping the mini-batches the interchange already has.
-  // The embedded default may attach to the store's owner; when that owner goes away before it
-  // accepts the job (an idle one exits), the run decides again where its job goes.
+// Claims the outputs and makes the run's folders, as the plan says. Outputs as Azure ML provides
+// them: folders made, a fresh append_row file, on every route: an earlier job's file is refused
+// unless --overwrite. The interchange refuses it too (a shared one may see a file this host does
+// not); with --interchange the local store is not the interchange's, so only the file is looked
+// at here. Returns kExitOk, or the exit code after printing why.
+int make_run_folders(const config::JobConfig& cfg, const RunOverrides& ov, const RunPaths& paths) {
+  if (auto r = claim_row_file(cfg, paths.shared ? std::string() : paths.db, ov.overwrite); !r) {
+    return fail_with(r.error(), proto::kExitUsage);
+  }
+  if (auto r = make_output_folders(cfg); !r) return fail_with(r.error(), proto::kExitInfra);
+  if (!paths.make_folders) return proto::kExitOk;
+  if (auto r = make_dirs(paths.log_dir()); !r) return fail_with(r.error(), proto::kExitInfra);
+  // The run folder (logs) and the store are the owner's only (docs/security.md).
+  if (auto r = net::restrict_folder(paths.run_dir, ov.share_with_group); !r) {
+    return fail_with(r.error(), proto::kExitInfra);
+  }
+  if (auto r = net::create_private_file(paths.db, ov.share_with_group); !r) {
+    return fail_with(r.error(), proto::kExitInfra);
+  }
+  return proto::kExitOk;
+}
+
+// What a run works with once planned; lives for the whole run_job call.
+struct RunContext {
+  const config::JobConfig& cfg;
+  const RunOverrides& ov;
+  const RunSettings& rs;
+  RunPaths& paths;
+  proto::JobSpec& spec;
+  ProgressPrinter& printer;
+  bool allow_partial = false;
+  Logger log;
+};
+
+// The interchange of a run and the session with it. The session points into the Embedded, so
+// this is never moved; the session is reset before the Embedded.
+struct Connection {
+  std::optional<Embedded> embedded{};
+  std::optional<Session> session{};
+  std::string endpoint{};
+};
+
+void on_first_connect(const RunContext& ctx, const Connection& c) {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  if (ctx.ov.quiet || ctx.paths.shared) return;
+  std::fprintf(stderr, "fanout: job '%s' on %s (%s), %u %s x %s workers; logs in %s/logs\n",
+               ctx.cfg.name.c_str(), c.embedded ? "a private interchange" : c.endpoint.c_str(),
+               ctx.paths.db.c_str(), ctx.rs.pools,
+               plan_launcher(ctx.rs) == LauncherKind::Slurm ? "Slurm pool job(s)" : "pool(s)",
+               ctx.rs.workers > 0 ? std::to_string(ctx.rs.workers).c_str() : "<node's cores>",
+               ctx.paths.run_dir.c_str());
+}
+
+// Starts the embedded interchange (or reaches --interchange) and submits the job. The embedded
+// default may attach to the store's owner; when that owner goes away before it accepts the job
+// (an idle one exits), the run decides again where its job goes. Returns kExitOk once a session
+// is open, else the exit code after printing why.
+int connect_and_submit(const RunContext& ctx, Connection& c) {
+  c.endpoint = ctx.ov.interchange;
   for (int tries = 1;; ++tries) {
     try {
-      if (ov.interchange.empty()) {
-        embedded.emplace(rs, db, run_dir, log);
-        endpoint = embedded->client_endpoint();
+      if (!ctx.paths.shared) {
+        c.embedded.emplace(ctx.rs, ctx.paths.db, ctx.paths.run_dir, ctx.log);
+        c.endpoint = c.embedded->client_endpoint();
       }
-      connected.emplace(
-          endpoint,
-          Session::Options{.rules = SessionRules{.submits = true, .allow_partial = allow_partial},
-                           .embedded = embedded ? &*embedded : nullptr,
-                           .security = ov.security,
-                           .printer = &printer,
-                           .interrupts = &g_interrupts,
-                           // An interchange that restarted after the job's end
-                           // was committed does not know it: the store does.
-                           .ended_in_store = [&]() -> std::optional<proto::JobEnded> {
-                             if (!connected) return std::nullopt;
-                             return job_ended_in_store(db, connected->policy().job_id());
-                           }},
-          log);
+      c.session.emplace(
+          c.endpoint,
+          Session::Options{
+              .rules = SessionRules{.submits = true, .allow_partial = ctx.allow_partial},
+              .embedded = c.embedded ? &*c.embedded : nullptr,
+              .security = ctx.ov.security,
+              .printer = &ctx.printer,
+              .interrupts = &g_interrupts,
+              // An interchange that restarted after the job's end was committed does not
+              // know it: the store does.
+              // The store's path may change once a shared interchange names its own.
+              .ended_in_store = [&c, paths = &ctx.paths]() -> std::optional<proto::JobEnded> {
+                if (!c.session) return std::nullopt;
+                return job_ended_in_store(paths->db, c.session->policy().job_id());
+              }},
+          ctx.log);
     } catch (const Failure& f) {  // a child that cannot start; a key missing or open to others,
                                   // --insecure off loopback
       std::fprintf(stderr, "error: %s\n", f.what());
-      return 3;
+      return proto::kExitInfra;
     }
-    if (tries == 1) {
-      struct sigaction sa {};
-      sa.sa_handler = on_interrupt;
-      ::sigaction(SIGINT, &sa, nullptr);
-      ::sigaction(SIGTERM, &sa, nullptr);
-      if (!ov.quiet && !shared) {
-        std::fprintf(stderr, "fanout: job '%s' on %s (%s), %u %s x %s workers; logs in %s/logs\n",
-                     cfg.name.c_str(), embedded ? "a private interchange" : endpoint.c_str(),
-                     db.c_str(), rs.pools,
-                     rs.launch.kind == "slurm" ? "Slurm pool job(s)" : "pool(s)",
-                     rs.workers > 0 ? std::to_string(rs.workers).c_str() : "<node's cores>",
-                     run_dir.c_str());
-      }
-    }
-    connected->submit(spec);
-    const SessionPolicy& p = connected->policy();
-    if (!embedded || !embedded->guest() || p.job_id() != 0 ||
+    if (tries == 1) on_first_connect(ctx, c);
+    c.session->submit(ctx.spec);
+    const SessionPolicy& p = c.session->policy();
+    if (!c.embedded || !c.embedded->guest() || p.job_id() != 0 ||
         !attach_again(p, AttachOutcome{.guest = true,
-                                       .owner_gone = embedded->interchange_exited(),
-                                       .job_in_store = run_in_store(db, spec.log_dir),
+                                       .owner_gone = c.embedded->interchange_exited(),
+                                       .job_in_store = run_in_store(ctx.paths.db, ctx.spec.log_dir),
                                        .tries = tries})) {
-      break;
+      return proto::kExitOk;
     }
-    if (!ov.quiet) {
+    if (!ctx.ov.quiet) {
       std::fprintf(stderr,
                    "note: %s before it accepted this job; deciding again where it runs (try %d "
                    "of %d)\n",
                    p.detail().empty() ? "the store's owner went away" : p.detail().c_str(),
                    tries + 1, kAttachTries);
     }
-    connected.reset();    // before the Embedded it points to
-    embedded->abandon();  // its pools, started for the owner, go too
-    embedded.reset();
+    c.session.reset();      // before the Embedded it points to
+    c.embedded->abandon();  // its pools, started for the owner, go too
+    c.embedded.reset();
   }
-  Session& session = *connected;
-  const SessionPolicy& state = session.policy();
-  if (shared && state.job_id() != 0) {
-    // The interchange's paths; an older one names none, and then ours stand.
+}
+
+// A shared interchange's paths once it accepted the job (an older one names none, and then ours
+// stand); then the job pointer `fanout wait` follows, when this host sees the run folder.
+void record_accepted(const RunContext& ctx, const Connection& c) {
+  const SessionPolicy& state = c.session->policy();
+  if (ctx.paths.shared && state.job_id() != 0) {
     const auto& acc = state.accepted();
-    if (!acc.db_path.empty()) db = acc.db_path;
+    if (!acc.db_path.empty()) ctx.paths.db = acc.db_path;
     if (!acc.log_dir.empty()) {
-      spec.log_dir = acc.log_dir;
-      run_dir = fs::path(acc.log_dir).parent_path().string();
+      ctx.spec.log_dir = acc.log_dir;
+      ctx.paths.run_dir = fs::path(acc.log_dir).parent_path().string();
     }
-    if (!ov.quiet) {
+    if (!ctx.ov.quiet) {
       std::fprintf(stderr, "fanout: job %llu '%s' on %s; the interchange's store %s, logs in %s\n",
-                   static_cast<unsigned long long>(state.job_id()), cfg.name.c_str(),
-                   endpoint.c_str(), db.c_str(), spec.log_dir.c_str());
+                   static_cast<unsigned long long>(state.job_id()), ctx.cfg.name.c_str(),
+                   c.endpoint.c_str(), ctx.paths.db.c_str(), ctx.spec.log_dir.c_str());
     }
   }
-  // `fanout wait` finds the interchange through the run folder, when this host sees it.
   std::error_code ec;
-  if (state.job_id() != 0 && !run_dir.empty() && fs::is_directory(run_dir, ec)) {
-    write_job_pointer(run_dir, endpoint, state.job_id());
+  if (state.job_id() != 0 && !ctx.paths.run_dir.empty() &&
+      fs::is_directory(ctx.paths.run_dir, ec)) {
+    write_job_pointer(ctx.paths.run_dir, c.endpoint, state.job_id());
   }
+}
+
+// Streams the input while listing it, within the window, then follows the job to its end. After
+// an interchange restart the listing starts again, skipping the mini-batches the interchange
+// already has. Returns whether the input listed no mini-batch at all.
+bool stream_and_follow(const config::JobConfig& cfg, Session& session) {
   std::uint64_t skip_below = 0;
   bool empty_input = false;
   while (session.policy().keep_going()) {
@@ -347,55 +343,65 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
       session.policy().fail(listed.error().message);
       break;
     }
-    if (!state.keep_going()) break;
+    if (!session.policy().keep_going()) break;
     session.send_end();
     session.follow();
     if (auto from = session.policy().take_resubmit()) skip_below = *from;
   }
+  return empty_input;
+}
 
+// Says that the input was empty: not an error (exit 0, like any job with nothing to do), but
+// said plainly.
+void say_empty_input(const config::JobConfig& cfg) {
+  std::string input = cfg.input_data;
+  for (const auto& in : cfg.inputs) {
+    if (in.name == cfg.input_data && !in.path.empty()) input += " (" + in.path + ")";
+  }
+  std::fprintf(stderr, "fanout: 0 mini-batches: input %s is empty; no run() was called\n",
+               input.c_str());
+}
+
+// What is said and written once the session ended: the summary and reports of an ended job, how
+// to follow one left running, or why it did not end and how to finish it. Returns the exit code.
+int finish_run(const RunContext& ctx, Connection& c, bool empty_input) {
+  const SessionPolicy& state = c.session->policy();
   const std::uint64_t job_id = state.job_id();
-  printer.update(state.progress(), true);
-  printer.finish();
+  const std::string& db = ctx.paths.db;
+  ctx.printer.update(state.progress(), true);
+  ctx.printer.finish();
   if (state.restarts() > 0) {
     std::fprintf(stderr, "fanout: reattached to job %llu after the interchange restarted\n",
                  static_cast<unsigned long long>(job_id));
   }
-  if (state.ended()) printer.ended(*state.ended());
-  if (empty_input && state.ended()) {
-    // Not an error (exit 0, like any job with nothing to do), but said plainly.
-    std::string input = cfg.input_data;
-    for (const auto& in : cfg.inputs) {
-      if (in.name == cfg.input_data && !in.path.empty()) input += " (" + in.path + ")";
-    }
-    std::fprintf(stderr, "fanout: 0 mini-batches: input %s is empty; no run() was called\n",
-                 input.c_str());
-  }
-
+  if (state.ended()) ctx.printer.ended(*state.ended());
+  if (empty_input && state.ended()) say_empty_input(ctx.cfg);
   const int rc = state.exit_code();
   if (state.ended()) {
-    if (auto r = write_output_mltables(cfg); !r) {
+    if (auto r = write_output_mltables(ctx.cfg); !r) {
       std::fprintf(stderr, "warning: %s\n", r.error().message.c_str());
     }
     // The interchange that wrote them (or failed to: a full logs folder) may not have said;
     // with the store at hand, reports that are missing are written here, or why they cannot be
     // is said.
-    if (state.end() == SessionEnd::EndedInStore || ov.interchange.empty()) {
-      write_missing_reports(db, job_id, spec.log_dir);
+    if (state.end() == SessionEnd::EndedInStore || !ctx.paths.shared) {
+      write_missing_reports(db, job_id, ctx.spec.log_dir);
     }
-    (void)report_ended(*state.ended(), summary_output(spec.output_path, recorded_settings(cfg)),
-                       spec.log_dir, ov.interchange.empty() ? db : std::string(), allow_partial);
+    (void)report_ended(*state.ended(),
+                       summary_output(ctx.spec.output_path, recorded_settings(ctx.cfg)),
+                       ctx.spec.log_dir, ctx.paths.shared ? std::string() : db, ctx.allow_partial);
   } else if (state.end() == SessionEnd::LeftRunning && job_id != 0) {
     std::fprintf(stderr,
                  "\nfanout: job %llu left running; follow it with: fanout wait %llu --db %s\n",
                  static_cast<unsigned long long>(job_id), static_cast<unsigned long long>(job_id),
                  db.c_str());
-    if (embedded) embedded->detach();
+    if (c.embedded) c.embedded->detach();
     return rc;
   } else {
     std::string failure = state.detail();
     if (state.end() == SessionEnd::Rejected) failure = "interchange: " + failure;
     if (state.end() == SessionEnd::NotAccepted) {
-      failure = "no answer from the interchange at " + endpoint;
+      failure = "no answer from the interchange at " + c.endpoint;
     }
     std::fprintf(stderr, "error: %s\n", failure.empty() ? "the job did not end" : failure.c_str());
     if (job_id != 0) {
@@ -406,15 +412,51 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
                    db.c_str());
     }
   }
-  if (embedded) {
+  if (c.embedded) {
     // A store owner that other runs' jobs attached to stays until they end (docs/store.md).
-    if (!embedded->guest() && session.shutdown("client done", embedded->shutdown_token())) {
-      embedded->detach();
+    if (!c.embedded->guest() && c.session->shutdown("client done", c.embedded->shutdown_token())) {
+      c.embedded->detach();
     } else {
-      embedded->stop();
+      c.embedded->stop();
     }
   }
   return rc;
+}
+
+}  // namespace
+
+int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
+  std::error_code cwd_ec;
+  RunPaths paths = plan_paths(cfg, ov,
+                              RunFacts{.cwd = fs::current_path(cwd_ec).string(),
+                                       .default_db = default_db_path(),
+                                       .now = std::time(nullptr),
+                                       .pid = static_cast<long>(::getpid())});
+  RunSettings rs = run_settings(cfg, ov);
+  if (auto r = prepare_launcher(rs, cfg, ov); !r) return fail_with(r.error(), proto::kExitUsage);
+  if (int rc = make_run_folders(cfg, ov, paths); rc != proto::kExitOk) return rc;
+  proto::JobSpec spec = job_spec(cfg, paths.log_dir());
+  spec.interchange_run_dir = paths.run_dir.empty();
+  if (!ov.quiet) {
+    for (const auto& n : cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());
+  }
+  ProgressPrinter printer(ov.quiet  ? ProgressMode::Quiet
+                          : ov.json ? ProgressMode::Json
+                                    : ProgressMode::Human);
+  const RunContext ctx{.cfg = cfg,
+                       .ov = ov,
+                       .rs = rs,
+                       .paths = paths,
+                       .spec = spec,
+                       .printer = printer,
+                       .allow_partial = ov.allow_partial || cfg.fanout.allow_partial,
+                       .log = std::move(log)};
+  Connection c;
+  // 1. Submit the job and wait for its id. 2. Stream the input. 3. Follow the job to its end.
+  if (int rc = connect_and_submit(ctx, c); rc != proto::kExitOk) return rc;
+  record_accepted(ctx, c);
+  const bool empty_input = stream_and_follow(cfg, *c.session);
+  return finish_run(ctx, c, empty_input);
 }
 
 int print_history(const std::string& db, std::size_t limit, const std::string& state, bool json) {
@@ -458,7 +500,7 @@ int print_history(const std::string& db, std::size_t limit, const std::string& s
     return 0;
   } catch (const Failure& f) {
     std::fprintf(stderr, "error: %s\n", f.what());
-    return 2;
+    return proto::kExitUsage;
   }
 }
 

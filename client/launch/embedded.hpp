@@ -1,17 +1,20 @@
 // The embedded default of `fanout run`: a private interchange started as a child process (on
 // ipc:// in a private folder by default) and its pools, started through a Launcher (local child
-// processes, or Slurm jobs: client/launcher.hpp), all stopped at the end. Owned by run_job; not
+// processes, or Slurm jobs: client/launch/launcher.hpp), all stopped at the end. Owned by run_job; not
 // thread-safe.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "client/launch/launcher.hpp"
+#include "client/launch/run_plan.hpp"
 #include "client/launch/run_settings.hpp"
 #include "fanout/net/security.hpp"
+#include "fanout/protocol/ready_file.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/log.hpp"
@@ -21,17 +24,13 @@ namespace fanout::client {
 // The path of a sibling binary: $ENV, beside this executable, the build tree, else PATH.
 std::string find_binary(const char* env, const char* name, const char* build_subdir);
 
-// The value of a `key=value` line of a ready file (interchange.ready: "client=", "pool="); ""
-// when there is none.
-std::string ready_value(const std::string& text, std::string_view key);
-
 // The last `lines` lines of a text file, for error messages ("" if unreadable).
 std::string tail_of(const std::string& path, std::size_t lines);
 
 class Embedded final {
  public:
   // Starts the interchange on the store `db` (waiting for its endpoints) and `rs.pools` pools
-  // through the launcher `rs.launch` names (client/launcher.hpp), logging into
+  // through the launcher `rs.launch` names (client/launch/launcher.hpp), logging into
   // `run_dir`/logs/sys, listening as `rs.transport` says. Throws Failure naming the log to read
   // when a child cannot start, or the folder or key that could not be made, or what the batch
   // system said.
@@ -71,6 +70,11 @@ class Embedded final {
 
  private:
   void start_watchdog();
+  // Makes the Curve key folder as the plan says. Throws Failure naming the folder.
+  void make_keys(const InterchangePlan& plan);
+  // Starts the interchange of `plan` and waits for its ready file, or for the store's owner's
+  // when it exits kExitStoreOwned (then guest_). Throws Failure naming its log on a failed start.
+  proto::ReadyFile start_interchange(const InterchangePlan& plan);
 
   Logger log_;
   std::string ready_, ix_log_, client_ep_, pool_ep_, token_;
@@ -80,9 +84,9 @@ class Embedded final {
   std::string db_{};
   bool guest_ = false;
   pid_t owner_pid_ = 0;
-  // The owner's ready text ("client=..."), once the store's owner published it; "" when it
-  // went away (start a private interchange again). Throws Failure after `deadline`.
-  std::string owner_endpoints(Clock::time_point deadline);
+  // What the store's owner published, once it did; nullopt when it went away (start a private
+  // interchange again). Throws Failure after `deadline`.
+  std::optional<proto::ReadyFile> owner_endpoints(Clock::time_point deadline);
   ChildProcess ix_;
   std::unique_ptr<Launcher> launcher_;
   ChildProcess watchdog_;  // --exit-with-client: releases the pools if the client dies
