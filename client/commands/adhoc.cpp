@@ -65,6 +65,7 @@ Expected<void> private_folder(const std::string& folder) {
 
 }  // namespace
 
+// Long: the checks of each option and the YAML they become, in the order the file reads.
 Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& folder) {
   auto bad = [](const std::string& what) { return make_error(ErrorCode::InvalidArgument, what); };
   if (o.command.find_first_not_of(" \t\n") == std::string::npos) {

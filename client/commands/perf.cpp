@@ -201,7 +201,7 @@ const char* link_name(Transport t) {
 }
 
 // One measured run: a fresh store, interchange and pools in `dir`, listening as `transport`
-// says.
+// says. Long: set-up, the timed section and the CPU accounting share their clocks and pids.
 RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log, Transport transport) {
   RunStats rs;
   const std::string code = dir + "/code";

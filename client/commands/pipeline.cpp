@@ -59,6 +59,7 @@ int run_command(const config::PipelineStep& s, bool quiet, const std::string& py
 
 }  // namespace
 
+// Long: the steps run in order in one loop that carries what each step leaves to the next.
 int run_pipeline(const std::string& path, const RunOverrides& ov, Logger log) {
   // Absolute first: a bare `--db NAME` has no folder, and its runs/ belongs beside it.
   const std::string db =

@@ -365,6 +365,7 @@ Expected<TableLayout> check_table(const config::JobConfig& cfg, const config::Ta
   return layout;
 }
 
+// Long: the two cuts (by bytes, by partition key) share the file listing and the row offsets.
 Expected<std::uint64_t> stream_table(const config::JobConfig& cfg, const config::TableSpec& t,
                                      const std::function<bool(proto::MiniBatch&&)>& emit) {
   auto files = list_table_files(t);

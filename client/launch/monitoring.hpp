@@ -1,6 +1,6 @@
-// The ParallelRunStep system arguments that issue 5 acts on: --resource_monitor_interval and
-// --profiling_module (from JobConfig::system_args), checked and turned into what the job's
-// pools and workers receive. See docs/job-spec.md.
+// The ParallelRunStep system arguments that change what fanout does:
+// --resource_monitor_interval and --profiling_module (from JobConfig::system_args), checked and
+// turned into what the job's pools and workers receive. See docs/job-spec.md.
 #pragma once
 
 #include <string>

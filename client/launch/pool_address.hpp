@@ -1,7 +1,7 @@
 // Which address of this host the pools on other nodes connect to, when --interchange-address
 // (fanout.interchange_address) is not given: a decision over the host's interfaces, no I/O
 // (unit-tested in tests/unit/client/pool_address_test.cpp). interchange_address() in
-// client/slurm_launcher.cpp lists the interfaces with getifaddrs(3) and asks this.
+// client/launch/slurm_launcher.cpp lists the interfaces with getifaddrs(3) and asks this.
 #pragma once
 
 #include <string>

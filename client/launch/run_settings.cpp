@@ -125,7 +125,8 @@ proto::JobSpec job_spec(const config::JobConfig& cfg, const std::string& log_dir
   spec.env.push_back("FANOUT_LOGGING_LEVEL=" + cfg.logging_level);
   spec.output_path = cfg.append_row_to;
   // Without append_row_to, output_dir is the declared folder output (Azure ML's), not the run
-  // folder's outputs/ (issue 16); the pool passes it on as FANOUT_OUTPUT_DIR.
+  // folder's outputs/, so that run() writes where the job file says its output is; the pool
+  // passes it on as FANOUT_OUTPUT_DIR.
   if (const std::string out = output_folder(cfg); cfg.append_row_to.empty() && !out.empty()) {
     spec.env.push_back("FANOUT_OUTPUT_DIR=" + out);
   }

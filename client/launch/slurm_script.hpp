@@ -1,6 +1,6 @@
 // The Slurm launcher's decisions, without I/O (unit-tested in tests/unit/client/slurm_test.cpp):
 // the batch script of a pool job, what `squeue` says, and when to submit replacements (the
-// block policy). client/slurm_launcher.* does the I/O. See docs/cluster.md.
+// block policy). client/launch/slurm_launcher.* does the I/O. See docs/cluster.md.
 #pragma once
 
 #include <cstdint>

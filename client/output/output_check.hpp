@@ -1,6 +1,7 @@
-// Checks on a job's output made before anything starts (issue 18 item 13): an append_row_to file
-// that cannot be written is an error of the job file (exit 2, located), found before the
-// interchange and the pools are started. No state; reads the file system only.
+// Checks on a job's output made before anything starts, so that a long job does not fail at its
+// end for a file it could never write: an append_row_to file that cannot be written is an error
+// of the job file (exit 2, located), found before the interchange and the pools are started. No
+// state; reads the file system only.
 #pragma once
 
 #include "fanout/config/job_spec.hpp"

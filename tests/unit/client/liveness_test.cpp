@@ -1,4 +1,4 @@
-// Whether a job's interchange is alive, from its ready file (client/liveness.hpp; issue 17 item
+// Whether a job's interchange is alive, from its ready file (client/session/liveness.hpp; issue 17 item
 // 6): dead at once on its own host, unknown elsewhere, and a reused pid is not it.
 #include "client/session/liveness.hpp"
 

@@ -1,5 +1,5 @@
 // Which address the pools connect to when --interchange-address is not given
-// (client/pool_address.hpp): loopback never, down interfaces skipped, the first usable IPv4
+// (client/launch/pool_address.hpp): loopback never, down interfaces skipped, the first usable IPv4
 // address in getifaddrs(3) order, and a clear error naming why there is none.
 #include "client/launch/pool_address.hpp"
 

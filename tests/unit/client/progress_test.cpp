@@ -1,4 +1,4 @@
-// The progress line (client/progress.hpp), read as its specification: its figures count from
+// The progress line (client/session/progress.hpp), read as its specification: its figures count from
 // the job's own start (issue 17 item 5), and it fits the width it is given, dropping fields by
 // priority (item 7). No terminal: times and widths are passed in.
 #include "client/session/progress.hpp"

@@ -1,4 +1,4 @@
-// What a job runs with (client/run_settings.hpp): command-line overrides, the job spec the
+// What a job runs with (client/launch/run_settings.hpp): command-line overrides, the job spec the
 // interchange receives, the settings recorded with the job, and the settings the embedded
 // interchange and pools are started with for `fanout run` and `fanout resume`.
 #include "client/launch/run_settings.hpp"

@@ -1,4 +1,4 @@
-// The Slurm launcher's decisions (client/slurm_script.hpp) and the launcher keys of the job
+// The Slurm launcher's decisions (client/launch/slurm_script.hpp) and the launcher keys of the job
 // file's `fanout:` block: the batch script, what sbatch and squeue print, the block policy, and
 // the located errors of bad launcher keys.
 #include "client/launch/slurm_script.hpp"

@@ -1,4 +1,4 @@
-// Declared encodings to UTF-8 with iconv(3) (client/text_encoding.hpp): windows1252 is not
+// Declared encodings to UTF-8 with iconv(3) (client/input/text_encoding.hpp): windows1252 is not
 // latin1, and a byte an encoding does not define is an error, never dropped (issue 17 item 13).
 #include "client/input/text_encoding.hpp"
 
