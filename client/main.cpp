@@ -68,7 +68,8 @@ struct RunArgs {
   CLI::App* cmd = nullptr;
 };
 
-// The options of an ad-hoc run without a job file, as with GNU parallel (client/commands/adhoc.hpp).
+// The options of an ad-hoc run without a job file, as with GNU parallel
+// (client/commands/adhoc.hpp).
 constexpr std::array<const char*, 6> kAdhocOnly = {"--name",    "--mini-batch-size", "--retries",
                                                    "--timeout", "--error-threshold", "--env"};
 void add_adhoc_options(CLI::App* run, RunArgs& a) {

@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
     return fanout::proto::kExitRuntime;
   }
   // One live interchange per store, taken before anything binds; exit code 4 says the store is
-  // owned by another one (an embedded `fanout run` then attaches to it: client/launch/embedded.cpp).
+  // owned by another one (an embedded `fanout run` then attaches to it:
+  // client/launch/embedded.cpp).
   auto owner = fanout::store::OwnerLock::acquire(opts.db_path);
   if (!owner) {
     log->critical("{}", owner.error().message);

@@ -1,7 +1,7 @@
 // The embedded default of `fanout run`: a private interchange started as a child process (on
 // ipc:// in a private folder by default) and its pools, started through a Launcher (local child
-// processes, or Slurm jobs: client/launch/launcher.hpp), all stopped at the end. Owned by run_job; not
-// thread-safe.
+// processes, or Slurm jobs: client/launch/launcher.hpp), all stopped at the end. Owned by run_job;
+// not thread-safe.
 #pragma once
 
 #include <memory>

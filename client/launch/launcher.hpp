@@ -1,7 +1,7 @@
 // Where the pools of a private interchange run: the Launcher interface and LocalLauncher (child
-// processes on this host, the embedded default). SlurmLauncher (client/launch/slurm_launcher.hpp) puts
-// them on a cluster's nodes; ssh or Kubernetes launchers would follow the same shape. Neither the
-// interchange nor the pool knows about launchers: a pool is the same `fanout-pool` command
+// processes on this host, the embedded default). SlurmLauncher (client/launch/slurm_launcher.hpp)
+// puts them on a cluster's nodes; ssh or Kubernetes launchers would follow the same shape. Neither
+// the interchange nor the pool knows about launchers: a pool is the same `fanout-pool` command
 // wherever it runs, and a lost one is the interchange's usual pool loss. See docs/cluster.md.
 #pragma once
 

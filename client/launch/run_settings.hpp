@@ -27,9 +27,9 @@ struct RunOverrides {
   std::uint32_t priority = 0;  // overrides fanout.priority when > 0
   std::uint32_t window = 0;    // the embedded interchange's --window; 0: its default
   bool quiet = false;
-  bool allow_partial = false;     // a `partial` job exits 0 (also fanout.allow_partial)
-  bool json = false;              // progress as JSON events on stdout (see client/session/progress.hpp)
-  net::Security security{};       // for a tcp:// --interchange (docs/security.md)
+  bool allow_partial = false;  // a `partial` job exits 0 (also fanout.allow_partial)
+  bool json = false;         // progress as JSON events on stdout (see client/session/progress.hpp)
+  net::Security security{};  // for a tcp:// --interchange (docs/security.md)
   bool share_with_group = false;  // the store and run folder readable by the group too
   bool overwrite = false;         // replace an earlier job's append_row file (client/job_outputs)
   // Where the pools run (docs/cluster.md); empty / 0: the job file's fanout: keys.
