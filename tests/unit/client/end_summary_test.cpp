@@ -1,5 +1,6 @@
-// The console's summary of an ended job (client/session/end_summary.hpp): ParallelRunStep's counting,
-// worded so that run() returning fewer results than items does not read as failures (issue 16).
+// The console's summary of an ended job (client/session/end_summary.hpp): ParallelRunStep's
+// counting, worded so that run() returning fewer results than items does not read as failures
+// (issue 16).
 #include "client/session/end_summary.hpp"
 
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
-// Tests for listing a table's files (client/input/listing.hpp): the order of files, folders and pattern
-// matches, entries that name nothing, and plain CSV/TSV inputs described as tables.
+// Tests for listing a table's files (client/input/listing.hpp): the order of files, folders and
+// pattern matches, entries that name nothing, and plain CSV/TSV inputs described as tables.
 #include "client/input/listing.hpp"
 #include "client/input/tabular.hpp"
 

@@ -1,5 +1,5 @@
-// Whether a job's interchange is alive, from its ready file (client/session/liveness.hpp; issue 17 item
-// 6): dead at once on its own host, unknown elsewhere, and a reused pid is not it.
+// Whether a job's interchange is alive, from its ready file (client/session/liveness.hpp; issue 17
+// item 6): dead at once on its own host, unknown elsewhere, and a reused pid is not it.
 #include "client/session/liveness.hpp"
 
 #include <doctest/doctest.h>

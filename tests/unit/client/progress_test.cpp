@@ -1,5 +1,5 @@
-// The progress line (client/session/progress.hpp), read as its specification: its figures count from
-// the job's own start (issue 17 item 5), and it fits the width it is given, dropping fields by
+// The progress line (client/session/progress.hpp), read as its specification: its figures count
+// from the job's own start (issue 17 item 5), and it fits the width it is given, dropping fields by
 // priority (item 7). No terminal: times and widths are passed in.
 #include "client/session/progress.hpp"
 

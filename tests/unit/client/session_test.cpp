@@ -1,5 +1,5 @@
-// The session policy of the client (client/session/session.hpp), read as its specification: when the
-// client probes the interchange, when it gives up, what a Reject means, from where it resubmits
+// The session policy of the client (client/session/session.hpp), read as its specification: when
+// the client probes the interchange, when it gives up, what a Reject means, from where it resubmits
 // after an interchange restart, how far the window lets it run ahead, and which exit code a
 // session ends with. No processes and no sockets: time is passed in.
 #include "client/session/session.hpp"
