@@ -21,6 +21,9 @@
 #include <random>
 
 #include "fanout/protocol/codec.hpp"
+#include "fanout/protocol/exit_codes.hpp"
+#include "fanout/protocol/ready_file.hpp"
+#include "fanout/protocol/run_folder.hpp"
 #include "fanout/report/progress_overview.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/fd.hpp"
@@ -155,20 +158,26 @@ void Interchange::recover() {
 }
 
 void Interchange::write_ready_file() {
+  // Both files say the same (protocol/ready_file.hpp): where we listen and how to connect.
+  const bool ipc = eps_.client.rfind("ipc://", 0) == 0;
+  const proto::ReadyFile ready{
+      .client = eps_.client,
+      .pool = eps_.pool,
+      .pid = ::getpid(),
+      .host = host_name(),
+      .security = ipc                       ? "ipc"
+                  : opts_.security.insecure ? "insecure"
+                                            : "curve",
+      .keys = opts_.security.keys_dir,
+  };
   if (opts_.owner != nullptr) {
-    // Another `fanout run` on this store attaches here (client/embedded.cpp).
-    const bool ipc = eps_.client.rfind("ipc://", 0) == 0;
-    const std::string security = ipc ? "ipc" : opts_.security.insecure ? "insecure" : "curve";
-    auto r = opts_.owner->publish(fmt::format("client={}\npool={}\npid={}\nsecurity={}\nkeys={}\n",
-                                              eps_.client, eps_.pool, ::getpid(), security,
-                                              opts_.security.keys_dir));
+    // Another `fanout run` on this store attaches here (client/launch/embedded.cpp).
+    auto r = opts_.owner->publish(proto::format_ready(ready));
     if (!r) log_->warn("{}", r.error().message);
   }
   if (opts_.ready_file.empty()) return;
   // Through AtomicFile: its temporary file is always new, never a planted link followed.
-  auto r = write_file_atomic(
-      opts_.ready_file, fmt::format("client={}\npool={}\npid={}\nhost={}\n", eps_.client, eps_.pool,
-                                    ::getpid(), host_name()));
+  auto r = write_file_atomic(opts_.ready_file, proto::format_ready(ready));
   if (!r) throw Failure(r.error());
 }
 
@@ -244,7 +253,7 @@ int Interchange::run() {
     if (!store_->ok()) {
       // The database itself failed: nothing can be recorded any more, for any job.
       log_->critical("store {} failed; stopping", opts_.db_path);
-      return 1;
+      return proto::kExitRuntime;
     }
     // A job whose output file failed (disk full, I/O error) ends failed; the others go on.
     for (auto& [id, reason] : store_->take_failed_jobs()) store_failed_[id] = std::move(reason);
@@ -322,7 +331,8 @@ void Interchange::on_client(net::Message& msg) {
   if (!h) {
     bad_frame("client", msg.peer, h.error());
     if (h.error().code == ErrorCode::Version) {
-      send_client(msg.peer, proto::encode(proto::Reject{h.error().message}));
+      send_client(msg.peer,
+                  proto::encode(proto::make_reject(proto::RejectCode::Version, h.error().message)));
     }
     return;
   }
@@ -358,14 +368,11 @@ void Interchange::on_submit_job(const std::string& peer, const std::string& fram
   if (m->spec.log_dir.empty() && m->spec.interchange_run_dir) {
     // The client's paths are not ours: the run folder goes beside our store, named after the
     // job (only characters safe in one path component).
-    std::string name = m->spec.name.empty() ? std::string("job") : m->spec.name;
-    for (char& c : name) {
-      if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-' && c != '_') c = '_';
-    }
-    m->spec.log_dir = fmt::format(
-        "{}/runs/{}-{:%Y%m%d-%H%M%S}-{}-{}/logs",
-        std::filesystem::absolute(opts_.db_path).parent_path().lexically_normal().string(), name,
-        fmt::gmtime(std::time(nullptr)), ::getpid(), ++run_dirs_made_);
+    m->spec.log_dir =
+        std::filesystem::absolute(opts_.db_path).parent_path().lexically_normal().string() +
+        "/runs/" +
+        proto::run_folder_name(m->spec.name, std::time(nullptr), ::getpid(), ++run_dirs_made_) +
+        "/logs";
   }
   auto ok = check_job_spec(m->spec);
   if (ok) ok = check_write_roots(m->spec, write_roots_, log_dir_is_clients);
@@ -373,7 +380,8 @@ void Interchange::on_submit_job(const std::string& peer, const std::string& fram
   if (ok) ok = check_output_fresh(m->spec);
   if (ok) ok = prepare_job_files(m->spec);
   if (!ok) {
-    send_client(peer, proto::encode(proto::Reject{ok.error().message}));
+    send_client(
+        peer, proto::encode(proto::make_reject(proto::RejectCode::JobRefused, ok.error().message)));
     return;
   }
   had_client_ = true;
@@ -432,9 +440,9 @@ void Interchange::on_submit_tasks(const std::string& peer, const std::string& fr
   if (!m) return bad_frame("client", peer, m.error());
   Job* job = ledger_.find(m->job_id);
   if (job == nullptr) {
-    send_client(
-        peer,
-        proto::encode(proto::Reject{fmt::format("SubmitTasks: job {} is not running", m->job_id)}));
+    send_client(peer, proto::encode(proto::make_reject(
+                          proto::RejectCode::JobNotRunning,
+                          fmt::format("SubmitTasks: job {} is not running", m->job_id))));
     return;
   }
   if (job->submit_done) {
@@ -497,9 +505,9 @@ void Interchange::on_attach(const std::string& peer, const std::string& frame) {
       send_client(peer, proto::encode(*reply.ended));
       return;
     case ClientSessions::Attached::Unknown:
-      send_client(
-          peer,
-          proto::encode(proto::Reject{fmt::format("Attach: job {} is not known here", m->job_id)}));
+      send_client(peer, proto::encode(proto::make_reject(
+                            proto::RejectCode::UnknownJob,
+                            fmt::format("Attach: job {} is not known here", m->job_id))));
       return;
   }
 }
@@ -526,8 +534,9 @@ void Interchange::on_shutdown(const std::string& peer, const std::string& frame)
     log_->info(
         "shutdown requested by the client that started us; deferred until the jobs of "
         "other clients end");
-    send_client(peer, proto::encode(proto::Reject{"Shutdown: deferred: jobs of other clients "
-                                                  "run here"}));
+    send_client(peer, proto::encode(proto::make_reject(
+                          proto::RejectCode::ShutdownDeferred,
+                          "Shutdown: deferred: jobs of other clients run here")));
     opts_.exit_when_idle = true;
     return;
   }
@@ -590,7 +599,8 @@ void Interchange::on_pool(net::Message& msg) {
     if (h.error().code == ErrorCode::Version && msg.frame.size() >= 2 &&
         static_cast<std::uint8_t>(msg.frame[1]) ==
             static_cast<std::uint8_t>(proto::MsgType::Register)) {
-      (void)pool_sock_.send_to(msg.peer, proto::encode(proto::Reject{h.error().message}));
+      (void)pool_sock_.send_to(msg.peer, proto::encode(proto::make_reject(
+                                             proto::RejectCode::Version, h.error().message)));
     }
     return;
   }
@@ -600,9 +610,9 @@ void Interchange::on_pool(net::Message& msg) {
     // A routing id and a pool name stay with the key that first registered them: another key
     // can register under neither (it would replace the pool's row and fingerprint).
     if (!key_holds(msg)) {
-      (void)pool_sock_.send_to(
-          msg.peer,
-          proto::encode(proto::Reject{"Register: this routing id belongs to another key"}));
+      (void)pool_sock_.send_to(msg.peer, proto::encode(proto::make_reject(
+                                             proto::RejectCode::PoolRefused,
+                                             "Register: this routing id belongs to another key")));
       return;
     }
     if (!pools_.name_holds(m->pool_name, msg.user_id)) {
@@ -613,9 +623,10 @@ void Interchange::on_pool(net::Message& msg) {
             "'{}'); refused (further attempts of this key are counted)",
             m->pool_name, *pools_.name_key(m->pool_name), msg.user_id, msg.peer);
       }
-      (void)pool_sock_.send_to(msg.peer,
-                               proto::encode(proto::Reject{"Register: pool name '" + m->pool_name +
-                                                           "' belongs to another key"}));
+      (void)pool_sock_.send_to(
+          msg.peer, proto::encode(proto::make_reject(
+                        proto::RejectCode::PoolRefused,
+                        "Register: pool name '" + m->pool_name + "' belongs to another key")));
       return;
     }
     pools_.bind_key(msg.peer, msg.user_id);
@@ -647,7 +658,8 @@ void Interchange::on_pool(net::Message& msg) {
       }
     }
     (void)pool_sock_.send_to(msg.peer,
-                             proto::encode(proto::Reject{"not registered: send Register"}));
+                             proto::encode(proto::make_reject(proto::RejectCode::NotRegistered,
+                                                              "not registered: send Register")));
     return;
   }
   pools_.seen(*pool, Clock::now());
@@ -721,7 +733,8 @@ void Interchange::on_register(const std::string& peer, const proto::Register& re
     lose_pool(peer, "registered again");
   }
   if (d.outcome == RegisterDecision::Outcome::Reject) {
-    (void)pool_sock_.send_to(peer, proto::encode(proto::Reject{d.reason}));
+    (void)pool_sock_.send_to(
+        peer, proto::encode(proto::make_reject(proto::RejectCode::PoolRefused, d.reason)));
     return;
   }
   Pool& pool = pools_.add(peer, reg, Clock::now(), unix_now(), key);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "fanout/net/security.hpp"
+#include "fanout/protocol/exit_codes.hpp"
 #include "fanout/store/owner_lock.hpp"
 #include "fanout/util/log.hpp"
 #include "interchange/interchange.hpp"
@@ -67,17 +68,17 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every command-line error exits 2 (README, exit status).
-    return app.exit(e) == 0 ? 0 : 2;
+    return app.exit(e) == 0 ? fanout::proto::kExitOk : fanout::proto::kExitUsage;
   }
 
   auto level = fanout::parse_log_level(log_level);
   if (!level) {
     std::fprintf(stderr, "error: --log-level: %s\n", level.error().message.c_str());
-    return 2;
+    return fanout::proto::kExitUsage;
   }
   if (hb_ms == 0 || hb_threshold_ms <= hb_ms) {
     std::fprintf(stderr, "error: --heartbeat-threshold-ms must exceed --heartbeat-period-ms > 0\n");
-    return 2;
+    return fanout::proto::kExitUsage;
   }
   if (const char* token = std::getenv("FANOUT_SHUTDOWN_TOKEN"); token != nullptr) {
     opts.shutdown_token = token;
@@ -89,14 +90,16 @@ int main(int argc, char** argv) {
   fanout::net::warn_if_insecure(opts.security, log);
   if (auto r = fanout::net::create_private_file(opts.db_path, share_with_group); !r) {
     log->critical("{}", r.error().message);
-    return 1;
+    return fanout::proto::kExitRuntime;
   }
   // One live interchange per store, taken before anything binds; exit code 4 says the store is
-  // owned by another one (an embedded `fanout run` then attaches to it: client/embedded.cpp).
+  // owned by another one (an embedded `fanout run` then attaches to it:
+  // client/launch/embedded.cpp).
   auto owner = fanout::store::OwnerLock::acquire(opts.db_path);
   if (!owner) {
     log->critical("{}", owner.error().message);
-    return owner.error().code == fanout::ErrorCode::State ? 4 : 1;
+    return owner.error().code == fanout::ErrorCode::State ? fanout::proto::kExitStoreOwned
+                                                          : fanout::proto::kExitRuntime;
   }
   opts.owner = &*owner;
   try {
@@ -110,6 +113,6 @@ int main(int argc, char** argv) {
     return rc;
   } catch (const std::exception& e) {
     log->critical("{}", e.what());
-    return 1;
+    return fanout::proto::kExitRuntime;
   }
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "fanout/net/security.hpp"
+#include "fanout/protocol/exit_codes.hpp"
 #include "fanout/util/fs.hpp"
 #include "fanout/util/log.hpp"
 #include "fanout/util/test_hooks.hpp"
@@ -125,13 +126,13 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every command-line error exits 2 (README, exit status).
-    return app.exit(e) == 0 ? 0 : 2;
+    return app.exit(e) == 0 ? fanout::proto::kExitOk : fanout::proto::kExitUsage;
   }
 
   auto level = fanout::parse_log_level(log_level);
   if (!level) {
     std::fprintf(stderr, "error: --log-level: %s\n", level.error().message.c_str());
-    return 2;
+    return fanout::proto::kExitUsage;
   }
   opts.poll = std::chrono::milliseconds(poll_ms);
   opts.heartbeat_period = std::chrono::milliseconds(hb_ms);
@@ -139,7 +140,7 @@ int main(int argc, char** argv) {
   opts.kill_grace = std::chrono::milliseconds(grace_ms);
   opts.drain_grace = std::chrono::milliseconds(drain_grace_ms);
   const auto clock_offset = apply_test_clock_offset();
-  if (!clock_offset) return 2;
+  if (!clock_offset) return fanout::proto::kExitUsage;
   if (opts.shim_dir.empty()) opts.shim_dir = find_shim_dir();
   if (opts.worker_bin.empty()) opts.worker_bin = find_worker_bin();
   auto log = fanout::make_logger("pool", *level, log_file);
@@ -158,6 +159,6 @@ int main(int argc, char** argv) {
     return rc;
   } catch (const std::exception& e) {
     log->critical("{}", e.what());
-    return 1;
+    return fanout::proto::kExitRuntime;
   }
 }

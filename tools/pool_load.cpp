@@ -55,7 +55,7 @@ using Millis = std::chrono::milliseconds;
 // ZeroMQ's default ZMQ_MAX_SOCKETS is 1023 per context, and net::Context has no way to raise
 // it: the simulated pools are spread over contexts of at most this many sockets each.
 constexpr std::size_t kSocketsPerContext = 1000;
-// As the client does (client/perf.cpp): mini-batches per SubmitTasks frame.
+// As the client does (client/commands/perf.cpp): mini-batches per SubmitTasks frame.
 constexpr std::uint64_t kFrameBatches = 1024;
 // File descriptors a process keeps for itself besides its pools' two each.
 constexpr rlim_t kSpareFds = 512;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The address `fanout run --launcher slurm` gives its pools when --interchange-address is not
-given (client/pool_address.*), through the real getifaddrs(3) of a network namespace.
+given (client/launch/pool_address.*), through the real getifaddrs(3) of a network namespace.
 
 Each case makes its own namespace (ip netns add fanout-pa-PID-CASE; veth pairs with both ends
 inside it, so the machine's own network is never touched) and removes it, also on failure, and

@@ -1,6 +1,6 @@
 // The job file of an ad-hoc run, as GNU parallel users work: `fanout run -c 'gzip -k {}' --input
-// DIR|LIST|-` becomes a command-runtime job file (client/adhoc.* writes it beside the store and
-// runs it through the same path as any job file).
+// DIR|LIST|-` becomes a command-runtime job file (client/commands/adhoc.* writes it beside the
+// store and runs it through the same path as any job file).
 #pragma once
 
 #include <cstdint>

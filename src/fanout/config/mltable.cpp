@@ -1,5 +1,5 @@
 // MLTable files to TableSpec, and the meaning of their patterns and partition formats. Reads the
-// MLTable file only: listing what its paths name is client/listing.cpp's. See mltable.hpp and
+// MLTable file only: listing what its paths name is client/input/listing.cpp's. See mltable.hpp and
 // docs/job-spec.md#tabular-input.
 #include "fanout/config/mltable.hpp"
 

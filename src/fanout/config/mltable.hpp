@@ -1,6 +1,6 @@
 // Tabular input: what an Azure ML MLTable file says (its paths, each a file, folder or pattern,
 // and its transformations), as one TableSpec; plain CSV/TSV inputs are described the same way by
-// client/listing.hpp. Nothing here lists a folder. See docs/job-spec.md#tabular-input.
+// client/input/listing.hpp. Nothing here lists a folder. See docs/job-spec.md#tabular-input.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@ struct TablePath {
 enum class TableFormat {
   Delimited,  // a read_delimited transformation: rows of delimited text (plain CSV/TSV too)
   // No read_* transformation, only paths: Azure ML reads this as a table of files, and so does
-  // fanout: each file is an item and mini_batch_size counts files (client/tabular.hpp).
+  // fanout: each file is an item and mini_batch_size counts files (client/input/tabular.hpp).
   Files,
   JsonLines,  // a read_json_lines transformation: one JSON object per line
 };

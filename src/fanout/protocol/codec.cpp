@@ -2,10 +2,25 @@
 #include "fanout/protocol/codec.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 #include <fmt/format.h>
 
 namespace fanout::proto {
+
+RejectCode reject_code(const Reject& m) noexcept {
+  if (m.code > 0 && m.code <= static_cast<std::uint8_t>(RejectCode::PoolRefused)) {
+    return static_cast<RejectCode>(m.code);
+  }
+  if (m.code != 0) return RejectCode::Unspecified;
+  // The prefixes an interchange from before the code field wrote; kept for those peers only.
+  const std::string_view r = m.reason;
+  if (r.rfind("SubmitJob: ", 0) == 0) return RejectCode::JobRefused;
+  if (r.rfind("Attach:", 0) == 0) return RejectCode::UnknownJob;
+  if (r.rfind("SubmitTasks:", 0) == 0) return RejectCode::JobNotRunning;
+  if (r.rfind("Shutdown: deferred", 0) == 0) return RejectCode::ShutdownDeferred;
+  return RejectCode::Unspecified;
+}
 
 const char* to_string(AttemptStatus s) noexcept {
   switch (s) {

@@ -183,11 +183,33 @@ struct Registered {
   MSGPACK_DEFINE_ARRAY(pool_id, heartbeat_period_ms, heartbeat_threshold_ms, now_unix)
 };
 
+// Why a request was refused, for the peer to act on (the reason is for people and logs).
+// Wire values: append only, never renumber or reuse.
+enum class RejectCode : std::uint8_t {
+  Unspecified = 0,       // none of the below, or a peer from before the code field
+  Version = 1,           // the frame's protocol version is not the interchange's
+  JobRefused = 2,        // SubmitJob: a field of the job is refused (a path, an output in use)
+  UnknownJob = 3,        // Attach: the interchange does not know the job
+  JobNotRunning = 4,     // SubmitTasks: the job is not running
+  ShutdownDeferred = 5,  // Shutdown: jobs of other clients run here; it exits once idle
+  NotRegistered = 6,     // a pool's frame before its Register
+  PoolRefused = 7,       // Register refused (its routing id or name is another key's, ...)
+};
+
 struct Reject {
   static constexpr MsgType kType = MsgType::Reject;
   std::string reason{};
-  MSGPACK_DEFINE_ARRAY(reason)
+  std::uint8_t code = 0;  // a RejectCode: read it with reject_code()
+  MSGPACK_DEFINE_ARRAY(reason, code)
 };
+
+inline Reject make_reject(RejectCode code, std::string reason) {
+  return Reject{.reason = std::move(reason), .code = static_cast<std::uint8_t>(code)};
+}
+
+// The code of `m`. A peer from before the code field sends none (0): its code is then told from
+// the reason's prefix, as those peers spelled it. A code newer than this build is Unspecified.
+[[nodiscard]] RejectCode reject_code(const Reject& m) noexcept;
 
 struct Heartbeat {
   static constexpr MsgType kType = MsgType::Heartbeat;

@@ -13,8 +13,8 @@ namespace fanout::report {
 // folders, last errors. Ends with a newline.
 [[nodiscard]] std::string format_status_text(const store::JobStatus& s);
 
-// The job's interchange as `fanout status` found it (client/liveness.*, above this layer), for
-// the JSON's "interchange" object.
+// The job's interchange as `fanout status` found it (client/session/liveness.*, above this layer),
+// for the JSON's "interchange" object.
 struct InterchangeStatus {
   std::string state{};   // "alive", "dead" or "unknown"
   std::int64_t pid = 0;  // 0: unknown

@@ -1,6 +1,6 @@
-// The console's summary of an ended job (client/end_summary.hpp): ParallelRunStep's counting,
-// worded so that run() returning fewer results than items does not read as failures.
-#include "client/end_summary.hpp"
+// The console's summary of an ended job (client/session/end_summary.hpp): ParallelRunStep's
+// counting, worded so that run() returning fewer results than items does not read as failures.
+#include "client/session/end_summary.hpp"
 
 #include <doctest/doctest.h>
 

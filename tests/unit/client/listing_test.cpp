@@ -1,7 +1,7 @@
-// Tests for listing a table's files (client/listing.hpp): the order of files, folders and pattern
-// matches, entries that name nothing, and plain CSV/TSV inputs described as tables.
-#include "client/listing.hpp"
-#include "client/tabular.hpp"
+// Tests for listing a table's files (client/input/listing.hpp): the order of files, folders and
+// pattern matches, entries that name nothing, and plain CSV/TSV inputs described as tables.
+#include "client/input/listing.hpp"
+#include "client/input/tabular.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
-// Whether a job's interchange is alive, from its ready file (client/liveness.hpp): dead at once on
-// its own host, unknown elsewhere, and a reused pid is not it.
-#include "client/liveness.hpp"
+// Whether a job's interchange is alive, from its ready file (client/session/liveness.hpp): dead at
+// once on its own host, unknown elsewhere, and a reused pid is not it.
+#include "client/session/liveness.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>

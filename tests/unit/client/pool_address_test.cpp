@@ -1,7 +1,7 @@
 // Which address the pools connect to when --interchange-address is not given
-// (client/pool_address.hpp): loopback never, down interfaces skipped, the first usable IPv4
+// (client/launch/pool_address.hpp): loopback never, down interfaces skipped, the first usable IPv4
 // address in getifaddrs(3) order, and a clear error naming why there is none.
-#include "client/pool_address.hpp"
+#include "client/launch/pool_address.hpp"
 
 #include <doctest/doctest.h>
 #include <net/if.h>

@@ -1,7 +1,7 @@
-// The progress line (client/progress.hpp), read as its specification: its figures count from
-// the job's own start, and it fits the width it is given, dropping fields by
-// priority. No terminal: times and widths are passed in.
-#include "client/progress.hpp"
+// The progress line (client/session/progress.hpp), read as its specification: its figures count
+// from the job's own start, and it fits the width it is given, dropping fields by priority. No
+// terminal: times and widths are passed in.
+#include "client/session/progress.hpp"
 
 #include <doctest/doctest.h>
 

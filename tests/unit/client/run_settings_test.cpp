@@ -1,7 +1,7 @@
-// What a job runs with (client/run_settings.hpp): command-line overrides, the job spec the
+// What a job runs with (client/launch/run_settings.hpp): command-line overrides, the job spec the
 // interchange receives, the settings recorded with the job, and the settings the embedded
 // interchange and pools are started with for `fanout run` and `fanout resume`.
-#include "client/run_settings.hpp"
+#include "client/launch/run_settings.hpp"
 
 #include <doctest/doctest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "client/job_outputs.hpp"
+#include "client/output/job_outputs.hpp"
 
 using fanout::client::apply_overrides;
 using fanout::client::job_spec;

@@ -1,8 +1,8 @@
-// The session policy of the client (client/session.hpp), read as its specification: when the
-// client probes the interchange, when it gives up, what a Reject means, from where it resubmits
+// The session policy of the client (client/session/session.hpp), read as its specification: when
+// the client probes the interchange, when it gives up, what a Reject means, from where it resubmits
 // after an interchange restart, how far the window lets it run ahead, and which exit code a
 // session ends with. No processes and no sockets: time is passed in.
-#include "client/session.hpp"
+#include "client/session/session.hpp"
 
 #include <doctest/doctest.h>
 
@@ -275,6 +275,18 @@ TEST_CASE("client.session.any_reject_about_a_followed_job_means_it_is_unknown_ex
   p.on_reject(proto::Reject{"Attach: job 7 is not known here"}, t0);
   CHECK(p.end() == SessionEnd::Rejected);
   CHECK(p.exit_code() == 2);
+}
+
+TEST_CASE("client.session.steers_on_the_reject_code_not_on_the_reason_text") {
+  // The reason is for people: a refused job, an unknown job and a deferred shutdown are told by
+  // their code whatever the text says.
+  SessionPolicy refused(SessionRules{.submits = true}, t0);
+  refused.on_reject(proto::make_reject(proto::RejectCode::JobRefused, "output in use"), t0);
+  CHECK(refused.end() == SessionEnd::Rejected);
+  CHECK(refused.exit_code() == 2);
+  SessionPolicy p = submitted();
+  CHECK(p.reject_ends(proto::make_reject(proto::RejectCode::UnknownJob, "no such job")));
+  CHECK_FALSE(p.reject_ends(proto::make_reject(proto::RejectCode::JobNotRunning, "Attach: x")));
 }
 
 // ---- the end and the exit code ----

@@ -1,14 +1,14 @@
-// The Slurm launcher's decisions (client/slurm_script.hpp) and the launcher keys of the job
+// The Slurm launcher's decisions (client/launch/slurm_script.hpp) and the launcher keys of the job
 // file's `fanout:` block: the batch script, what sbatch and squeue print, the block policy, and
 // the located errors of bad launcher keys.
-#include "client/slurm_script.hpp"
+#include "client/launch/slurm_script.hpp"
 
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
-#include "client/run_settings.hpp"
+#include "client/launch/run_settings.hpp"
 #include "fanout/config/job_spec.hpp"
 #include "fanout/store/job_settings.hpp"
 #include "scratch_dir.hpp"

@@ -1,6 +1,6 @@
-// Declared encodings to UTF-8 with iconv(3) (client/text_encoding.hpp): windows1252 is not
+// Declared encodings to UTF-8 with iconv(3) (client/input/text_encoding.hpp): windows1252 is not
 // latin1, and a byte an encoding does not define is an error, never dropped.
-#include "client/text_encoding.hpp"
+#include "client/input/text_encoding.hpp"
 
 #include <doctest/doctest.h>
 

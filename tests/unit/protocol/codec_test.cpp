@@ -331,8 +331,10 @@ TEST_CASE("protocol.codec.round_trips_every_type") {
     CHECK(out.heartbeat_threshold_ms == in.heartbeat_threshold_ms);
   }
   SUBCASE("Reject") {
-    auto out = round_trip(proto::Reject{"frame: expected protocol version 1, found 2"});
+    auto out = round_trip(proto::make_reject(proto::RejectCode::Version,
+                                             "frame: expected protocol version 1, found 2"));
     CHECK(out.reason == "frame: expected protocol version 1, found 2");
+    CHECK(proto::reject_code(out) == proto::RejectCode::Version);
   }
   SUBCASE("Heartbeat") {
     auto out = round_trip(proto::Heartbeat{std::numeric_limits<std::uint32_t>::max()});
@@ -1008,4 +1010,33 @@ TEST_CASE("protocol.codec.pool_leaving_round_trips") {
   auto m = proto::decode<proto::PoolLeaving>(bad);
   REQUIRE(!m.has_value());
   CHECK(contains(m.error().message, "PoolLeaving"));
+}
+
+TEST_CASE(
+    "protocol.codec.reject_from_a_peer_before_the_code_field_reads_its_code_from_the_reason") {
+  // Only the reason, as interchanges before the code field sent it.
+  auto old_reject = [](const std::string& reason) {
+    auto m = proto::decode<proto::Reject>(frame_with_body(MsgType::Reject, [&](auto& pk) {
+      pk.pack_array(1);
+      pk.pack(reason);
+    }));
+    REQUIRE(m.has_value());
+    CHECK(m->code == 0);
+    return proto::reject_code(*m);
+  };
+  CHECK(old_reject("SubmitJob: output_path: in use") == proto::RejectCode::JobRefused);
+  CHECK(old_reject("Attach: job 7 is not known here") == proto::RejectCode::UnknownJob);
+  CHECK(old_reject("SubmitTasks: job 7 is not running") == proto::RejectCode::JobNotRunning);
+  CHECK(old_reject("Shutdown: deferred: jobs of other clients run here") ==
+        proto::RejectCode::ShutdownDeferred);
+  CHECK(old_reject("not registered: send Register") == proto::RejectCode::Unspecified);
+}
+
+TEST_CASE("protocol.codec.reject_code_steers_and_the_reason_text_does_not") {
+  // A code wins over a reason that reads like another code's old prefix.
+  CHECK(proto::reject_code(proto::make_reject(proto::RejectCode::UnknownJob, "SubmitJob: x")) ==
+        proto::RejectCode::UnknownJob);
+  // A code newer than this build is Unspecified, whatever the reason says.
+  proto::Reject future{.reason = "Attach: job 1 is not known here", .code = 200};
+  CHECK(proto::reject_code(future) == proto::RejectCode::Unspecified);
 }

@@ -1,0 +1,30 @@
+// The fanout client: runs a job (embedded or against a running interchange), and reads history
+// from the store. main.cpp only parses the CLI and calls these. See README.md and docs/reports.md
+// for the commands.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "client/launch/run_settings.hpp"
+#include "fanout/config/job_spec.hpp"
+#include "fanout/util/log.hpp"
+
+namespace fanout::client {
+
+// The default store path: $FANOUT_DB, else $XDG_DATA_HOME/fanout/fanout.db, else
+// ~/.local/share/fanout/fanout.db.
+std::string default_db_path();
+
+// Applies overrides and checks what only a run can check (the interpreter exists, the entry
+// script defines run()). Error{InvalidArgument} naming the file on failure.
+[[nodiscard]] Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov);
+
+// Runs a prepared job to its end. Returns the process exit code: 0 succeeded, 1 failed or
+// cancelled, 3 infrastructure failure (interchange died, could not start).
+int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log);
+
+// Prints recent jobs. Returns an exit code.
+int print_history(const std::string& db, std::size_t limit, const std::string& state, bool json);
+
+}  // namespace fanout::client

@@ -1,0 +1,182 @@
+// Listing the files of tables. See listing.hpp.
+#include "client/input/listing.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <system_error>
+#include <utility>
+
+#include "fanout/util/fs.hpp"
+
+namespace fanout::client {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Lists `dir` recursively (regular files only), sorted by path, onto `out`.
+void list_folder(const fs::path& dir, std::vector<std::string>& out) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (it->is_regular_file(ec2)) found.push_back(it->path().string());
+  }
+  std::sort(found.begin(), found.end());
+  out.insert(out.end(), found.begin(), found.end());
+}
+
+Expected<std::vector<std::string>> list_table_files_all(const config::TableSpec& t);
+
+// A folder is listed in runs of this many entries, each run sorted by name before it is
+// emitted: a folder of up to kSortRun entries comes out fully sorted, and a huge one starts
+// streaming after one run instead of after the whole listing (1,000,000 files take seconds to
+// read). See docs/job-spec.md#inputs for the order guarantee.
+constexpr std::size_t kSortRun = 65536;
+
+// The folders a walk has entered, by device and inode, with the path each was first entered by.
+using Visited = std::map<std::pair<dev_t, ino_t>, std::string>;
+
+// Enters `dir` unless it was entered before (then reports it and returns true).
+bool walk_once(const fs::path& dir, Visited& visited,
+               const std::function<bool(const std::string&)>& on_file,
+               const std::function<void(const std::string&, const std::string&)>& on_repeat) {
+  struct stat st {};
+  // stat, not lstat: `dir` may be a link, and what counts is the folder it leads to.
+  if (::stat(dir.c_str(), &st) == 0) {
+    auto [it, fresh] = visited.emplace(std::make_pair(st.st_dev, st.st_ino), dir.string());
+    if (!fresh) {
+      on_repeat(dir.string(), it->second);
+      return true;
+    }
+  }
+  // Names are compared as plain strings taken once per entry: path::filename() in the comparator
+  // would build two paths per comparison.
+  std::vector<std::pair<std::string, fs::directory_entry>> run;
+  auto flush = [&]() {
+    std::sort(run.begin(), run.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [name, e] : run) {
+      std::error_code ec2;
+      if (e.is_directory(ec2)) {
+        if (!walk_once(e.path(), visited, on_file, on_repeat)) return false;
+      } else if (e.is_regular_file(ec2)) {
+        if (!on_file(e.path().string())) return false;
+      }
+    }
+    run.clear();
+    return true;
+  };
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    run.emplace_back(it->path().filename().string(), *it);
+    if (run.size() >= kSortRun && !flush()) return false;
+  }
+  return flush();
+}
+
+}  // namespace
+
+bool walk_folder(const std::string& dir, const std::function<bool(const std::string&)>& on_file,
+                 const std::function<void(const std::string&, const std::string&)>& on_repeat) {
+  Visited visited;
+  return walk_once(fs::path(dir), visited, on_file, on_repeat);
+}
+
+config::TableSpec plain_table(const std::string& path, bool is_folder) {
+  config::TableSpec t;
+  t.source = path;
+  if (!is_folder) {
+    t.base_dir = fs::path(path).parent_path().string();
+    t.paths.push_back(config::TablePath{"file", path, 0});
+    if (fs::path(path).extension() == ".tsv") t.delimiter = "\t";
+    return t;
+  }
+  // A folder is read as its *.csv files, or its *.tsv files when it has no .csv file: other
+  // files (a README, an MLTable) are not rows.
+  t.base_dir = path;
+  std::vector<std::string> files;
+  list_folder(path, files);
+  const auto has = [&](const char* ext) {
+    return std::any_of(files.begin(), files.end(),
+                       [&](const std::string& f) { return fs::path(f).extension() == ext; });
+  };
+  const bool tsv = !has(".csv") && has(".tsv");
+  t.paths.push_back(config::TablePath{"pattern", tsv ? "**/*.tsv" : "**/*.csv", 0});
+  if (tsv) t.delimiter = "\t";
+  return t;
+}
+
+Expected<std::vector<std::string>> list_table_files(const config::TableSpec& t) {
+  std::vector<std::string> out;
+  // The MLTable file is never one of its own table's files (a `folder: ./` or `pattern: ./*`
+  // would otherwise list it).
+  const fs::path self = fs::path(t.source).lexically_normal();
+  const auto is_self = [&](const std::string& f) { return fs::path(f).lexically_normal() == self; };
+  auto found_files = list_table_files_all(t);
+  if (!found_files) return found_files;
+  for (auto& f : *found_files) {
+    if (!is_self(f)) out.push_back(std::move(f));
+  }
+  return out;
+}
+
+namespace {
+
+Expected<std::vector<std::string>> list_table_files_all(const config::TableSpec& t) {
+  std::vector<std::string> out;
+  for (const auto& p : t.paths) {
+    const std::string where = t.source +
+                              (p.line > 0 ? ":" + std::to_string(p.line) : std::string()) +
+                              ": paths: " + p.kind + ": ";
+    const std::string got = "(got \"" + p.value + "\"";
+    std::error_code ec;
+    if (p.kind == "file") {
+      if (!fs::is_regular_file(p.value, ec)) {
+        return make_error(ErrorCode::NotFound,
+                          where + "expected an existing file " + got + ", which does not exist)");
+      }
+      out.push_back(p.value);
+    } else if (p.kind == "folder") {
+      if (!fs::is_directory(p.value, ec)) {
+        return make_error(ErrorCode::NotFound,
+                          where + "expected an existing folder " + got + ", which does not exist)");
+      }
+      list_folder(p.value, out);
+    } else {
+      // Patterns are matched against paths relative to the base folder (or absolute ones).
+      const bool absolute = !p.value.empty() && p.value.front() == '/';
+      std::string pat = p.value;
+      if (pat.rfind("./", 0) == 0) pat = pat.substr(2);
+      // Walk only below the pattern's literal prefix.
+      const std::string prefix = config::glob_prefix(pat);
+      const std::string root = absolute ? "/" + prefix : resolve_path(t.base_dir, prefix);
+      std::vector<std::string> all;
+      if (fs::is_directory(root, ec)) list_folder(root, all);
+      if (fs::is_regular_file(absolute ? pat : resolve_path(t.base_dir, pat), ec)) {
+        all.push_back(absolute ? pat : resolve_path(t.base_dir, pat));
+      }
+      std::size_t found = 0;
+      for (const auto& f : all) {
+        std::string rel = absolute ? f : fs::path(f).lexically_relative(t.base_dir).string();
+        if (config::glob_match(pat, rel)) {
+          out.push_back(f);
+          ++found;
+        }
+      }
+      if (found == 0) {
+        return make_error(ErrorCode::NotFound,
+                          where + "expected a pattern matching at least one file " + got +
+                              ", which matches none under " + t.base_dir + ")");
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+}  // namespace fanout::client

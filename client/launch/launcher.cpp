@@ -1,0 +1,81 @@
+// LocalLauncher: the embedded default's pools. See launcher.hpp.
+#include "client/launch/launcher.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "client/launch/embedded.hpp"
+#include "fanout/util/error.hpp"
+#include "fanout/util/fs.hpp"
+
+namespace fanout::client {
+
+LocalLauncher::LocalLauncher(std::string run_dir, Logger log)
+    : run_dir_(std::move(run_dir)), log_(std::move(log)) {}
+
+void LocalLauncher::start(const PoolCommand& pool, std::uint32_t blocks) {
+  const std::string node = host_name();
+  const std::string node_dir = run_dir_ + "/logs/sys/node/" + node;
+  (void)make_dirs(node_dir);
+  for (std::uint32_t i = 0; i < blocks; ++i) {
+    SpawnOptions ps;
+    const std::string plog = fmt::format("{}/pool{:02}.log", node_dir, i + 1);
+    ps.argv = pool.argv;
+    for (const std::string& a :
+         {std::string("--name"), fmt::format("{}-{}-pool{:02}", node, ::getpid(), i + 1),
+          std::string("--log-file"), plog}) {
+      ps.argv.push_back(a);
+    }
+    if (pool.workers > 0) {  // logs/user/*/<node>/processNNN of two pools never mix
+      ps.argv.push_back("--first-process");
+      ps.argv.push_back(std::to_string(i * pool.workers + 1));
+    }
+    ps.stdin_file = "null";
+    ps.stderr_file = plog;
+    ps.new_process_group = true;  // Ctrl-C reaches the client only; it stops the job in order
+    auto p = ChildProcess::spawn(ps);
+    if (!p) throw Failure(p.error());
+    pools_.push_back(std::move(*p));
+    logs_.push_back(plog);
+  }
+}
+
+std::string LocalLauncher::poll() {
+  // A pool that exits is lost to the interchange, which gives its work to the others; with
+  // none left nothing would ever run the job, and following it would wait forever.
+  if (pools_.empty()) return {};
+  std::string last;
+  for (std::size_t i = 0; i < pools_.size(); ++i) {
+    auto st = pools_[i].poll();
+    if (!st) return {};
+    last = fmt::format("{} ({})", logs_[i], st->describe());
+  }
+  return fmt::format("every pool exited, the last one logging to {}:{}", last,
+                     tail_of(logs_.back(), 10));
+}
+
+void LocalLauncher::release() {
+  for (auto& p : pools_) p.set_grace(std::chrono::milliseconds(3000));
+  for (auto& p : pools_) {
+    (void)p.wait_for(std::chrono::seconds(3));
+    p.stop();
+  }
+}
+
+void LocalLauncher::release_now() {
+  for (auto& p : pools_) p.set_grace(std::chrono::milliseconds(500));
+  for (auto& p : pools_) p.stop();
+}
+
+void LocalLauncher::detach() {
+  for (auto& p : pools_) (void)p.release();
+  pools_.clear();
+}
+
+std::vector<pid_t> LocalLauncher::pids() const {
+  std::vector<pid_t> pids;
+  for (const auto& p : pools_) pids.push_back(p.pid());
+  return pids;
+}
+
+}  // namespace fanout::client

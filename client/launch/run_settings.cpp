@@ -1,0 +1,173 @@
+// The job file and the command line turned into what a job runs with. See run_settings.hpp.
+#include "client/launch/run_settings.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
+
+#include "client/launch/monitoring.hpp"
+#include "client/output/job_outputs.hpp"
+#include "fanout/net/keys.hpp"
+
+namespace fanout::client {
+
+void apply_overrides(config::JobConfig& cfg, const RunOverrides& ov) {
+  if (!ov.python.empty()) cfg.fanout.python = ov.python;
+  if (ov.workers > 0) cfg.fanout.workers = ov.workers;
+  if (ov.prefetch >= 0) cfg.fanout.prefetch = static_cast<std::uint32_t>(ov.prefetch);
+  if (ov.poll_ms >= 0) cfg.fanout.poll_ms = static_cast<std::uint32_t>(ov.poll_ms);
+  if (ov.pools > 0) cfg.instance_count = ov.pools;
+  if (ov.priority > 0) cfg.fanout.priority = ov.priority;
+  if (!ov.db.empty()) cfg.fanout.db = ov.db;
+  if (!ov.run_dir.empty()) cfg.fanout.run_dir = ov.run_dir;
+  auto& l = cfg.fanout.launch;
+  if (!ov.launcher.empty()) l.kind = ov.launcher;
+  if (ov.nodes > 0) l.nodes = ov.nodes;
+  if (ov.min_nodes > 0) l.min_nodes = ov.min_nodes;
+  if (ov.max_nodes > 0) l.max_nodes = ov.max_nodes;
+  if (!ov.interchange_address.empty()) l.interchange_address = ov.interchange_address;
+}
+
+std::uint32_t workers_per_pool(const config::JobConfig& cfg) {
+  if (cfg.fanout.workers > 0) return cfg.fanout.workers;
+  if (cfg.max_concurrency_per_instance > 0) return cfg.max_concurrency_per_instance;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
+  RunSettings rs;
+  rs.pools = std::max(1u, cfg.instance_count);
+  rs.workers = workers_per_pool(cfg);
+  rs.prefetch = cfg.fanout.prefetch;
+  rs.poll_ms = cfg.fanout.poll_ms;
+  rs.heartbeat_period_ms = cfg.fanout.heartbeat_period_ms;
+  rs.heartbeat_threshold_ms = cfg.fanout.heartbeat_threshold_ms;
+  rs.log_level = cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
+  rs.python = ov.python;
+  rs.launch = cfg.fanout.launch;
+  rs.job_name = cfg.name;
+  rs.exit_with_client = ov.exit_with_client;
+  rs.quiet = ov.quiet || ov.json;
+  if (rs.launch.kind == "slurm") {
+    // A pool job per node (nodes: resources.instance_count unless given); the pools take the
+    // node's cores unless the job file says how many workers.
+    if (rs.launch.nodes == 0) rs.launch.nodes = rs.pools;
+    rs.pools = rs.launch.nodes;
+    if (cfg.fanout.workers == 0 && cfg.max_concurrency_per_instance == 0) {
+      rs.workers = rs.launch.cores_per_node;
+    }
+    rs.transport = Transport::Curve;
+    rs.keys_dir = ov.security.keys_dir.empty() ? net::default_keys_dir() : ov.security.keys_dir;
+  }
+  rs.window = ov.window;
+  if (auto mon = monitoring_options(cfg)) {
+    rs.resource_monitor_interval_s = mon->resource_monitor_interval_s;
+  }
+  return rs;
+}
+
+store::JobSettings recorded_settings(const config::JobConfig& cfg) {
+  store::JobSettings s;
+  s.mini_batch_size = cfg.mini_batch_size;
+  s.instance_count = cfg.instance_count;
+  s.max_concurrency_per_instance = workers_per_pool(cfg);
+  s.prefetch = cfg.fanout.prefetch;
+  s.poll_ms = cfg.fanout.poll_ms;
+  s.heartbeat_period_ms = cfg.fanout.heartbeat_period_ms;
+  s.heartbeat_threshold_ms = cfg.fanout.heartbeat_threshold_ms;
+  s.max_retries = cfg.max_retries;
+  s.timeout_s = cfg.timeout_s;
+  s.error_threshold = cfg.error_threshold;
+  s.mini_batch_error_threshold = cfg.mini_batch_error_threshold;
+  s.allowed_failed_percent = cfg.allowed_failed_percent;
+  s.logging_level = cfg.logging_level;
+  s.python = cfg.fanout.python;
+  s.task_type = cfg.task_type;
+  s.priority = cfg.fanout.priority;
+  const auto& l = cfg.fanout.launch;
+  s.launcher = l.kind;
+  if (l.kind == "slurm") {
+    s.nodes = l.nodes > 0 ? l.nodes : cfg.instance_count;
+    s.min_nodes = l.min_nodes;
+    s.max_nodes = l.max_nodes;
+    s.partition = l.partition;
+    s.walltime = l.walltime;
+  }
+  if (auto mon = monitoring_options(cfg)) {
+    s.resource_monitor_interval_s = mon->resource_monitor_interval_s;
+    s.profiling_module = mon->profiling_module;
+  }
+  // The summary of `wait` and `resume` names it as `run`'s does (summary_output).
+  if (cfg.append_row_to.empty()) s.output_dir = output_folder(cfg);
+  return s;
+}
+
+proto::JobSpec job_spec(const config::JobConfig& cfg, const std::string& log_dir) {
+  proto::JobSpec spec;
+  spec.name = cfg.name;
+  // Absolute: `fanout resume` reads the job file again, from any folder, when its submission was
+  // cut short.
+  spec.spec_path = cfg.spec_path.empty()
+                       ? std::string()
+                       : std::filesystem::absolute(cfg.spec_path).lexically_normal().string();
+  spec.priority = cfg.fanout.priority;
+  // The Azure ML task types, as the worker runtimes are named (docs/architecture.md).
+  spec.runtime = cfg.task_type == "run_function" ? "python" : cfg.task_type;
+  spec.code_dir = cfg.code_dir;
+  spec.entry_script = cfg.task_type == "command"  ? cfg.command
+                      : cfg.task_type == "native" ? cfg.library
+                                                  : cfg.entry_script;
+  spec.python = cfg.fanout.python;
+  spec.args = cfg.user_args;
+  for (const auto& [k, v] : cfg.environment_variables) spec.env.push_back(k + "=" + v);
+  spec.env.push_back("FANOUT_ROW_SEP=" + cfg.fanout.row_separator);
+  spec.env.push_back(std::string("FANOUT_ROW_HEADER=") + (cfg.fanout.row_header ? "1" : "0"));
+  spec.env.push_back("FANOUT_LOGGING_LEVEL=" + cfg.logging_level);
+  spec.output_path = cfg.append_row_to;
+  // Without append_row_to, output_dir is the declared folder output (Azure ML's), not the run
+  // folder's outputs/, so that run() writes where the job file says its output is; the pool
+  // passes it on as FANOUT_OUTPUT_DIR.
+  if (const std::string out = output_folder(cfg); cfg.append_row_to.empty() && !out.empty()) {
+    spec.env.push_back("FANOUT_OUTPUT_DIR=" + out);
+  }
+  spec.log_dir = log_dir;
+  spec.max_tries = cfg.max_retries + 1;
+  spec.run_timeout_s = cfg.timeout_s;
+  spec.error_threshold = cfg.error_threshold;
+  spec.mini_batch_error_threshold = cfg.mini_batch_error_threshold;
+  spec.allowed_failed_percent = cfg.allowed_failed_percent;
+  spec.settings_json = store::settings_json(recorded_settings(cfg));
+  spec.input_name = cfg.input_data;
+  spec.task_overhead_timeout_s = cfg.task_overhead_timeout_s;
+  spec.first_task_creation_timeout_s = cfg.first_task_creation_timeout_s;
+  spec.progress_update_timeout_s = cfg.progress_update_timeout_s;
+  if (auto mon = monitoring_options(cfg)) {
+    spec.resource_monitor_interval_s = mon->resource_monitor_interval_s;
+    if (!mon->profiling_module.empty()) {
+      spec.env.push_back("FANOUT_PROFILING_MODULE=" + mon->profiling_module);
+    }
+  }
+  return spec;
+}
+
+RunSettings resumed_settings(const store::JobSettings& recorded, std::uint32_t workers,
+                             std::uint32_t pools, const std::string& python) {
+  RunSettings rs;
+  rs.pools = std::max(1u, pools > 0 ? pools : recorded.instance_count);
+  rs.workers = workers > 0 ? workers
+               : recorded.max_concurrency_per_instance > 0
+                   ? recorded.max_concurrency_per_instance
+                   : std::max(1u, std::thread::hardware_concurrency());
+  rs.prefetch = recorded.prefetch;
+  rs.poll_ms = recorded.poll_ms;
+  rs.heartbeat_period_ms = recorded.heartbeat_period_ms;
+  rs.heartbeat_threshold_ms = recorded.heartbeat_threshold_ms;
+  rs.log_level = recorded.logging_level.empty() ? RunSettings{}.log_level : recorded.logging_level;
+  rs.python = python.empty() ? recorded.python : python;
+  // The private interchange resumes every unfinished job: its pools serve them all, and so do
+  // not sample resources for one job's sake.
+  rs.resource_monitor_interval_s = 0;
+  return rs;
+}
+
+}  // namespace fanout::client

@@ -1,0 +1,85 @@
+// SlurmLauncher: the pools of a `fanout run --launcher slurm` as Slurm batch jobs, one node each
+// (sbatch, squeue, scancel), and what `fanout status` and `fanout cancel` do with the pool jobs
+// a run folder records. The decisions are in slurm_script.hpp. See docs/cluster.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "client/launch/launcher.hpp"
+#include "client/launch/run_settings.hpp"
+#include "client/launch/slurm_script.hpp"
+#include "fanout/config/job_spec.hpp"
+#include "fanout/util/clock.hpp"
+#include "fanout/util/expected.hpp"
+
+namespace fanout::client {
+
+// Pool jobs of one fanout job. Files, in <run_dir>/slurm/: pools.sbatch (the batch script, kept),
+// job_ids (one submitted id a line), pools-<JOBID>.out (each job's output). Releases its jobs
+// when destroyed unless detached. Not thread-safe; owned by Embedded.
+class SlurmLauncher final : public Launcher {
+ public:
+  struct Options {
+    config::LauncherSettings launch{};
+    std::uint32_t nodes = 1;  // pool jobs at the start (after defaults)
+    std::string job_name{};
+    std::string run_dir{};
+    bool quiet = false;  // no "pool jobs:" lines on stderr
+  };
+  SlurmLauncher(Options opts, Logger log);
+  ~SlurmLauncher() override;
+
+  void start(const PoolCommand& pool, std::uint32_t blocks) override;
+  std::string poll() override;
+  void release() override;
+  void detach() override { detached_ = true; }
+  [[nodiscard]] std::string release_command() const override;
+
+ private:
+  // Submits one pool job; throws Failure with sbatch's message when refused.
+  void submit();
+  // Asks squeue (every few seconds at most) and reports a change of states.
+  void refresh(bool now);
+  [[nodiscard]] std::uint32_t active() const;
+
+  Options o_;
+  Logger log_;
+  slurm::BlockPolicy policy_;
+  std::string dir_, script_, ids_file_;
+  std::vector<std::uint64_t> ids_{};
+  std::map<std::uint64_t, std::string> states_{};
+  std::map<std::uint64_t, int> missing_{};  // refreshes in a row that did not list the job
+  Clock::time_point next_refresh_{};
+  Clock::time_point settle_until_{};  // how long to wait for a COMPLETING job's final state
+  std::string shown_{};
+  bool detached_ = false;
+  bool released_ = false;
+};
+
+// Completes `rs` for a launcher other than local before anything starts: the node counts are
+// checked (check_blocks), and the address the pools connect to is found (interchange_address).
+// Error{InvalidArgument} naming the key or flag; a no-op for the local launcher.
+[[nodiscard]] Expected<void> prepare_launcher(RunSettings& rs, const config::JobConfig& cfg,
+                                              const RunOverrides& ov);
+
+// The run folder's pool jobs and their states ("slurm job 12 RUNNING"), for `fanout status`;
+// "" when the run used no Slurm launcher.
+[[nodiscard]] std::string slurm_status_line(const std::string& run_dir);
+
+// The same as a JSON array, [{"id":12,"state":"RUNNING"}, ...] (state "" when squeue no longer
+// lists the job or could not be asked); "" when the run used no Slurm launcher.
+[[nodiscard]] std::string slurm_status_json(const std::string& run_dir);
+
+// scancels the run folder's pool jobs that are still pending or running (`fanout cancel`).
+// Returns what it cancelled, as for slurm_status_line(); "" when nothing.
+std::string release_slurm_jobs(const std::string& run_dir);
+
+// Where the pools connect to: `given`, else what choose_pool_address() (pool_address.hpp) picks
+// from getifaddrs(3): the first non-loopback IPv4 address of an interface that is up.
+// Error{NotFound} asking for --interchange-address when there is none.
+[[nodiscard]] Expected<std::string> interchange_address(const std::string& given);
+
+}  // namespace fanout::client
