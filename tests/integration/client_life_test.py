@@ -111,6 +111,17 @@ def kill_client(proc):
     proc.wait()
 
 
+def run_then_kill_client(job, db, succeeded):
+    """Starts the job, waits until `succeeded` mini-batches succeeded and the whole input was
+    submitted, then SIGKILLs the client (the job runs on without it)."""
+    proc = start_run(job, db)
+    wait_until(lambda: sql_int(db, "select count(*) from minibatches where job_id = 1 and "
+                                   "state = 'succeeded'") >= succeeded, 120, "the job to run")
+    wait_until(lambda: sql_int(db, "select submit_done from jobs where id = 1"), 60,
+               "the submission to end")
+    kill_client(proc)
+
+
 def rows_of(root):
     return support.read_rows(os.path.join(root, "out", "scores.txt"))
 
@@ -162,13 +173,8 @@ def progress_fits_80_columns(root):
 def wait_counts_from_the_jobs_start(root):
     job = make_job(root, "slow", 40, 0.4, workers=1)
     db = os.path.join(root, "fanout.db")
-    proc = start_run(job, db)
-    wait_until(lambda: sql_int(db, "select count(*) from minibatches where job_id = 1 and "
-                                   "state = 'succeeded'") >= 2, 120, "the job to run")
     # Every mini-batch is submitted at once (40 < window): without the client the job runs on.
-    wait_until(lambda: sql_int(db, "select submit_done from jobs where id = 1"), 60,
-               "the submission to end")
-    kill_client(proc)
+    run_then_kill_client(job, db, 2)
     time.sleep(6)
     started = sql(db, "select created from jobs where id = 1")[0][0]
     w = subprocess.Popen([FANOUT, "wait", "1", "--db", db], stdout=subprocess.DEVNULL,
@@ -197,12 +203,7 @@ def wait_counts_from_the_jobs_start(root):
 def dead_interchange_is_known_at_once(root):
     job = make_job(root, "doomed", 60, 0.5, workers=1)
     db = os.path.join(root, "fanout.db")
-    proc = start_run(job, db)
-    wait_until(lambda: sql_int(db, "select count(*) from minibatches where job_id = 1 and "
-                                   "state = 'succeeded'") >= 1, 120, "the job to run")
-    wait_until(lambda: sql_int(db, "select submit_done from jobs where id = 1"), 60,
-               "the submission to end")
-    kill_client(proc)
+    run_then_kill_client(job, db, 1)
     ix = ready_pid(db, 1)
     if not ix:
         fail("no pid= in interchange.ready")

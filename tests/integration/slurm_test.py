@@ -156,6 +156,13 @@ def client_log(case):
         return f.read()
 
 
+def pool_job_running(c, env):
+    """Waits for the case's first pool job and for Slurm to run it; returns its id."""
+    first = wait_until(lambda: (c.job_ids() or [None])[0], 120, "the first pool job", step=0.5)
+    wait_until(lambda: job_state(env, first) == "RUNNING", 120, "the pool job to run", step=0.5)
+    return first
+
+
 def job_state(env, job_id):
     out = squeue(env, ["-t", "all", "-j", job_id])
     return out.split()[1] if out else ""
@@ -273,8 +280,7 @@ def walltime_case(root, env, name, *flags):
     # slurm_bed.sh).
     c = Case(root, name, files=400, sleep_s=1.0, walltime="00:01:00")
     p = start(c, env, "--nodes", "1", *flags)
-    first = wait_until(lambda: (c.job_ids() or [None])[0], 120, "the first pool job", step=0.5)
-    wait_until(lambda: job_state(env, first) == "RUNNING", 120, "the pool job to run", step=0.5)
+    first = pool_job_running(c, env)
     began = time.time()
     state = wait_until(lambda: ended_state(env, first), 300, "the walltime to end the pool job",
                        step=0.5)
@@ -352,8 +358,7 @@ def case_walltime_no_replacement(root, env):
 def case_cancel(root, env):
     c = Case(root, "cancel", files=40, sleep_s=1.0)
     p = start(c, env, "--nodes", "1")
-    first = wait_until(lambda: (c.job_ids() or [None])[0], 120, "the pool job", step=0.5)
-    wait_until(lambda: job_state(env, first) == "RUNNING", 120, "the pool job to run", step=0.5)
+    first = pool_job_running(c, env)
     wait_until(lambda: c.query("SELECT id FROM jobs"), 120, "the job in the store", step=0.5)
     job_id = c.query("SELECT id FROM jobs")[0][0]
     r = subprocess.run([FANOUT, "cancel", str(job_id), "--db", c.db, "--keys",
@@ -370,8 +375,7 @@ def case_cancel(root, env):
 def case_interrupt(root, env):
     c = Case(root, "interrupt", files=200, sleep_s=1.0)
     p = start(c, env, "--nodes", "1")
-    first = wait_until(lambda: (c.job_ids() or [None])[0], 120, "the pool job", step=0.5)
-    wait_until(lambda: job_state(env, first) == "RUNNING", 120, "the pool job to run", step=0.5)
+    first = pool_job_running(c, env)
     p.send_signal(signal.SIGINT)  # the first Ctrl-C cancels the job
     rc = p.wait(timeout=120)
     state = c.query("SELECT state FROM jobs")[0][0]
@@ -386,8 +390,7 @@ def case_client_killed(root, env):
     # 200 s of work: the pool job could not end by itself within expect_no_jobs' minute.
     c = Case(root, "client_killed", files=200, sleep_s=1.0)
     p = start(c, env, "--nodes", "1", "--exit-with-client")
-    first = wait_until(lambda: (c.job_ids() or [None])[0], 120, "the pool job", step=0.5)
-    wait_until(lambda: job_state(env, first) == "RUNNING", 120, "the pool job to run", step=0.5)
+    first = pool_job_running(c, env)
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=60)
     expect_no_jobs(env, "client_killed")
