@@ -140,18 +140,8 @@ TEST_CASE("integration.input_changes.resume_refuses_an_input_folder_changed_sinc
   cl.start_interchange(dir.path(), db, kFastBeats);
   cl.start_pool(dir.path(), "pool-a", 1);
   auto client = start_run(dir / "job.yaml", db, cl.client_ep, dir / "client");
-  REQUIRE(wait_until(
-      [&] {
-        return sql_int(db, "select submit_done from jobs where id=1") == 1 &&
-               sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 2;
-      },
-      std::chrono::seconds(60)));
-  client.signal(SIGKILL);
-  cl.interchange.signal(SIGKILL);
-  cl.pools[0].signal(SIGKILL);
-  (void)client.wait_for(std::chrono::seconds(10));
-  (void)cl.interchange.wait_for(std::chrono::seconds(10));
-  (void)cl.pools[0].wait_for(std::chrono::seconds(10));
+  REQUIRE(wait_until([&] { return submitted_and_done(db, 2); }, std::chrono::seconds(60)));
+  kill_all({&client, &cl.interchange, &cl.pools[0]});
   REQUIRE(sql_int(db, "select count(*) from minibatches where state!='succeeded'") > 0);
 
   fs::remove(dir / "data/file00010.txt");

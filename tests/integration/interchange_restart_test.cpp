@@ -195,17 +195,9 @@ TEST_CASE("integration.interchange_restart.job_without_client_finishes_and_wait_
   const std::string db = dir / "fanout.db";
   Cluster cl;
   auto client = start_counting_job(dir, db, 24, "0.2", kFastBeats, cl);
-  REQUIRE(wait_until(
-      [&] {
-        return sql_int(db, "select submit_done from jobs where id=1") == 1 &&
-               sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 4;
-      },
-      std::chrono::seconds(60)));
+  REQUIRE(wait_until([&] { return submitted_and_done(db, 4); }, std::chrono::seconds(60)));
   // Both the client and the interchange die; the interchange comes back alone.
-  client.signal(SIGKILL);
-  cl.interchange.signal(SIGKILL);
-  (void)client.wait_for(std::chrono::seconds(10));
-  (void)cl.interchange.wait_for(std::chrono::seconds(10));
+  kill_all({&client, &cl.interchange});
   const auto done_before = sql_column(db, "select id from minibatches where state='succeeded'");
   cl.restart_interchange(dir.path(), db, kFastBeats);
   INFO(cl.logs());
@@ -230,19 +222,9 @@ TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_i
   const std::string db = dir / "fanout.db";
   Cluster cl;
   auto client = start_counting_job(dir, db, 24, "0.2", kFastBeats, cl);
-  REQUIRE(wait_until(
-      [&] {
-        return sql_int(db, "select submit_done from jobs where id=1") == 1 &&
-               sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 4;
-      },
-      std::chrono::seconds(60)));
+  REQUIRE(wait_until([&] { return submitted_and_done(db, 4); }, std::chrono::seconds(60)));
   // Everything dies; `fanout resume` finishes the job on a private interchange and pool.
-  client.signal(SIGKILL);
-  cl.interchange.signal(SIGKILL);
-  cl.pools[0].signal(SIGKILL);
-  (void)client.wait_for(std::chrono::seconds(10));
-  (void)cl.interchange.wait_for(std::chrono::seconds(10));
-  (void)cl.pools[0].wait_for(std::chrono::seconds(10));
+  kill_all({&client, &cl.interchange, &cl.pools[0]});
   const auto done_before = sql_column(db, "select id from minibatches where state='succeeded'");
   auto r =
       run_capture({fanout_bin(), "resume", "1", "--db", db, "--python", python_bin(), "--quiet"},

@@ -14,12 +14,14 @@ namespace {
 
 const std::vector<std::string> kFastBeats = fast_beats("1500");
 
-// A 40-file counting job on a standalone interchange with two pools, pool-a and pool-b (all
-// three started with `beats`). Returns the client once pool-a is busy: it has finished attempts
-// and, with work still pending, holds running ones.
+// A counting job of `files` files (runs napping `nap` s) on a standalone interchange with two
+// pools, pool-a and pool-b (all three started with `beats`). Returns the client once pool-a is
+// busy: it has finished `done` attempts and, with work still pending, holds running ones.
 fanout::ChildProcess start_two_pools_busy(const TempDir& dir, const std::string& db,
-                                          const std::vector<std::string>& beats, Cluster& cl) {
-  make_counting_job(dir.path(), "pool-loss", 40, "0.2");
+                                          const std::vector<std::string>& beats, Cluster& cl,
+                                          unsigned files = 40, const std::string& nap = "0.2",
+                                          long long done = 2) {
+  make_counting_job(dir.path(), "pool-loss", files, nap);
   cl.start_interchange(dir.path(), db, beats);
   cl.start_pool(dir.path(), "pool-a", 2, beats);
   cl.start_pool(dir.path(), "pool-b", 2, beats);
@@ -28,7 +30,7 @@ fanout::ChildProcess start_two_pools_busy(const TempDir& dir, const std::string&
       [&] {
         return sql_int(db,
                        "select count(*) from attempts where pool='pool-a' and "
-                       "status='RUN_DONE'") >= 2 &&
+                       "status='RUN_DONE'") >= done &&
                sql_int(db, "select count(*) from minibatches where state='pending'") > 4;
       },
       std::chrono::seconds(60)));
@@ -72,13 +74,7 @@ TEST_CASE("integration.pool_loss.killed_pool_work_requeued_and_pool_reregisters"
 
   // pool-a comes back under the same name: it registers again, counted in its one pools row.
   cl.start_pool(dir.path(), "pool-a", 2, kFastBeats);
-  CHECK(wait_until(
-      [&] {
-        return sql_int(db,
-                       "select count(*) from pools where name='pool-a' and "
-                       "state='connected'") == 1;
-      },
-      std::chrono::seconds(30)));
+  CHECK(wait_until([&] { return pool_connected(db, "pool-a"); }, std::chrono::seconds(30)));
   CHECK(sql_int(db, "select count(*) from pools where name='pool-a'") == 1);
   CHECK(sql_int(db, "select registrations from pools where name='pool-a'") == 2);
   CHECK(!cl.interchange.poll().has_value());
@@ -118,21 +114,8 @@ TEST_CASE("integration.pool_loss.terminated_pool_says_goodbye_its_work_requeued_
 TEST_CASE("integration.pool_loss.frozen_pool_declared_lost_its_late_results_discarded") {
   TempDir dir("poolfreeze");
   const std::string db = dir / "fanout.db";
-  make_counting_job(dir.path(), "pool-loss", 16, "0.5");
   Cluster cl;
-  cl.start_interchange(dir.path(), db, kFastBeats);
-  cl.start_pool(dir.path(), "pool-a", 2, kFastBeats);
-  cl.start_pool(dir.path(), "pool-b", 2, kFastBeats);
-  auto client = start_run(dir / "job.yaml", db, cl.client_ep, dir / "client");
-
-  REQUIRE(wait_until(
-      [&] {
-        return sql_int(db,
-                       "select count(*) from attempts where pool='pool-a' and "
-                       "status='RUN_DONE'") >= 1 &&
-               sql_int(db, "select count(*) from minibatches where state='pending'") > 4;
-      },
-      std::chrono::seconds(60)));
+  auto client = start_two_pools_busy(dir, db, kFastBeats, cl, 16, "0.5", 1);
   // Frozen: its workers finish their runs, but the pool neither reads nor sends.
   cl.pools[0].signal(SIGSTOP);
   const bool declared_lost = wait_until(
@@ -157,13 +140,7 @@ TEST_CASE("integration.pool_loss.frozen_pool_declared_lost_its_late_results_disc
   CHECK(read_lines(dir / "runs.txt").size() >= 16);
   CHECK(!lost_mbs.empty());
   // It was told it is not registered, and registered again.
-  CHECK(wait_until(
-      [&] {
-        return sql_int(db,
-                       "select count(*) from pools where name='pool-a' and "
-                       "state='connected'") == 1;
-      },
-      std::chrono::seconds(30)));
+  CHECK(wait_until([&] { return pool_connected(db, "pool-a"); }, std::chrono::seconds(30)));
   CHECK(sql_int(db, "select registrations from pools where name='pool-a'") == 2);
 }
 
@@ -199,9 +176,7 @@ TEST_CASE("integration.pool_loss.pool_backs_off_while_interchange_is_away_then_r
   cl.restart_interchange(dir.path(), db, fast_beats("1000"));
   CHECK(wait_until(
       [&] {
-        return sql_int(db,
-                       "select count(*) from pools where name='pool-stay' and "
-                       "state='connected'") == 1 &&
+        return pool_connected(db, "pool-stay") &&
                sql_int(db, "select registrations from pools where name='pool-stay'") == 2;
       },
       std::chrono::seconds(60)));

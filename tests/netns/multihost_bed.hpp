@@ -179,8 +179,4 @@ inline void write_counting_job(const TempDir& dir, unsigned files, const std::st
   make_counting_job(dir.path(), "multihost", files, nap);
 }
 
-inline long long succeeded(const std::string& db) {
-  return sql_int(db, "select count(*) from minibatches where state='succeeded'");
-}
-
 }  // namespace fanout::test::netns

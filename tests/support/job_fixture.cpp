@@ -1,9 +1,12 @@
 // The integration tests' job fixture. See job_fixture.hpp.
 #include "job_fixture.hpp"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -56,6 +59,24 @@ long long sql_int_or(const std::string& db, const std::string& query, long long 
   }
 }
 
+bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
+  return n;
+}
+
+long long peak_rss_kb(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return -1;
+}
+
 std::size_t line_of(const std::string& text, const std::string& what) {
   const auto at = text.find(what);
   if (at == std::string::npos) return 0;
@@ -66,6 +87,24 @@ std::size_t line_of(const std::string& text, const std::string& what) {
 std::string error_line(const std::string& err) {
   const auto at = err.find("error: ");
   return at == std::string::npos ? std::string() : err.substr(at, err.find('\n', at) - at);
+}
+
+long long succeeded(const std::string& db) {
+  return sql_int(db, "select count(*) from minibatches where state='succeeded'");
+}
+
+bool submitted_and_done(const std::string& db, long long done) {
+  return sql_int(db, "select submit_done from jobs where id=1") == 1 && succeeded(db) >= done;
+}
+
+bool pool_connected(const std::string& db, const std::string& name) {
+  return sql_int(db,
+                 "select count(*) from pools where name='" + name + "' and state='connected'") == 1;
+}
+
+void kill_all(std::initializer_list<ChildProcess*> procs) {
+  for (auto* p : procs) p->signal(SIGKILL);
+  for (auto* p : procs) (void)p->wait_for(std::chrono::seconds(10));
 }
 
 void check_rows_once(const std::string& out, std::size_t n) {
@@ -85,6 +124,18 @@ void check_rows_once(const std::string& out, const std::vector<std::string>& exp
     INFO("row " << e);
     CHECK(seen[e] == 1u);
   }
+}
+
+std::vector<std::string> files_ending(const std::string& dir, const std::string& suffix) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string p = it->path().string();
+    if (it->is_regular_file() && p.ends_with(suffix)) out.push_back(p);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::size_t temporaries_under(const std::string& dir) {
@@ -109,12 +160,14 @@ std::vector<std::string> file_names(unsigned n) {
 
 std::string job_yaml(const JobSpec& s) {
   std::string y = "type: parallel\nname: " + s.name +
-                  "\ninputs:\n  files:\n    type: " + s.input_type + "\n    path: " + s.data +
-                  "\noutputs:\n  " + s.output_key + ":\n    type: uri_file\n    path: " + s.output +
-                  "\ninput_data: ${{inputs.files}}\nmini_batch_size: \"" + s.mini_batch_size +
-                  "\"\n";
-  if (s.instance_count)
+                  "\ninputs:\n  files:\n    type: " + s.input_type + "\n    path: " + s.data + "\n";
+  if (!s.output.empty()) {
+    y += "outputs:\n  " + s.output_key + ":\n    type: uri_file\n    path: " + s.output + "\n";
+  }
+  y += "input_data: ${{inputs.files}}\nmini_batch_size: \"" + s.mini_batch_size + "\"\n";
+  if (s.instance_count) {
     y += "resources:\n  instance_count: " + std::to_string(*s.instance_count) + "\n";
+  }
   if (s.concurrency) y += "max_concurrency_per_instance: " + std::to_string(*s.concurrency) + "\n";
   if (s.max_retries || s.timeout_s) {
     y += "retry_settings:\n";
@@ -127,7 +180,8 @@ std::string job_yaml(const JobSpec& s) {
   }
   y += s.top + "task:\n" + s.task;
   if (!s.program_arguments.empty()) y += "  program_arguments: \"" + s.program_arguments + "\"\n";
-  y += s.task_extra + "  append_row_to: ${{outputs." + s.output_key + "}}\n";
+  y += s.task_extra;
+  if (!s.output.empty()) y += "  append_row_to: ${{outputs." + s.output_key + "}}\n";
   return y;
 }
 
@@ -166,6 +220,19 @@ void make_echo_job(const std::string& folder, unsigned files, const JobSpec& spe
   make_files(folder + "/data", files);
   write_file(folder + "/src/score.py", echo_script(nap));
   write_file(folder + "/job.yaml", job_yaml(spec));
+}
+
+void make_first_try_job(const std::string& folder, const std::string& name, unsigned files,
+                        const std::string& script, int timeout_s) {
+  make_files(folder + "/data", files);
+  write_file(folder + "/src/score.py", script);
+  write_file(folder + "/markers/.keep", "");
+  JobSpec job;
+  job.name = name;
+  job.max_retries = 2;
+  job.timeout_s = timeout_s;
+  job.env = {{"MARKERS", folder + "/markers"}};
+  write_file(folder + "/job.yaml", job_yaml(job));
 }
 
 void make_counting_job(const std::string& folder, const std::string& name, unsigned files,

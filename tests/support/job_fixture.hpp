@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <utility>
@@ -40,6 +41,13 @@ std::vector<std::string> fast_beats(const std::string& threshold_ms = "2000");
 // sql_int(), or `fallback` while the store cannot be read yet (before an interchange made it).
 long long sql_int_or(const std::string& db, const std::string& query, long long fallback = -1);
 
+// Whether `text` contains `what`; how many times it does (overlapping matches count).
+bool has(const std::string& text, const std::string& what);
+std::size_t count_of(const std::string& text, const std::string& what);
+
+// The peak resident memory (VmHWM) of process `pid` in kB, -1 when it cannot be read.
+long long peak_rss_kb(int pid);
+
 // The 1-based number of the first line of `text` that contains `what` (0 when none), for
 // checking that an error names the line of a key in a YAML the test wrote.
 std::size_t line_of(const std::string& text, const std::string& what);
@@ -47,12 +55,27 @@ std::size_t line_of(const std::string& text, const std::string& what);
 // The "error: ..." line of a command's stderr ("" when none).
 std::string error_line(const std::string& err);
 
+// The mini-batches of the store `db` in state succeeded (all jobs).
+long long succeeded(const std::string& db);
+// Whether job 1's submission is complete in the store and at least `done` of its mini-batches
+// succeeded: the point where a recovery test may kill everything.
+bool submitted_and_done(const std::string& db, long long done);
+
+// Whether the pool `name` is connected, by the store (one pools row in state connected).
+bool pool_connected(const std::string& db, const std::string& name);
+
+// SIGKILLs every process in `procs`, then waits for each (10 s at most).
+void kill_all(std::initializer_list<ChildProcess*> procs);
+
 // Every expected row exactly once: `out` holds `n` lines and no line twice (for jobs whose `n`
 // items each return one row of their own).
 void check_rows_once(const std::string& out, std::size_t n);
 // Every expected row exactly once, by name: `out` holds as many lines as `expected` and each
 // expected row appears once (so nothing else appears either).
 void check_rows_once(const std::string& out, const std::vector<std::string>& expected);
+
+// Every regular file under `dir` (recursively) whose path ends with `suffix`, sorted.
+std::vector<std::string> files_ending(const std::string& dir, const std::string& suffix);
 
 // How many files under `dir` (recursively) have ".tmp" in their name: the temporaries a writer
 // killed mid-way leaves.
@@ -71,7 +94,7 @@ struct JobSpec {
   std::string name = "job";
   std::string data = "./data";            // inputs.files.path
   std::string input_type = "uri_folder";  // inputs.files.type
-  std::string output = "./out.txt";       // outputs.<output_key>.path, rows appended there
+  std::string output = "./out.txt";       // outputs.<output_key>.path, rows appended; "": none
   std::string output_key = "out";
   std::string mini_batch_size = "1";
   std::optional<int> instance_count;   // resources.instance_count
@@ -115,6 +138,12 @@ inline constexpr const char* kPassThroughScript = "def run(mini_batch):\n    ret
 // folder/src/score.py and job_yaml(spec) as folder/job.yaml.
 void make_echo_job(const std::string& folder, unsigned files, const JobSpec& spec,
                    const std::string& nap = "");
+
+// A job in `folder` running `script` (kFirstTryPy and its own run()) over `files` inputs, one
+// per mini-batch, with 3 tries of at most `timeout_s` s each; its markers go to folder/markers
+// ($MARKERS, made empty), its rows to folder/out.txt.
+void make_first_try_job(const std::string& folder, const std::string& name, unsigned files,
+                        const std::string& script, int timeout_s);
 
 // The counting job's spec: counting_job_yaml() as fields, for a test that changes one.
 JobSpec counting_job_spec(const std::string& name, const std::string& runs, const std::string& nap);
