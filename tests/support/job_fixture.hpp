@@ -1,7 +1,11 @@
 // The job fixture of the integration tests: a job's YAML written from a few fields, the entry
 // scripts most tests use, the counting job of the recovery tests, starting `fanout run` (embedded
 // or against a started interchange) and the one check that every expected row came exactly once.
-// Builds on harness.hpp (folders, binaries, Cluster); only integration tests include it.
+// Builds on harness.hpp (folders, binaries, Cluster); only integration tests include it. A test
+// typically: make_counting_job() / make_echo_job() (or JobSpec + job_yaml() for other keys), then
+// fanout_run() (to its end) or start_run() (in the background, with a Cluster for --interchange),
+// then check_rows_once() and its own store queries. The Python twin is
+// tests/integration/support.py.
 #pragma once
 
 #include <cstddef>
