@@ -7,25 +7,14 @@ Environment: FANOUT_BIN (set by tests/meson.build)."""
 import os
 import sqlite3
 import stat
-import subprocess
-import sys
-import tempfile
 
-FANOUT = os.environ["FANOUT_BIN"]
-
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def fanout(args, cwd, stdin=None):
-    return subprocess.run([FANOUT] + args, cwd=cwd, input=stdin, capture_output=True, text=True,
-                          timeout=240)
+from support import fail, fanout, scratch
+import support
 
 
 def main():
-    with tempfile.TemporaryDirectory() as tmp:
+    support.require_fanout()
+    with scratch("adhoc") as tmp:
         db = os.path.join(tmp, "store", "fanout.db")
         data = os.path.join(tmp, "data")
         os.makedirs(os.path.join(data, "sub"))
@@ -35,8 +24,8 @@ def main():
                 f.write("x" * i)
 
         # 1. A folder: its files are the items; rows are printed to stdout when the job ends.
-        r = fanout(["run", "-c", "printf '%s %s\\n' {/} $(wc -c < {})", "--input", data,
-                    "--db", db, "-j", "2", "-q"], cwd=tmp)
+        r = fanout("run", "-c", "printf '%s %s\\n' {/} $(wc -c < {})", "--input", data,
+                   "--db", db, "-j", "2", "-q", cwd=tmp, check=False)
         if r.returncode != 0:
             fail(f"folder run exited {r.returncode}: {r.stderr}")
         rows = sorted(r.stdout.split("\n")[:-1])
@@ -48,8 +37,8 @@ def main():
         items = ["a", "b.txt", "dir/c.tar.gz", "dir.x/d", "./e.md", "f g"]
         out = os.path.join(tmp, "out", "rows.txt")
         os.makedirs(os.path.dirname(out))
-        r = fanout(["run", "-c", "echo {#}:{}:{.}:{/}:{//}:{/.}", "--input", "-", "--output", out,
-                    "--mini-batch-size", "3", "--db", db, "-q"], cwd=tmp,
+        r = fanout("run", "-c", "echo {#}:{}:{.}:{/}:{//}:{/.}", "--input", "-", "--output", out,
+                   "--mini-batch-size", "3", "--db", db, "-q", cwd=tmp, check=False,
                    stdin="\n".join(items) + "\n\n")
         if r.returncode != 0:
             fail(f"stdin run exited {r.returncode}: {r.stderr}")
@@ -73,9 +62,9 @@ def main():
         with open(listing, "w") as f:
             f.write("".join(f"item{i}\n" for i in range(12)) + "bad\n")
         out3 = os.path.join(tmp, "out", "list.txt")
-        r = fanout(["run", "-c", "sh -c 'test \"$1\" != bad && echo \"ok $1\"' sh",
-                    "--input", listing, "--output", out3, "--name", "listjob", "--db", db, "-q"],
-                   cwd=tmp)
+        r = fanout("run", "-c", "sh -c 'test \"$1\" != bad && echo \"ok $1\"' sh",
+                   "--input", listing, "--output", out3, "--name", "listjob", "--db", db, "-q",
+                   cwd=tmp, check=False)
         got = sorted(open(out3).read().splitlines())
         if got != sorted(f"ok item{i}" for i in range(12)):
             fail(f"list run wrote {got} (exit {r.returncode}: {r.stderr})")
@@ -108,7 +97,7 @@ def main():
             (["run", "job.yaml", "-c", "echo"], "not both"),
             (["run", "--input", data], "-c"),
         ]:
-            r = fanout(args + ["--db", db, "-q"], cwd=tmp)
+            r = fanout(*args, "--db", db, "-q", cwd=tmp, check=False)
             if r.returncode != 2 or needle not in r.stderr:
                 fail(f"{args}: expected exit 2 naming {needle}, got {r.returncode}: {r.stderr}")
     print("PASS: folder, stdin and list inputs; replacement strings; failures; errors")

@@ -4,25 +4,21 @@
 
 #include <filesystem>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 
 namespace {
 
-const char* kGoodYaml = R"(type: parallel
-name: bad-input
-inputs:
-  files:
-    type: uri_folder
-    path: ./data
-input_data: ${{inputs.files}}
-mini_batch_size: "5"
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-)";
+// Mini-batches of 5 files, no rows file.
+std::string good_yaml() {
+  JobSpec job;
+  job.name = "bad-input";
+  job.output.clear();
+  job.mini_batch_size = "5";
+  job.concurrency.reset();
+  return job_yaml(job);
+}
 
 struct Case {
   const char* name;
@@ -40,7 +36,10 @@ std::string replace(std::string s, const std::string& from, const std::string& t
 }  // namespace
 
 TEST_CASE("integration.bad_input.located_error_exit_2_nothing_written") {
-  const std::string good_script = "def run(mini_batch):\n    return mini_batch\n";
+  const std::string good_script = kPassThroughScript;
+  const std::string kGoodYaml = good_yaml();
+  // The line the located error below must name: that of mini_batch_size in the job file.
+  const std::string size_line = "job.yaml:" + std::to_string(line_of(kGoodYaml, "mini_batch_size"));
   std::vector<Case> cases = {
       {"yaml syntax error",
        replace(kGoodYaml, "mini_batch_size: \"5\"", "mini_batch_size: [5"),
@@ -53,7 +52,7 @@ TEST_CASE("integration.bad_input.located_error_exit_2_nothing_written") {
       {"mistyped key",
        replace(kGoodYaml, "mini_batch_size: \"5\"", "mini_batch_size: \"5 parsecs\""),
        good_script,
-       {"job.yaml:8", "mini_batch_size"}},
+       {size_line, "mini_batch_size"}},
       {"missing input folder",
        replace(kGoodYaml, "path: ./data", "path: ./nowhere"),
        good_script,

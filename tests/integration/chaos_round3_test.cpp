@@ -10,11 +10,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <set>
 #include <sstream>
 #include <thread>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 namespace fs = std::filesystem;
@@ -35,32 +34,15 @@ std::vector<pid_t> children_named(pid_t pid, const std::string& comm) {
   return out;
 }
 
-fanout::ChildProcess spawn_client(const std::vector<std::string>& argv, const TempDir& dir,
-                                  const std::string& tag) {
-  fanout::SpawnOptions so;
-  so.argv = argv;
-  so.stdin_file = "null";
-  so.stdout_file = dir / (tag + ".out");
-  so.stderr_file = dir / (tag + ".err");
-  auto c = fanout::ChildProcess::spawn(so);
-  REQUIRE(c.has_value());
-  return std::move(*c);
-}
-
 }  // namespace
 
 TEST_CASE("integration.chaos_round3.a_pool_frozen_past_the_threshold_wakes_and_goes_on") {
   TempDir dir("freeze");
   const std::string db = dir / "fanout.db";
-  make_files(dir / "data", 30);
-  write_file(dir / "src/score.py", kCountingScript);
   // Heartbeats every 0.5 s, a pool lost after 3 s of silence: the 8 s freeze is well past it.
-  write_file(dir / "job.yaml", counting_job_yaml("freeze", dir / "runs.txt", "0.3") +
-                                   "fanout:\n  heartbeat_period_ms: 500\n"
-                                   "  heartbeat_threshold_ms: 3000\n");
-  auto client = spawn_client(
-      {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(), "--quiet"}, dir,
-      "client");
+  make_counting_job(dir.path(), "freeze", 30, "0.3",
+                    "fanout:\n  heartbeat_period_ms: 500\n  heartbeat_threshold_ms: 3000\n");
+  auto client = start_run(dir / "job.yaml", db, "", dir / "client");
   REQUIRE(wait_until([&] { return read_lines(dir / "runs.txt").size() >= 2; },
                      std::chrono::seconds(60)));
   const auto pools = children_named(client.pid(), "fanout-pool");
@@ -73,23 +55,17 @@ TEST_CASE("integration.chaos_round3.a_pool_frozen_past_the_threshold_wakes_and_g
   INFO("client stderr:\n" << read_text(dir / "client.err"));
   REQUIRE(st.has_value());
   CHECK(st->code == 0);
-  const auto rows = read_lines(dir / "out.txt");
-  CHECK(rows.size() == 30);
-  CHECK(std::set<std::string>(rows.begin(), rows.end()).size() == 30);
+  check_rows_once(dir / "out.txt", 30);
 }
 
 TEST_CASE("integration.chaos_round3.a_run_whose_interchange_is_gone_exits_on_sigterm") {
   TempDir dir("ixgone");
   const std::string db = dir / "fanout.db";
-  make_files(dir / "data", 6);
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("ix-gone", dir / "runs.txt", "60"));
+  make_counting_job(dir.path(), "ix-gone", 6, "60");
   Cluster cl;
   cl.start_interchange(dir.path(), db);
   cl.start_pool(dir.path(), "pool-a", 1);
-  auto client = spawn_client({fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep,
-                              "--db", db, "--python", python_bin(), "--quiet"},
-                             dir, "client");
+  auto client = start_run(dir / "job.yaml", db, cl.client_ep, dir / "client");
   REQUIRE(
       wait_until([&] { return !read_text(dir / "runs.txt").empty(); }, std::chrono::seconds(60)));
   cl.interchange.signal(SIGKILL);
@@ -123,9 +99,8 @@ def run(mini_batch):
   Cluster cl;
   cl.start_interchange(dir.path(), db);
   cl.start_pool(dir.path(), "pool-a", 2, {"--max-user-log-mb", "1"});
-  auto r = run_capture({fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep,
-                        "--db", db, "--python", python_bin(), "--quiet"},
-                       dir.path(), {}, std::chrono::seconds(180));
+  auto r = run_capture(run_argv(dir / "job.yaml", db, cl.client_ep), dir.path(), {},
+                       std::chrono::seconds(180));
   INFO("client stderr:\n" << r.err << cl.logs());
   CHECK(r.status.code == 0);
   const std::string logs = sql_column(db, "select log_dir from jobs where id=1").at(0);

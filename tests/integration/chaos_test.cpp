@@ -12,12 +12,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <random>
-#include <set>
 #include <sstream>
 #include <thread>
 
 #include "csv_parse.hpp"
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 namespace fs = std::filesystem;
@@ -51,33 +50,21 @@ TEST_CASE("integration.chaos.kills_of_workers_pools_and_the_interchange_lose_and
   const unsigned files = 3000;
   make_files(dir / "data", files);
   write_file(dir / "src/score.py", kCountingScript);
-  std::string yaml = counting_job_yaml("chaos", dir / "runs.txt", "0.03");
-  yaml.replace(yaml.find("max_retries: 3"), 14, "max_retries: 20");  // kills use tries
-  write_file(dir / "job.yaml", yaml);
+  JobSpec job = counting_job_spec("chaos", dir / "runs.txt", "0.03");
+  job.max_retries = 20;  // kills use tries
+  write_file(dir / "job.yaml", job_yaml(job));
 
   const std::vector<std::string> beats = {
       "--heartbeat-period-ms", "200", "--heartbeat-threshold-ms", "2000", "--window", "400"};
   Cluster cl;
   cl.start_interchange(dir.path(), db, beats);
-  std::vector<std::string> restart = beats;
-  for (const std::string& a : {std::string("--client-endpoint"), cl.client_ep,
-                               std::string("--pool-endpoint"), cl.pool_ep}) {
-    restart.push_back(a);
-  }
   const std::vector<std::string> names = {"pool-a", "pool-b"};
   std::vector<std::size_t> slot;  // index in cl.pools of each name's current process
   for (const auto& n : names) {
     cl.start_pool(dir.path(), n, 2);
     slot.push_back(cl.pools.size() - 1);
   }
-  fanout::SpawnOptions so;
-  so.argv = {fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep,
-             "--db",       db,    "--python",       python_bin(),    "--quiet"};
-  so.stdin_file = "null";
-  so.stdout_file = dir / "client.out";
-  so.stderr_file = dir / "client.err";
-  auto client = fanout::ChildProcess::spawn(so);
-  REQUIRE(client.has_value());
+  auto client = start_run(dir / "job.yaml", db, cl.client_ep, dir / "client");
 
   // The chaos: 12 kills in an order drawn from the seed (2 of the interchange, 3 of a pool, 7 of
   // a worker), 0.3 to 2 s apart, for at most 150 s; it stops early when the job has ended.
@@ -88,7 +75,7 @@ TEST_CASE("integration.chaos.kills_of_workers_pools_and_the_interchange_lose_and
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(150);
   for (std::size_t i = 0; i < kinds.size() && std::chrono::steady_clock::now() < until; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(pick(300, 2000)));
-    if (client->poll()) break;
+    if (client.poll()) break;
     const int what = kinds[i];
     if (what == 0) {
       const std::size_t p = static_cast<std::size_t>(pick(0, 1));
@@ -112,7 +99,7 @@ TEST_CASE("integration.chaos.kills_of_workers_pools_and_the_interchange_lose_and
       cl.interchange.signal(SIGKILL);
       (void)cl.interchange.wait_for(std::chrono::seconds(10));
       std::this_thread::sleep_for(std::chrono::milliseconds(pick(0, 1500)));
-      cl.start_interchange(dir.path(), db, restart);
+      cl.restart_interchange(dir.path(), db, beats);
       ++ix_kills;
       events += "interchange; ";
     }
@@ -120,16 +107,14 @@ TEST_CASE("integration.chaos.kills_of_workers_pools_and_the_interchange_lose_and
   std::fprintf(stderr, "it_chaos: killed %d workers, %d pools, the interchange %d times: %s\n",
                worker_kills, pool_kills, ix_kills, events.c_str());
 
-  auto st = client->wait_for(std::chrono::seconds(400));
+  auto st = client.wait_for(std::chrono::seconds(400));
   INFO("seed " << seed << "; kills: " << events << "\nclient stderr:\n"
                << read_text(dir / "client.err") << cl.logs());
   REQUIRE(st.has_value());
   CHECK(st->code == 0);
 
   // Every row exactly once, every mini-batch succeeded once.
-  const auto lines = read_lines(dir / "out.txt");
-  CHECK(lines.size() == files);
-  CHECK(std::set<std::string>(lines.begin(), lines.end()).size() == files);
+  check_rows_once(dir / "out.txt", files);
   CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == files);
   CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == files);
   CHECK(sql_int(db, "select count(distinct minibatch_id) from attempts where status='RUN_DONE'") ==
@@ -146,11 +131,7 @@ TEST_CASE("integration.chaos.kills_of_workers_pools_and_the_interchange_lose_and
   CHECK(static_cast<long long>(
             parse_csv(read_text(logs + "/sys/job_report/processed_mini-batches.csv")).size()) ==
         sql_int(db, "select count(*) from attempts") + 1);
-  std::size_t temporaries = 0;
-  for (auto it = fs::recursive_directory_iterator(logs); it != fs::end(it); ++it) {
-    if (it->path().filename().string().find(".tmp") != std::string::npos) ++temporaries;
-  }
-  CHECK(temporaries == 0);
+  CHECK(temporaries_under(logs) == 0);
   // One pools row per pool, however often it registered (issue 18 item 12).
   CHECK(sql_int(db, "select count(*) from pools") == 2);
 

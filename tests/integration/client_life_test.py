@@ -27,17 +27,14 @@ import pty
 import re
 import select
 import signal
-import sqlite3
 import struct
 import subprocess
 import sys
-import tempfile
 import termios
 import time
-import shutil
 
-FANOUT = os.environ.get("FANOUT_BIN", "")
-PYTHON = os.environ.get("FANOUT_TEST_PYTHON", "python3")
+from support import FANOUT, PYTHON, fail, fanout, scratch, sql, sql_int, wait_until
+import support
 
 SCRIPT = """import os, time
 def init():
@@ -48,84 +45,17 @@ def run(mini_batch):
 """
 
 
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def wait_until(pred, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.1)
-    fail("timed out after %.0f s waiting for %s" % (timeout, what))
-
-
 def make_job(root, name, files, sleep_s, workers=2, threshold_ms=None):
-    data = os.path.join(root, "data")
-    os.makedirs(data, exist_ok=True)
-    for i in range(files):
-        with open(os.path.join(data, "f%05d.txt" % i), "w") as f:
-            f.write("x\n")
-    src = os.path.join(root, "src")
-    os.makedirs(src, exist_ok=True)
-    with open(os.path.join(src, "score.py"), "w") as f:
-        f.write(SCRIPT)
+    support.make_files(os.path.join(root, "data"), ["f%05d.txt" % i for i in range(files)])
+    support.write(os.path.join(root, "src", "score.py"), SCRIPT)
     fanout_block = ""
     if threshold_ms:
         fanout_block = "fanout:\n  heartbeat_period_ms: %d\n  heartbeat_threshold_ms: %d\n" % (
             threshold_ms // 4, threshold_ms)
-    job = os.path.join(root, "job.yaml")
-    with open(job, "w") as f:
-        f.write("""type: parallel
-name: %s
-inputs:
-  files:
-    type: uri_folder
-    path: ./data
-outputs:
-  scores:
-    type: uri_file
-    path: ./out/scores.txt
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-resources:
-  instance_count: 1
-max_concurrency_per_instance: %d
-environment_variables:
-  SLEEP_S: "%s"
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.scores}}
-%s""" % (name, workers, sleep_s, fanout_block))
+    job = support.write(os.path.join(root, "job.yaml"), support.job_yaml(
+        name, output="./out/scores.txt", instance_count=1, concurrency=workers,
+        env={"SLEEP_S": sleep_s}, top=fanout_block))
     return job
-
-
-def fanout(*args, timeout=240, check=True):
-    p = subprocess.run([FANOUT, *args], capture_output=True, text=True, timeout=timeout)
-    if check and p.returncode != 0:
-        fail("fanout %s: exit %d\n%s\n%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
-    return p
-
-
-def sql(db, query):
-    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=30)
-    try:
-        return con.execute(query).fetchall()
-    finally:
-        con.close()
-
-
-def sql_int(db, query):
-    try:
-        rows = sql(db, query)
-    except sqlite3.Error:
-        return 0
-    return rows[0][0] if rows and rows[0][0] is not None else 0
 
 
 def log_dir(db, job):
@@ -181,9 +111,19 @@ def kill_client(proc):
     proc.wait()
 
 
+def run_then_kill_client(job, db, succeeded):
+    """Starts the job, waits until `succeeded` mini-batches succeeded and the whole input was
+    submitted, then SIGKILLs the client (the job runs on without it)."""
+    proc = start_run(job, db)
+    wait_until(lambda: sql_int(db, "select count(*) from minibatches where job_id = 1 and "
+                                   "state = 'succeeded'") >= succeeded, 120, "the job to run")
+    wait_until(lambda: sql_int(db, "select submit_done from jobs where id = 1"), 60,
+               "the submission to end")
+    kill_client(proc)
+
+
 def rows_of(root):
-    path = os.path.join(root, "out", "scores.txt")
-    return [l for l in open(path).read().splitlines() if l]
+    return support.read_rows(os.path.join(root, "out", "scores.txt"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,13 +173,8 @@ def progress_fits_80_columns(root):
 def wait_counts_from_the_jobs_start(root):
     job = make_job(root, "slow", 40, 0.4, workers=1)
     db = os.path.join(root, "fanout.db")
-    proc = start_run(job, db)
-    wait_until(lambda: sql_int(db, "select count(*) from minibatches where job_id = 1 and "
-                                   "state = 'succeeded'") >= 2, 120, "the job to run")
     # Every mini-batch is submitted at once (40 < window): without the client the job runs on.
-    wait_until(lambda: sql_int(db, "select submit_done from jobs where id = 1"), 60,
-               "the submission to end")
-    kill_client(proc)
+    run_then_kill_client(job, db, 2)
     time.sleep(6)
     started = sql(db, "select created from jobs where id = 1")[0][0]
     w = subprocess.Popen([FANOUT, "wait", "1", "--db", db], stdout=subprocess.DEVNULL,
@@ -268,12 +203,7 @@ def wait_counts_from_the_jobs_start(root):
 def dead_interchange_is_known_at_once(root):
     job = make_job(root, "doomed", 60, 0.5, workers=1)
     db = os.path.join(root, "fanout.db")
-    proc = start_run(job, db)
-    wait_until(lambda: sql_int(db, "select count(*) from minibatches where job_id = 1 and "
-                                   "state = 'succeeded'") >= 1, 120, "the job to run")
-    wait_until(lambda: sql_int(db, "select submit_done from jobs where id = 1"), 60,
-               "the submission to end")
-    kill_client(proc)
+    run_then_kill_client(job, db, 1)
     ix = ready_pid(db, 1)
     if not ix:
         fail("no pid= in interchange.ready")
@@ -355,9 +285,7 @@ def sigterm_on_resume_leaves_no_children(root):
         fail("the job is %s after an interrupted resume, not resumable" % state)
     print("ok: SIGTERM on resume: exit %d, no interchange or pool left" % res.returncode)
     fanout("resume", "1", "--db", db, "--quiet", timeout=240)
-    rows = rows_of(root)
-    if len(rows) != 80 or len(set(rows)) != 80:
-        fail("after the second resume: %d rows, %d distinct" % (len(rows), len(set(rows))))
+    support.check_rows_once(rows_of(root), 80, "after the second resume")
 
 
 def resume_finishes_a_cut_submission(root):
@@ -384,9 +312,7 @@ def resume_finishes_a_cut_submission(root):
     r = fanout("resume", "1", "--db", db, "--python", PYTHON, timeout=300)
     if "submitting the rest" not in r.stderr:
         fail("resume did not say it submits the rest:\n%s" % r.stderr)
-    rows = rows_of(root)
-    if len(rows) != files or len(set(rows)) != files:
-        fail("%d rows, %d distinct, of %d" % (len(rows), len(set(rows)), files))
+    support.check_rows_once(rows_of(root), files, "resume after a cut submission")
     state = sql(db, "select state, total from jobs where id = 1")[0]
     if state != ("succeeded", files):
         fail("the job ended %s" % (state,))
@@ -400,29 +326,17 @@ def interchange_owns_its_paths(root):
     os.makedirs(ixdir)
     ixdb = os.path.join(ixdir, "store.db")
     cep, pep = "ipc://%s/client" % ixdir, "ipc://%s/pool" % ixdir
-    ready = os.path.join(ixdir, "ready")
     # The job's output and the relative --run-dir below are the client's, beside ix/: a write
     # root (the default would be ix/ only).
-    ix = subprocess.Popen([os.environ["FANOUT_INTERCHANGE_BIN"], "--db", ixdb, "--client-endpoint",
-                           cep, "--pool-endpoint", pep, "--ready-file", ready, "--log-file",
-                           os.path.join(ixdir, "ix.log"), "--write-root", root],
-                          stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    pool = None
-    try:
-        wait_until(lambda: os.path.exists(ready), 30, "the interchange to start")
-        pool = subprocess.Popen([os.environ["FANOUT_POOL_BIN"], "--interchange", pep, "--workers",
-                                 "2", "--python", PYTHON, "--log-file",
-                                 os.path.join(ixdir, "pool.log")],
-                                stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with support.Cluster(ixdir, ixdb, ["--client-endpoint", cep, "--pool-endpoint", pep,
+                                       "--write-root", root]) as cl:
+        cl.start_pool(workers=2)
         home = os.path.join(root, "home")
         os.makedirs(home)
         env = dict(os.environ, HOME=home)
         for k in ("FANOUT_DB", "XDG_DATA_HOME"):
             env.pop(k, None)
-        r = subprocess.run([FANOUT, "run", job, "--interchange", cep, "--python", PYTHON], env=env,
-                           capture_output=True, text=True, timeout=240)
-        if r.returncode != 0:
-            fail("fanout run --interchange: exit %d\n%s" % (r.returncode, r.stderr))
+        r = fanout("run", job, "--interchange", cep, "--python", PYTHON, env=env)
         made = [os.path.join(d, f) for d, _, fs in os.walk(home) for f in fs + [""]]
         if any(".local" in m for m in made):
             fail("the client made folders under its HOME: %s" % made)
@@ -433,19 +347,11 @@ def interchange_owns_its_paths(root):
             fail("no job_result.txt under the interchange's runs/: %s" % logs)
         # A relative --run-dir is made absolute before anything is made or sent. (The same job
         # again: --overwrite replaces the first run's rows, as on every route.)
-        r = subprocess.run([FANOUT, "run", job, "--interchange", cep, "--python", PYTHON,
-                            "--run-dir", "rel/runs", "--overwrite"], env=env, capture_output=True,
-                           text=True, timeout=240, cwd=root)
-        if r.returncode != 0:
-            fail("fanout run --run-dir rel/runs: exit %d\n%s" % (r.returncode, r.stderr))
+        r = fanout("run", job, "--interchange", cep, "--python", PYTHON, "--run-dir", "rel/runs",
+                   "--overwrite", env=env, cwd=root)
         if not any("job_result.txt" in fs for _, _, fs in os.walk(os.path.join(root, "rel/runs"))):
             fail("no reports under the relative --run-dir:\n%s" % r.stderr)
         print("ok: the client showed and used the interchange's paths; HOME untouched")
-    finally:
-        for p in (pool, ix):
-            if p is not None:
-                p.terminate()
-                p.wait(timeout=30)
 
 
 CASES = [progress_fits_80_columns, wait_counts_from_the_jobs_start,
@@ -454,21 +360,18 @@ CASES = [progress_fits_80_columns, wait_counts_from_the_jobs_start,
 
 
 def main():
-    if not FANOUT:
-        print("SKIP: FANOUT_BIN is not set (run through meson test)", file=sys.stderr)
-        return 77
+    support.require_fanout()
     wanted = sys.argv[1:]
     for case in CASES:
         if wanted and case.__name__ not in wanted:
             continue
-        root = tempfile.mkdtemp(prefix="fanout-client-life-")
         print("== %s" % case.__name__, flush=True)
-        try:
-            case(root)
-        finally:
-            for pid in processes_with(root):
-                os.kill(pid, signal.SIGKILL)
-            shutil.rmtree(root, ignore_errors=True)
+        with scratch("client-life") as root:
+            try:
+                case(root)
+            finally:
+                for pid in processes_with(root):
+                    os.kill(pid, signal.SIGKILL)
     return 0
 
 

@@ -10,24 +10,12 @@
 #include <filesystem>
 #include <set>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-// Every regular file under `dir` whose name ends with `suffix`, sorted.
-std::vector<std::string> files_ending(const std::string& dir, const std::string& suffix) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string p = it->path().string();
-    if (it->is_regular_file() && p.ends_with(suffix)) out.push_back(p);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // The summary's "  output: ..." line in `err`, "" when there is none.
 std::string output_line(const std::string& err) {

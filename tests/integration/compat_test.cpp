@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 namespace fs = std::filesystem;
@@ -18,21 +18,6 @@ namespace fs = std::filesystem;
 namespace {
 
 const char* kPandasPython = "/usr/bin/python3";
-
-// Every regular file under `dir` whose name ends with `suffix`.
-std::vector<std::string> find_files(const std::string& dir, const std::string& suffix) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string p = it->path().string();
-    if (it->is_regular_file() && p.size() >= suffix.size() &&
-        p.compare(p.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      out.push_back(p);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 std::string all_text(const std::vector<std::string>& files) {
   std::string s;
@@ -138,7 +123,7 @@ task:
   CHECK(std::count(lines.begin(), lines.end(), "file00003.txt 0.25") == 1);
 
   // Each worker that ran init() wrote what it saw.
-  auto infos = find_files(dir / "out/job_output", ".json");
+  auto infos = files_ending(dir / "out/job_output", ".json");
   REQUIRE(!infos.empty());
   const std::string info = read_text(infos.front());
   INFO("info: " << info);
@@ -159,7 +144,7 @@ task:
   const std::string db = dir / "store/fanout.db";
   const std::string log_dir = sql_column(db, "select log_dir from jobs")[0];
   CHECK(info.find("\"log_dir\": \"" + log_dir + "\"") != std::string::npos);
-  auto logs = find_files(log_dir + "/user/entry_script_log", ".log.txt");
+  auto logs = files_ending(log_dir + "/user/entry_script_log", ".log.txt");
   REQUIRE(!logs.empty());
   for (const auto& l : logs) {
     // logs/user/entry_script_log/<node>/<process>.log.txt
@@ -167,8 +152,8 @@ task:
     CHECK(fs::path(l).filename().string().rfind("process00", 0) == 0);
   }
   CHECK(all_text(logs).find("init: job_output_path=" + out_path) != std::string::npos);
-  auto outs = find_files(log_dir + "/user/stdout", ".stdout.txt");
-  auto errs = find_files(log_dir + "/user/stderr", ".stderr.txt");
+  auto outs = files_ending(log_dir + "/user/stdout", ".stdout.txt");
+  auto errs = files_ending(log_dir + "/user/stderr", ".stderr.txt");
   CHECK(all_text(outs).find("hello from init on stdout") != std::string::npos);
   CHECK(all_text(errs).find("hello from init on stderr") != std::string::npos);
   REQUIRE(!outs.empty());
@@ -466,7 +451,7 @@ task:
     TempDir dir("compat-bad");
     write_file(dir / "data/t.csv", make_csv(0, 20, true));
     write_file(dir / "data/MLTable", c.mltable);
-    write_file(dir / "src/score.py", "def run(mini_batch):\n    return mini_batch\n");
+    write_file(dir / "src/score.py", kPassThroughScript);
     std::string y = yaml;
     if (!c.yaml_from.empty()) y.replace(y.find(c.yaml_from), c.yaml_from.size(), c.yaml_to);
     write_file(dir / "job.yaml", y);
@@ -588,7 +573,7 @@ def run(mini_batch):
         std::string::npos);
   CHECK(r.err.find("default_compute: azureml:cpu-cluster ignored") != std::string::npos);
   // It keeps the URI's file name (issue 16): <run folder>/outputs/scores/scores.txt.
-  auto outs = find_files(dir / "store/runs", "/outputs/scores/scores.txt");
+  auto outs = files_ending(dir / "store/runs", "/outputs/scores/scores.txt");
   REQUIRE(outs.size() == 1);
   auto lines = read_lines(outs.front());
   REQUIRE(lines.size() == 1200);
@@ -605,7 +590,7 @@ def run(mini_batch):
   }
   CHECK(ids.size() == 1200);
   // The command job's output has a folder of its own under the run folder.
-  CHECK(find_files(dir / "store/runs", "/make/table/MLTable").size() == 1);
+  CHECK(files_ending(dir / "store/runs", "/make/table/MLTable").size() == 1);
   const std::string db = dir / "store/fanout.db";
   CHECK(sql_int(db, "select sum(items) from minibatches") == 1200);
   CHECK(sql_int(db, "select count(*) from minibatches") >= 3);
@@ -650,7 +635,7 @@ TEST_CASE("integration.compat.bad_pipeline_fails_before_start") {
     CAPTURE(c.name);
     TempDir dir("compat-badpipe");
     write_file(dir / "prep/make.py", "print('should not run')\n");
-    write_file(dir / "src/score.py", "def run(mini_batch):\n    return mini_batch\n");
+    write_file(dir / "src/score.py", kPassThroughScript);
     write_file(dir / "score_component.yml", kScoreComponent);
     std::string y = kPipelineYaml;
     REQUIRE(y.find(c.from) != std::string::npos);
@@ -699,7 +684,7 @@ task:
   REQUIRE(r.status.code == 4);  // thresholds are -1 (ignored): partial
   const std::string db = dir / "store/fanout.db";
   // summary_only: no append_row output anywhere under the run folder.
-  CHECK(find_files(dir / "store/runs", "parallel_run_step.txt").empty());
+  CHECK(files_ending(dir / "store/runs", "parallel_run_step.txt").empty());
   CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 2);
   CHECK(sql_int(db, "select count(*) from minibatches where state='failed'") == 1);
   CHECK(sql_int(db, "select sum(succeeded) from attempts where status='RUN_DONE'") == 6);
@@ -829,10 +814,10 @@ TEST_CASE("integration.compat.shipped_examples_run") {
     REQUIRE(r.status.code == 0);
     if (!e.output.empty()) CHECK(read_lines(dir / ("ex/" + e.output)).size() == e.rows);
     if (e.folder == "partitioned-training") {
-      CHECK(find_files(dir / "ex/out/models", ".json").size() == 6);
+      CHECK(files_ending(dir / "ex/out/models", ".json").size() == 6);
     }
     if (e.folder == "pipeline") {
-      auto out = find_files(dir / "store/runs", "/outputs/scores/parallel_run_step.txt");
+      auto out = files_ending(dir / "store/runs", "/outputs/scores/parallel_run_step.txt");
       REQUIRE(out.size() == 1);
       CHECK(read_lines(out.front()).size() == e.rows);
     }

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 
@@ -23,31 +23,17 @@ def run(mini_batch):
     return [os.path.basename(p) + " " + str(os.path.getsize(p)) for p in mini_batch]
 )PY";
 
-std::string job_yaml(const std::string& extra = "") {
-  return R"(type: parallel
-name: e2e-score
-inputs:
-  files:
-    type: uri_folder
-    path: ./data
-outputs:
-  scores:
-    type: uri_file
-    path: ./out/scores.txt
-input_data: ${{inputs.files}}
-mini_batch_size: "10"
-resources:
-  instance_count: 1
-max_concurrency_per_instance: 2
-retry_settings:
-  max_retries: 2
-  timeout: 60
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.scores}}
-)" + extra;
+// Mini-batches of 10 files, 2 workers, 3 tries, rows into ./out/scores.txt.
+JobSpec e2e_job() {
+  JobSpec job;
+  job.name = "e2e-score";
+  job.output_key = "scores";
+  job.output = "./out/scores.txt";
+  job.mini_batch_size = "10";
+  job.instance_count = 1;
+  job.max_retries = 2;
+  job.timeout_s = 60;
+  return job;
 }
 
 }  // namespace
@@ -56,7 +42,7 @@ TEST_CASE("integration.end_to_end.thousand_files_two_workers") {
   TempDir dir("e2e");
   make_files(dir / "data", 1000);
   write_file(dir / "src/score.py", kScoreScript);
-  write_file(dir / "job.yaml", job_yaml());
+  write_file(dir / "job.yaml", job_yaml(e2e_job()));
   const std::string db = dir / "store/fanout.db";
 
   auto r = fanout_run(dir, "job.yaml", db);
@@ -113,16 +99,10 @@ TEST_CASE("integration.end_to_end.raising_run_is_recorded_and_retried") {
   TempDir dir("e2e-raise");
   make_files(dir / "data", 30);
   // Mini-batches holding file00010 raise on every try: 1 mini-batch fails after 2 tries.
-  write_file(dir / "src/score.py", R"PY(
-import os
-def run(mini_batch):
-    if any("file00010" in p for p in mini_batch):
-        raise ValueError("cannot score " + os.path.basename(mini_batch[0]))
-    return [os.path.basename(p) for p in mini_batch]
-)PY");
-  std::string yaml = job_yaml();
-  yaml.replace(yaml.find("max_retries: 2"), 14, "max_retries: 1");
-  write_file(dir / "job.yaml", yaml);
+  write_file(dir / "src/score.py", fail_on_script("file00010"));
+  JobSpec job = e2e_job();
+  job.max_retries = 1;
+  write_file(dir / "job.yaml", job_yaml(job));
   const std::string db = dir / "fanout.db";
   auto r = fanout_run(dir, "job.yaml", db);
   INFO("stderr:\n" << r.err);
@@ -145,11 +125,7 @@ def run(mini_batch):
         "ValueError");
   // resume --failed (issue 17 item 3): with the script fixed, only the failed mini-batch runs
   // again; its rows are appended, the others' are not repeated, and the job ends succeeded.
-  write_file(dir / "src/score.py", R"PY(
-import os
-def run(mini_batch):
-    return [os.path.basename(p) for p in mini_batch]
-)PY");
+  write_file(dir / "src/score.py", echo_script());
   auto again_failed = run_capture(
       {fanout_bin(), "resume", "1", "--failed", "--db", db, "--python", python_bin(), "--quiet"},
       dir.path());
@@ -158,21 +134,13 @@ def run(mini_batch):
   CHECK(sql_column(db, "select state from jobs where id = 1")[0] == "succeeded");
   CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 3);
   CHECK(sql_int(db, "select count(*) from attempts where minibatch_id = 1") == 3);
-  const auto rows = read_lines(dir / "out/scores.txt");
-  CHECK(rows.size() == 30);
-  CHECK(std::set<std::string>(rows.begin(), rows.end()).size() == 30);
+  check_rows_once(dir / "out/scores.txt", 30);
   auto nothing = run_capture({fanout_bin(), "resume", "1", "--failed", "--db", db}, dir.path());
   CHECK(nothing.status.code == 0);
   CHECK(nothing.err.find("nothing to resume") != std::string::npos);
 
   // --allow-partial: ParallelRunStep's exit 0 for the same outcome.
-  write_file(dir / "src/score.py", R"PY(
-import os
-def run(mini_batch):
-    if any("file00010" in p for p in mini_batch):
-        raise ValueError("cannot score " + os.path.basename(mini_batch[0]))
-    return [os.path.basename(p) for p in mini_batch]
-)PY");
+  write_file(dir / "src/score.py", fail_on_script("file00010"));
   auto again = fanout_run(dir, "job.yaml", db, {"--allow-partial", "--overwrite"});
   INFO("stderr:\n" << again.err);
   CHECK(again.status.code == 0);

@@ -2,11 +2,10 @@
 // behind a large one starts on the next free worker and ends long before the large one; ten
 // jobs at once all finish with their rows exactly once.
 #include <csignal>
-#include <set>
 
 #include <doctest/doctest.h>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 
@@ -21,24 +20,8 @@ struct Submitted {
 Submitted submit(const TempDir& dir, const Cluster& cl, const std::string& db,
                  const std::string& name, unsigned files, const std::string& nap) {
   const std::string folder = dir / name;
-  make_files(folder + "/data", files);
-  write_file(folder + "/src/score.py", kCountingScript);
-  write_file(folder + "/job.yaml", counting_job_yaml(name, folder + "/runs.txt", nap));
-  fanout::SpawnOptions so;
-  so.argv = {fanout_bin(), "run", folder + "/job.yaml", "--interchange", cl.client_ep,
-             "--db",       db,    "--python",           python_bin(),    "--quiet"};
-  so.stdin_file = "null";
-  so.stdout_file = folder + "/client.out";
-  so.stderr_file = folder + "/client.err";
-  auto c = fanout::ChildProcess::spawn(so);
-  REQUIRE(c.has_value());
-  return Submitted{folder, std::move(*c)};
-}
-
-void check_rows_once(const std::string& out, unsigned n) {
-  auto lines = read_lines(out);
-  CHECK(lines.size() == n);
-  CHECK(std::set<std::string>(lines.begin(), lines.end()).size() == n);
+  make_counting_job(folder, name, files, nap);
+  return Submitted{folder, start_run(folder + "/job.yaml", db, cl.client_ep, folder + "/client")};
 }
 
 long long job_done(const std::string& db, const std::string& name) {

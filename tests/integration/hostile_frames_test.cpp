@@ -8,7 +8,7 @@
 #include <random>
 
 #include "fanout/protocol/codec.hpp"
-#include "harness.hpp"
+#include "job_fixture.hpp"
 #include "raw_peer.hpp"
 
 using namespace fanout::test;
@@ -111,27 +111,13 @@ TEST_CASE("integration.hostile_frames.interchange_survives_and_serves") {
 
   // A real pool and a real job still work.
   cl.start_pool(dir.path(), "pool-a", 2);
-  make_files(dir / "data", 40);
-  write_file(
-      dir / "src/score.py",
-      "import os\ndef run(mini_batch):\n    return [os.path.basename(p) for p in mini_batch]\n");
-  write_file(dir / "job.yaml", R"(type: parallel
-name: after-garbage
-inputs:
-  files: {type: uri_folder, path: ./data}
-outputs:
-  out: {type: uri_file, path: ./out.txt}
-input_data: ${{inputs.files}}
-mini_batch_size: "4"
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-)");
-  auto r = run_capture({fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep,
-                        "--python", python_bin(), "--quiet"},
-                       dir.path(), {{"FANOUT_TEST", "1"}}, std::chrono::seconds(120));
+  JobSpec job;
+  job.name = "after-garbage";
+  job.mini_batch_size = "4";
+  job.concurrency.reset();
+  make_echo_job(dir.path(), 40, job);
+  auto r = run_capture(run_argv(dir / "job.yaml", "", cl.client_ep), dir.path(),
+                       {{"FANOUT_TEST", "1"}}, std::chrono::seconds(120));
   INFO("client stderr:\n" << r.err << cl.logs());
   REQUIRE(r.status.code == 0);
   CHECK(read_lines(dir / "out.txt").size() == 40);
@@ -152,28 +138,14 @@ TEST_CASE("integration.hostile_frames.forged_results_and_duplicate_registrations
   Cluster cl;
   cl.start_interchange(dir.path(), db);
   cl.start_pool(dir.path(), "pool-a", 2);
-  make_files(dir / "data", 12);
-  write_file(
-      dir / "src/score.py",
-      "import os\ndef run(mini_batch):\n    return [os.path.basename(p) for p in mini_batch]\n");
-  write_file(dir / "job.yaml", R"(type: parallel
-name: forged
-inputs:
-  files: {type: uri_folder, path: ./data}
-outputs:
-  out: {type: uri_file, path: ./out.txt}
-input_data: ${{inputs.files}}
-mini_batch_size: "3"
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-)");
+  JobSpec job;
+  job.name = "forged";
+  job.mini_batch_size = "3";
+  job.concurrency.reset();
+  make_echo_job(dir.path(), 12, job);
   auto run_job = [&] {
-    return run_capture({fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep,
-                        "--db", db, "--python", python_bin(), "--quiet"},
-                       dir.path(), {}, std::chrono::seconds(120));
+    return run_capture(run_argv(dir / "job.yaml", db, cl.client_ep), dir.path(), {},
+                       std::chrono::seconds(120));
   };
   auto r = run_job();
   INFO("client stderr:\n" << r.err << cl.logs());

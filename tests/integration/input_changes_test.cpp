@@ -7,43 +7,15 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <set>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kFastBeats = {"--heartbeat-period-ms", "200",
-                                             "--heartbeat-threshold-ms", "2000"};
-
-fanout::ChildProcess spawn(const std::vector<std::string>& argv, const std::string& out,
-                           const std::string& err) {
-  fanout::SpawnOptions so;
-  so.argv = argv;
-  so.stdin_file = "null";
-  so.stdout_file = out;
-  so.stderr_file = err;
-  auto c = fanout::ChildProcess::spawn(so);
-  REQUIRE(c.has_value());
-  return std::move(*c);
-}
-
-// The "error: ..." line of a command's stderr ("" when none).
-std::string error_line(const std::string& err) {
-  const auto at = err.find("error: ");
-  return at == std::string::npos ? std::string() : err.substr(at, err.find('\n', at) - at);
-}
-
-// Each of the `n` rows once.
-void check_rows_once(const std::string& out, std::size_t n) {
-  auto lines = read_lines(out);
-  CHECK(lines.size() == n);
-  std::set<std::string> distinct(lines.begin(), lines.end());
-  CHECK(distinct.size() == n);
-}
+const std::vector<std::string> kFastBeats = fast_beats();
 
 // 400 rows "id,value" with a 9-digit value (base + id), so that a version with another base has
 // the same size: only what the client recorded at listing time tells them apart.
@@ -75,28 +47,15 @@ def run(mini_batch):
     time.sleep(0.05)
     return ["%d %d" % (int(r.id), int(r.value)) for r in mini_batch.itertuples()]
 )PY");
-  write_file(dir / "job.yaml", R"(type: parallel
-name: table-change
-inputs:
-  table: {type: uri_folder, path: ./tables}
-outputs:
-  out: {type: uri_file, path: ./out.txt}
-input_data: ${{inputs.table}}
-mini_batch_size: "1kb"
-max_concurrency_per_instance: 1
-retry_settings:
-  max_retries: 3
-  timeout: 120
-environment_variables:
-  TABLE: )" + dir / "tables/t.csv" +
-                                   R"(
-  CHANGE: )" + change + R"(
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-)");
+  JobSpec job;
+  job.name = "table-change";
+  job.data = "./tables";
+  job.mini_batch_size = "1kb";
+  job.concurrency = 1;
+  job.max_retries = 3;
+  job.timeout_s = 120;
+  job.env = {{"TABLE", dir / "tables/t.csv"}, {"CHANGE", change}};
+  write_file(dir / "job.yaml", job_yaml(job));
 }
 
 // Runs the table job on Debian's interpreter, which has pandas (as tests/integration/compat_test
@@ -140,12 +99,10 @@ void check_table_job(const TempDir& dir, const RunResult& r) {
 // in a minute: the folder lists 20 items, the job writes 20 rows, and each link is named once.
 TEST_CASE("integration.input_changes.a_symlink_loop_lists_each_file_once") {
   TempDir dir("symloop");
-  make_files(dir / "data", 20);
+  make_counting_job(dir.path(), "symloop", 20, "0");
   fs::create_directories(dir / "data/sub");
   fs::create_directory_symlink(".", dir / "data/self");
   fs::create_directory_symlink("..", dir / "data/sub/up");
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("symloop", dir / "runs.txt", "0"));
   const std::string db = dir / "fanout.db";
   auto r = fanout_run(dir, "job.yaml", db, {}, std::chrono::seconds(120));
   INFO("stderr:\n" << r.err);
@@ -178,27 +135,13 @@ TEST_CASE("integration.input_changes.a_table_replaced_mid_job_fails_as_input_cha
 TEST_CASE("integration.input_changes.resume_refuses_an_input_folder_changed_since_submission") {
   TempDir dir("resumechg");
   const std::string db = dir / "fanout.db";
-  make_files(dir / "data", 12);
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("resume-changed", dir / "runs.txt", "0.3"));
+  make_counting_job(dir.path(), "resume-changed", 12, "0.3");
   Cluster cl;
   cl.start_interchange(dir.path(), db, kFastBeats);
   cl.start_pool(dir.path(), "pool-a", 1);
-  auto client = spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep, "--db",
-                       db, "--python", python_bin(), "--quiet"},
-                      dir / "client.out", dir / "client.err");
-  REQUIRE(wait_until(
-      [&] {
-        return sql_int(db, "select submit_done from jobs where id=1") == 1 &&
-               sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 2;
-      },
-      std::chrono::seconds(60)));
-  client.signal(SIGKILL);
-  cl.interchange.signal(SIGKILL);
-  cl.pools[0].signal(SIGKILL);
-  (void)client.wait_for(std::chrono::seconds(10));
-  (void)cl.interchange.wait_for(std::chrono::seconds(10));
-  (void)cl.pools[0].wait_for(std::chrono::seconds(10));
+  auto client = start_run(dir / "job.yaml", db, cl.client_ep, dir / "client");
+  REQUIRE(wait_until([&] { return submitted_and_done(db, 2); }, std::chrono::seconds(60)));
+  kill_all({&client, &cl.interchange, &cl.pools[0]});
   REQUIRE(sql_int(db, "select count(*) from minibatches where state!='succeeded'") > 0);
 
   fs::remove(dir / "data/file00010.txt");
@@ -236,16 +179,12 @@ TEST_CASE("integration.input_changes.resume_refuses_an_input_folder_changed_sinc
 TEST_CASE("integration.input_changes.a_rerun_on_a_shared_interchange_does_not_append") {
   TempDir dir("rerunix");
   const std::string db = dir / "fanout.db";
-  make_files(dir / "data", 5);
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("rerun", dir / "runs.txt", "0"));
+  make_counting_job(dir.path(), "rerun", 5, "0");
   Cluster cl;
   cl.start_interchange(dir.path(), db, kFastBeats);
   cl.start_pool(dir.path(), "pool-a", 2);
   INFO(cl.logs());
-  const std::vector<std::string> run = {
-      fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep,
-      "--db",       db,    "--python",       python_bin(),    "--quiet"};
+  const std::vector<std::string> run = run_argv(dir / "job.yaml", db, cl.client_ep);
   auto first = run_capture(run, dir.path(), {}, std::chrono::seconds(120));
   INFO("first stderr:\n" << first.err);
   REQUIRE(first.status.code == 0);

@@ -14,14 +14,13 @@
 #include <set>
 
 #include "fanout/store/db.hpp"
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 
 namespace {
 
-const std::vector<std::string> kFastBeats = {"--heartbeat-period-ms", "200",
-                                             "--heartbeat-threshold-ms", "2000"};
+const std::vector<std::string> kFastBeats = fast_beats();
 
 std::vector<std::string> ix_args(const std::vector<std::string>& more) {
   std::vector<std::string> a = kFastBeats;
@@ -29,28 +28,9 @@ std::vector<std::string> ix_args(const std::vector<std::string>& more) {
   return a;
 }
 
-fanout::ChildProcess spawn(const std::vector<std::string>& argv, const std::string& out,
-                           const std::string& err) {
-  fanout::SpawnOptions so;
-  so.argv = argv;
-  so.stdin_file = "null";
-  so.stdout_file = out;
-  so.stderr_file = err;
-  auto c = fanout::ChildProcess::spawn(so);
-  REQUIRE(c.has_value());
-  return std::move(*c);
-}
-
 std::multiset<std::string> lines_of(const std::string& path) {
   auto v = read_lines(path);
   return {v.begin(), v.end()};
-}
-
-void check_rows_once(const std::string& out, unsigned n) {
-  auto lines = read_lines(out);
-  CHECK(lines.size() == n);
-  std::set<std::string> distinct(lines.begin(), lines.end());
-  CHECK(distinct.size() == n);
 }
 
 // Alive and not a zombie (an orphan is reaped by whoever adopted it, maybe late).
@@ -72,14 +52,10 @@ std::string file_name(const std::string& mb_index) {
 fanout::ChildProcess start_counting_job(const TempDir& dir, const std::string& db, int files,
                                         const std::string& nap,
                                         const std::vector<std::string>& ix_extra, Cluster& cl) {
-  make_files(dir / "data", static_cast<unsigned>(files));
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("ix-restart", dir / "runs.txt", nap));
+  make_counting_job(dir.path(), "ix-restart", static_cast<unsigned>(files), nap);
   cl.start_interchange(dir.path(), db, ix_extra);
   cl.start_pool(dir.path(), "pool-a", 2);
-  return spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep, "--db", db,
-                "--python", python_bin(), "--quiet"},
-               dir / "client.out", dir / "client.err");
+  return start_run(dir / "job.yaml", db, cl.client_ep, dir / "client");
 }
 
 }  // namespace
@@ -89,7 +65,7 @@ TEST_CASE("integration.interchange_restart.job_completes_rows_once_nothing_succe
   const std::string db = dir / "fanout.db";
   Cluster cl;
   auto client = start_counting_job(dir, db, 40, "0.2", ix_args({"--window", "8"}), cl);
-  const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
+  const std::string client_ep = cl.client_ep;
 
   REQUIRE(wait_until(
       [&] { return sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 8; },
@@ -104,9 +80,7 @@ TEST_CASE("integration.interchange_restart.job_completes_rows_once_nothing_succe
 
   // Same store, same endpoints.
   const std::string first_log = cl.ix_log;
-  cl.start_interchange(
-      dir.path(), db,
-      ix_args({"--window", "8", "--client-endpoint", client_ep, "--pool-endpoint", pool_ep}));
+  cl.restart_interchange(dir.path(), db, ix_args({"--window", "8"}));
   REQUIRE(cl.client_ep == client_ep);
 
   auto st = client.wait_for(std::chrono::seconds(180));
@@ -155,7 +129,7 @@ TEST_CASE("integration.issue_4.client_blocked_on_window_resubmits_after_intercha
   constexpr int kFiles = 150;
   Cluster cl;
   auto client = start_counting_job(dir, db, kFiles, "0.05", ix_args({"--window", "4"}), cl);
-  const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
+  const std::string client_ep = cl.client_ep;
 
   REQUIRE(wait_until(
       [&] { return sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 10; },
@@ -182,9 +156,7 @@ TEST_CASE("integration.issue_4.client_blocked_on_window_resubmits_after_intercha
   CHECK(sql_int(db, "select max(id) + 1 from minibatches") == known_before);
   CHECK(sql_int(db, "select submit_done from jobs where id=1") == 0);
 
-  cl.start_interchange(
-      dir.path(), db,
-      ix_args({"--window", "4", "--client-endpoint", client_ep, "--pool-endpoint", pool_ep}));
+  cl.restart_interchange(dir.path(), db, ix_args({"--window", "4"}));
   REQUIRE(cl.client_ep == client_ep);
 
   auto st = client.wait_for(std::chrono::seconds(180));
@@ -223,21 +195,11 @@ TEST_CASE("integration.interchange_restart.job_without_client_finishes_and_wait_
   const std::string db = dir / "fanout.db";
   Cluster cl;
   auto client = start_counting_job(dir, db, 24, "0.2", kFastBeats, cl);
-  const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
-  REQUIRE(wait_until(
-      [&] {
-        return sql_int(db, "select submit_done from jobs where id=1") == 1 &&
-               sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 4;
-      },
-      std::chrono::seconds(60)));
+  REQUIRE(wait_until([&] { return submitted_and_done(db, 4); }, std::chrono::seconds(60)));
   // Both the client and the interchange die; the interchange comes back alone.
-  client.signal(SIGKILL);
-  cl.interchange.signal(SIGKILL);
-  (void)client.wait_for(std::chrono::seconds(10));
-  (void)cl.interchange.wait_for(std::chrono::seconds(10));
+  kill_all({&client, &cl.interchange});
   const auto done_before = sql_column(db, "select id from minibatches where state='succeeded'");
-  cl.start_interchange(dir.path(), db,
-                       ix_args({"--client-endpoint", client_ep, "--pool-endpoint", pool_ep}));
+  cl.restart_interchange(dir.path(), db, kFastBeats);
   INFO(cl.logs());
   REQUIRE(wait_until(
       [&] { return sql_column(db, "select state from jobs where id=1")[0] != "running"; },
@@ -260,19 +222,9 @@ TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_i
   const std::string db = dir / "fanout.db";
   Cluster cl;
   auto client = start_counting_job(dir, db, 24, "0.2", kFastBeats, cl);
-  REQUIRE(wait_until(
-      [&] {
-        return sql_int(db, "select submit_done from jobs where id=1") == 1 &&
-               sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 4;
-      },
-      std::chrono::seconds(60)));
+  REQUIRE(wait_until([&] { return submitted_and_done(db, 4); }, std::chrono::seconds(60)));
   // Everything dies; `fanout resume` finishes the job on a private interchange and pool.
-  client.signal(SIGKILL);
-  cl.interchange.signal(SIGKILL);
-  cl.pools[0].signal(SIGKILL);
-  (void)client.wait_for(std::chrono::seconds(10));
-  (void)cl.interchange.wait_for(std::chrono::seconds(10));
-  (void)cl.pools[0].wait_for(std::chrono::seconds(10));
+  kill_all({&client, &cl.interchange, &cl.pools[0]});
   const auto done_before = sql_column(db, "select id from minibatches where state='succeeded'");
   auto r =
       run_capture({fanout_bin(), "resume", "1", "--db", db, "--python", python_bin(), "--quiet"},
@@ -293,9 +245,7 @@ TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_i
   c2.start_pool(dir.path(), "pool-c", 1);
   write_file(dir / "slow.yaml", counting_job_yaml("ix-restart", dir / "slow-runs.txt", "30"));
   // It shares the first job's out.txt, which a new job may replace only with --overwrite.
-  auto slow = spawn({fanout_bin(), "run", dir / "slow.yaml", "--interchange", c2.client_ep, "--db",
-                     db, "--python", python_bin(), "--quiet", "--overwrite"},
-                    dir / "slow.out", dir / "slow.err");
+  auto slow = start_run(dir / "slow.yaml", db, c2.client_ep, dir / "slow", {"--overwrite"});
   REQUIRE(wait_until([&] { return !read_text(dir / "slow-runs.txt").empty(); },
                      std::chrono::seconds(60)));
   const auto job = sql_int(db, "select max(id) from jobs");
@@ -323,21 +273,13 @@ TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_i
 TEST_CASE("integration.interchange_restart.embedded_job_outlives_its_client_and_wait_follows") {
   TempDir dir("clientgone");
   const std::string db = dir / "fanout.db";
-  make_files(dir / "data", 16);
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("ix-restart", dir / "runs.txt", "0.4"));
+  make_counting_job(dir.path(), "ix-restart", 16, "0.4");
   // The embedded default: a private interchange and pool, children of the client.
-  auto client = spawn(
-      {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(), "--quiet"},
-      dir / "client.out", dir / "client.err");
+  auto client = start_run(dir / "job.yaml", db, "", dir / "client");
   // The store exists once the private interchange has started (until then a query throws).
   REQUIRE(wait_until(
       [&] {
-        try {
-          return sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 2;
-        } catch (const std::exception&) {
-          return false;
-        }
+        return sql_int_or(db, "select count(*) from minibatches where state='succeeded'") >= 2;
       },
       std::chrono::seconds(60)));
   client.signal(SIGKILL);

@@ -12,21 +12,12 @@ fanout-worker processes:
 Environment: FANOUT_BIN (set by tests/meson.build)."""
 
 import os
-import subprocess
 import sys
-import tempfile
 
-FANOUT = os.environ.get("FANOUT_BIN", "")
+from support import fail, fanout, scratch
+import support
+
 NL_NAME = "nl\nVICTIM"
-
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def fanout(args, cwd):
-    return subprocess.run([FANOUT] + args, cwd=cwd, capture_output=True, text=True, timeout=240)
 
 
 def make_input(root, victims):
@@ -54,7 +45,7 @@ def adhoc_rm(root):
     victims = [root]
     src = make_input(root, victims)
     db = os.path.join(root, "store", "fanout.db")
-    r = fanout(["run", "-c", "rm -f {}", "--input", src, "--db", db, "-q"], cwd=root)
+    r = fanout("run", "-c", "rm -f {}", "--input", src, "--db", db, "-q", cwd=root, check=False)
     check_victims(victims, "fanout run -c 'rm -f {}'")
     if r.returncode != 0:
         fail("fanout run -c: exit %d\n%s" % (r.returncode, r.stderr))
@@ -76,24 +67,11 @@ def command_job(root):
             "done < {mini_batch}; xargs -0 rm -f < \"$FANOUT_MINI_BATCH_NUL\"; "
             "test \"$(wc -l < {mini_batch})\" -eq \"$FANOUT_MINI_BATCH_SIZE\" || exit 9; "
             "test \"$FANOUT_MINI_BATCH_NUL\" = {mini_batch_nul} || exit 8")
-    with open(os.path.join(root, "job.yaml"), "w") as f:
-        f.write("""type: parallel
-name: names
-inputs:
-  files: {type: uri_folder, path: ./in}
-outputs:
-  out: {type: uri_file, path: ./out.txt}
-input_data: ${{inputs.files}}
-mini_batch_size: "10"
-retry_settings: {max_retries: 0}
-task:
-  type: command
-  code: ./code
-  command: |
-    %s
-  append_row_to: ${{outputs.out}}
-""" % line)
-    r = fanout(["run", os.path.join(root, "job.yaml"), "--db", db, "-q"], cwd=root)
+    # No retry: a failed first try is final.
+    support.write(os.path.join(root, "job.yaml"), support.job_yaml(
+        "names", data="./in", mini_batch_size="10", retries=0,
+        task="  type: command\n  code: ./code\n  command: |\n    %s\n" % line))
+    r = fanout("run", os.path.join(root, "job.yaml"), "--db", db, "-q", cwd=root, check=False)
     check_victims(victims, "a command job reading {mini_batch} line by line")
     if r.returncode != 0:
         fail("command job: exit %d\n%s" % (r.returncode, r.stderr))
@@ -109,11 +87,9 @@ task:
 
 
 def main():
-    if not FANOUT:
-        print("SKIP: FANOUT_BIN is not set (run through meson test)", file=sys.stderr)
-        return 77
+    support.require_fanout()
     for case in (adhoc_rm, command_job):
-        with tempfile.TemporaryDirectory() as tmp:
+        with scratch("item-names") as tmp:
             case(tmp)
     print("PASS: file names with a newline are one item")
     return 0

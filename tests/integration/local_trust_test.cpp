@@ -18,7 +18,7 @@
 #include <functional>
 
 #include "fanout/protocol/codec.hpp"
-#include "harness.hpp"
+#include "job_fixture.hpp"
 #include "raw_peer.hpp"
 
 using namespace fanout::test;
@@ -97,32 +97,12 @@ unsigned mode_of(const std::string& path) {
   return st.st_mode & 07777;
 }
 
-bool has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
 // A job over ./data (`files` files), rows into `output`.
 void write_job(const TempDir& dir, unsigned files, const std::string& output) {
-  make_files(dir / "data", files);
-  write_file(dir / "src/score.py",
-             "import os\ndef run(mini_batch):\n    return [os.path.basename(p) for p in "
-             "mini_batch]\n");
-  write_file(dir / "job.yaml", R"(type: parallel
-name: local-trust
-inputs:
-  files: {type: uri_folder, path: ./data}
-outputs:
-  out: {type: uri_file, path: )" + output +
-                                   R"(}
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-max_concurrency_per_instance: 2
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-)");
+  JobSpec job;
+  job.name = "local-trust";
+  job.output = output;
+  make_echo_job(dir.path(), files, job);
 }
 
 // A TCP listener on 127.0.0.1 (any port); counts the connections it was offered.

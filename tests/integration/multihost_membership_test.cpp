@@ -36,14 +36,9 @@ TEST_CASE("multihost.pools_before_the_interchange_scale_up_and_a_sigterm_drain")
                              std::chrono::seconds(30)),
                   mh.logs());
   mh.start_interchange();
-  REQUIRE_MESSAGE(wait_until(
-                      [&] {
-                        return sql_int(mh.db,
-                                       "select count(*) from pools where name='host1' and "
-                                       "state='connected'") == 1;
-                      },
-                      std::chrono::seconds(60)),
-                  mh.logs());
+  REQUIRE_MESSAGE(
+      wait_until([&] { return pool_connected(mh.db, "host1"); }, std::chrono::seconds(60)),
+      mh.logs());
 
   // The job starts on one host, then three more join while it runs.
   auto client = mh.start_client();

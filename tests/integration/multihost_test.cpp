@@ -62,14 +62,9 @@ TEST_CASE("multihost.pool_host_cut_off_mid_job_rows_exactly_once") {
   // The link comes back: host1 registers again, and nothing it finished while cut off reaches
   // the output a second time.
   mh.bed.heal(1);
-  CHECK_MESSAGE(wait_until(
-                    [&] {
-                      return sql_int(mh.db,
-                                     "select count(*) from pools where name='host1' and "
-                                     "state='connected'") == 1;
-                    },
-                    std::chrono::seconds(60)),
-                mh.logs());
+  CHECK_MESSAGE(
+      wait_until([&] { return pool_connected(mh.db, "host1"); }, std::chrono::seconds(60)),
+      mh.logs());
   check_rows_once(dir / "out.txt", 60);
   CHECK(sql_int(mh.db, "select count(*) from attempts where status='RUN_DONE'") == 60);
   // Those late results were refused as stale, counted and logged; or host1 dropped them with its

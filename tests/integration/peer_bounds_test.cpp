@@ -11,7 +11,7 @@
 #include <set>
 
 #include "fanout/protocol/codec.hpp"
-#include "harness.hpp"
+#include "job_fixture.hpp"
 #include "raw_peer.hpp"
 #include "test_hooks_skip.hpp"
 
@@ -20,24 +20,18 @@ namespace proto = fanout::proto;
 
 namespace {
 
+// A job `name` over ./data, one file per mini-batch, rows into ./out.txt, with `retries` and a
+// 600 s timeout; `extra_top`: more top-level keys.
 std::string job_yaml(const std::string& name, const std::string& extra_top,
                      const std::string& retries, const std::string& args = "") {
-  return "type: parallel\nname: " + name + R"(
-inputs:
-  files: {type: uri_folder, path: ./data}
-outputs:
-  out: {type: uri_file, path: ./out.txt}
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-retry_settings:
-  max_retries: )" +
-         retries + "\n  timeout: 600\n" + extra_top + R"(task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-  program_arguments: ")" +
-         args + "\"\n";
+  JobSpec job;
+  job.name = name;
+  job.concurrency.reset();
+  job.max_retries = std::stoi(retries);
+  job.timeout_s = 600;
+  job.top = extra_top;
+  job.program_arguments = args;
+  return job_yaml(job);
 }
 
 std::string names_of(int from, int to, int step) {
@@ -52,15 +46,6 @@ std::string names_of(int from, int to, int step) {
 }
 
 // VmHWM of a process, in kB (-1 when unreadable).
-long long peak_rss_kb(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return -1;
-}
-
 }  // namespace
 
 TEST_CASE("integration.peer_bounds.sys_exit_fails_only_its_own_minibatch") {
@@ -139,16 +124,14 @@ TEST_CASE("integration.peer_bounds.a_pool_that_drops_tasks_has_them_requeued") {
   // expire after heartbeat_threshold_ms and they run again; without a lease the job never ends.
   TempDir dir("lease");
   make_files(dir / "data", 6);
-  write_file(dir / "src/score.py",
-             "import os\ndef run(mini_batch):\n    return [os.path.basename(mini_batch[0])]\n");
+  write_file(dir / "src/score.py", echo_script());
   write_file(
       dir / "job.yaml",
       job_yaml("lease", "fanout:\n  heartbeat_period_ms: 200\n  heartbeat_threshold_ms: 3000\n",
                "3"));
   const std::string db = dir / "fanout.db";
-  auto r = run_capture(
-      {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(), "--quiet"},
-      dir.path(), {{"FANOUT_TEST_SWALLOW_TASKS", "2"}}, std::chrono::seconds(120));
+  auto r = run_capture(run_argv(dir / "job.yaml", db, ""), dir.path(),
+                       {{"FANOUT_TEST_SWALLOW_TASKS", "2"}}, std::chrono::seconds(120));
   INFO("client stderr:\n" << r.err);
   REQUIRE(r.status.signal == 0);
   CHECK(r.status.code == 0);
@@ -234,12 +217,10 @@ TEST_CASE("integration.peer_bounds.hostile_sizes_leave_memory_bounded_and_window
   CHECK(!cl.interchange.poll().has_value());
   cl.start_pool(dir.path(), "pool-a", 2);
   make_files(dir / "data", 8);
-  write_file(dir / "src/score.py",
-             "import os\ndef run(mini_batch):\n    return [os.path.basename(mini_batch[0])]\n");
+  write_file(dir / "src/score.py", echo_script());
   write_file(dir / "job.yaml", job_yaml("after", "", "1"));
-  auto r = run_capture({fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep,
-                        "--python", python_bin(), "--quiet"},
-                       dir.path(), {}, std::chrono::seconds(120));
+  auto r = run_capture(run_argv(dir / "job.yaml", "", cl.client_ep), dir.path(), {},
+                       std::chrono::seconds(120));
   INFO("client stderr:\n" << r.err << cl.logs());
   CHECK(r.status.code == 0);
   CHECK(read_lines(dir / "out.txt").size() == 8);
@@ -286,7 +267,7 @@ TEST_CASE("integration.peer_bounds.unwritable_output_and_empty_input") {
   // file:line); an empty input folder ends plainly (exit 0, "0 mini-batches: input ... empty").
   TempDir dir("outcheck");
   make_files(dir / "data", 1);
-  write_file(dir / "src/score.py", "def run(mini_batch):\n    return mini_batch\n");
+  write_file(dir / "src/score.py", kPassThroughScript);
   write_file(dir / "afile", "not a folder\n");
   std::string yaml = job_yaml("outcheck", "", "0");
   const std::string from = "./out.txt";
@@ -296,7 +277,9 @@ TEST_CASE("integration.peer_bounds.unwritable_output_and_empty_input") {
   auto r = fanout_run(dir, "job.yaml", db, {}, std::chrono::seconds(60));
   INFO("client stderr:\n" << r.err);
   CHECK(r.status.code == 2);
-  CHECK(r.err.find("job.yaml:16: task.append_row_to: ") != std::string::npos);
+  // file:line, the line of append_row_to in the job file written above.
+  CHECK(r.err.find("job.yaml:" + std::to_string(line_of(yaml, "append_row_to:")) +
+                   ": task.append_row_to: ") != std::string::npos);
   CHECK(r.err.find("afile is not a folder") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(db));  // nothing started, no store made
 

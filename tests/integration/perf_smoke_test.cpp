@@ -1,17 +1,9 @@
 // A short run of `fanout perf` and its probes: counts only, never speed (docs/performance.md).
 #include <doctest/doctest.h>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
-
-namespace {
-
-bool has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
-}  // namespace
 
 TEST_CASE("integration.perf.noop_every_attempt_committed") {
   TempDir dir("perf-noop");

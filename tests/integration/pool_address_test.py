@@ -19,19 +19,11 @@ Environment: FANOUT_BIN, FANOUT_SOURCE_ROOT.
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 
-SKIP = 77
-FANOUT = os.environ.get("FANOUT_BIN", "")
-SRC = os.environ.get("FANOUT_SOURCE_ROOT", "")
-
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
+from support import FANOUT, SKIP, SOURCE_ROOT as SRC, fail, scratch
+import support
 
 
 def ip(*args):
@@ -77,36 +69,15 @@ class Netns:
 
 
 def write_job(root):
-    os.makedirs(os.path.join(root, "data"))
-    os.makedirs(os.path.join(root, "src"))
-    with open(os.path.join(root, "data", "a.txt"), "w") as f:
-        f.write("x\n")
-    with open(os.path.join(root, "src", "score.py"), "w") as f:
-        f.write("def run(mini_batch):\n    return mini_batch\n")
-    job = os.path.join(root, "job.yaml")
-    with open(job, "w") as f:
-        f.write(f"""type: parallel
-name: pa
-inputs:
-  data:
-    type: uri_folder
-    path: ./data
-input_data: ${{{{inputs.data}}}}
-task:
-  code: ./src
-  entry_script: score.py
-  append_row_to: {root}/out.txt
-fanout:
-  launcher: slurm
-""")
+    support.make_files(os.path.join(root, "data"), ["a.txt"])
+    support.write(os.path.join(root, "src", "score.py"), support.PASS_THROUGH)
+    job = support.write(os.path.join(root, "job.yaml"), support.job_yaml(
+        "pa", output=os.path.join(root, "out.txt"), concurrency=None,
+        task="  code: ./src\n  entry_script: score.py\n", top="fanout:\n  launcher: slurm\n"))
     fake = os.path.join(root, "fake-slurm")
-    os.makedirs(fake)
     for cmd, body in (("sbatch", 'echo "sbatch: error: no Slurm in this test" >&2\nexit 1\n'),
                       ("squeue", "exit 0\n"), ("scancel", "exit 0\n")):
-        path = os.path.join(fake, cmd)
-        with open(path, "w") as f:
-            f.write("#!/bin/sh\n" + body)
-        os.chmod(path, 0o755)
+        support.write(os.path.join(fake, cmd), "#!/bin/sh\n" + body, mode=0o755)
     return job, fake
 
 
@@ -175,12 +146,9 @@ def main():
     if chk.returncode != 0:
         print("it_pool_address: skipped: " + (chk.stdout + chk.stderr).strip(), file=sys.stderr)
         return SKIP
-    root = tempfile.mkdtemp(prefix="fanout-pa-")
-    try:
+    with scratch("pa") as root:
         for name in sys.argv[1:] or ["loopback_only", "first_usable", "ipv6_only"]:
             globals()["case_" + name](root)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
     print("it_pool_address: all cases passed")
     return 0
 

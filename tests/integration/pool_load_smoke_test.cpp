@@ -2,17 +2,9 @@
 // speed (docs/scaling.md).
 #include <doctest/doctest.h>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
-
-namespace {
-
-bool has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
-}  // namespace
 
 TEST_CASE("integration.pool_load.twenty_pools_every_minibatch_once") {
   TempDir dir("pool-load");

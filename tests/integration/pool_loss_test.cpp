@@ -6,53 +6,31 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
-#include <set>
-
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 
 namespace {
 
-const std::vector<std::string> kFastBeats = {"--heartbeat-period-ms", "200",
-                                             "--heartbeat-threshold-ms", "1500"};
+const std::vector<std::string> kFastBeats = fast_beats("1500");
 
-fanout::ChildProcess start_client(const TempDir& dir, const Cluster& cl, const std::string& db) {
-  fanout::SpawnOptions so;
-  so.argv = {fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep,
-             "--db",       db,    "--python",       python_bin(),    "--quiet"};
-  so.stdin_file = "null";
-  so.stdout_file = dir / "client.out";
-  so.stderr_file = dir / "client.err";
-  auto c = fanout::ChildProcess::spawn(so);
-  REQUIRE(c.has_value());
-  return std::move(*c);
-}
-
-void check_rows_once(const std::string& out, unsigned n) {
-  auto lines = read_lines(out);
-  CHECK(lines.size() == n);
-  std::set<std::string> distinct(lines.begin(), lines.end());
-  CHECK(distinct.size() == n);
-}
-
-// A 40-file counting job on a standalone interchange with two pools, pool-a and pool-b (all
-// three started with `beats`). Returns the client once pool-a is busy: it has finished attempts
-// and, with work still pending, holds running ones.
+// A counting job of `files` files (runs napping `nap` s) on a standalone interchange with two
+// pools, pool-a and pool-b (all three started with `beats`). Returns the client once pool-a is
+// busy: it has finished `done` attempts and, with work still pending, holds running ones.
 fanout::ChildProcess start_two_pools_busy(const TempDir& dir, const std::string& db,
-                                          const std::vector<std::string>& beats, Cluster& cl) {
-  make_files(dir / "data", 40);
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("pool-loss", dir / "runs.txt", "0.2"));
+                                          const std::vector<std::string>& beats, Cluster& cl,
+                                          unsigned files = 40, const std::string& nap = "0.2",
+                                          long long done = 2) {
+  make_counting_job(dir.path(), "pool-loss", files, nap);
   cl.start_interchange(dir.path(), db, beats);
   cl.start_pool(dir.path(), "pool-a", 2, beats);
   cl.start_pool(dir.path(), "pool-b", 2, beats);
-  auto client = start_client(dir, cl, db);
+  auto client = start_run(dir / "job.yaml", db, cl.client_ep, dir / "client");
   REQUIRE(wait_until(
       [&] {
         return sql_int(db,
                        "select count(*) from attempts where pool='pool-a' and "
-                       "status='RUN_DONE'") >= 2 &&
+                       "status='RUN_DONE'") >= done &&
                sql_int(db, "select count(*) from minibatches where state='pending'") > 4;
       },
       std::chrono::seconds(60)));
@@ -96,13 +74,7 @@ TEST_CASE("integration.pool_loss.killed_pool_work_requeued_and_pool_reregisters"
 
   // pool-a comes back under the same name: it registers again, counted in its one pools row.
   cl.start_pool(dir.path(), "pool-a", 2, kFastBeats);
-  CHECK(wait_until(
-      [&] {
-        return sql_int(db,
-                       "select count(*) from pools where name='pool-a' and "
-                       "state='connected'") == 1;
-      },
-      std::chrono::seconds(30)));
+  CHECK(wait_until([&] { return pool_connected(db, "pool-a"); }, std::chrono::seconds(30)));
   CHECK(sql_int(db, "select count(*) from pools where name='pool-a'") == 1);
   CHECK(sql_int(db, "select registrations from pools where name='pool-a'") == 2);
   CHECK(!cl.interchange.poll().has_value());
@@ -142,23 +114,8 @@ TEST_CASE("integration.pool_loss.terminated_pool_says_goodbye_its_work_requeued_
 TEST_CASE("integration.pool_loss.frozen_pool_declared_lost_its_late_results_discarded") {
   TempDir dir("poolfreeze");
   const std::string db = dir / "fanout.db";
-  make_files(dir / "data", 16);
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("pool-loss", dir / "runs.txt", "0.5"));
   Cluster cl;
-  cl.start_interchange(dir.path(), db, kFastBeats);
-  cl.start_pool(dir.path(), "pool-a", 2, kFastBeats);
-  cl.start_pool(dir.path(), "pool-b", 2, kFastBeats);
-  auto client = start_client(dir, cl, db);
-
-  REQUIRE(wait_until(
-      [&] {
-        return sql_int(db,
-                       "select count(*) from attempts where pool='pool-a' and "
-                       "status='RUN_DONE'") >= 1 &&
-               sql_int(db, "select count(*) from minibatches where state='pending'") > 4;
-      },
-      std::chrono::seconds(60)));
+  auto client = start_two_pools_busy(dir, db, kFastBeats, cl, 16, "0.5", 1);
   // Frozen: its workers finish their runs, but the pool neither reads nor sends.
   cl.pools[0].signal(SIGSTOP);
   const bool declared_lost = wait_until(
@@ -183,13 +140,7 @@ TEST_CASE("integration.pool_loss.frozen_pool_declared_lost_its_late_results_disc
   CHECK(read_lines(dir / "runs.txt").size() >= 16);
   CHECK(!lost_mbs.empty());
   // It was told it is not registered, and registered again.
-  CHECK(wait_until(
-      [&] {
-        return sql_int(db,
-                       "select count(*) from pools where name='pool-a' and "
-                       "state='connected'") == 1;
-      },
-      std::chrono::seconds(30)));
+  CHECK(wait_until([&] { return pool_connected(db, "pool-a"); }, std::chrono::seconds(30)));
   CHECK(sql_int(db, "select registrations from pools where name='pool-a'") == 2);
 }
 
@@ -197,9 +148,7 @@ TEST_CASE("integration.pool_loss.pool_backs_off_while_interchange_is_away_then_r
   TempDir dir("backoff");
   const std::string db = dir / "fanout.db";
   Cluster cl;
-  cl.start_interchange(dir.path(), db,
-                       {"--heartbeat-period-ms", "200", "--heartbeat-threshold-ms", "1000"});
-  const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
+  cl.start_interchange(dir.path(), db, fast_beats("1000"));
   cl.start_pool(dir.path(), "pool-stay", 1);
   cl.start_pool(dir.path(), "pool-embedded", 1, {"--exit-on-lost"});
   REQUIRE(wait_until(
@@ -224,14 +173,10 @@ TEST_CASE("integration.pool_loss.pool_backs_off_while_interchange_is_away_then_r
   CHECK(!cl.pools[0].poll().has_value());
 
   // The interchange comes back on the same endpoints: the pool registers again.
-  cl.start_interchange(dir.path(), db,
-                       {"--heartbeat-period-ms", "200", "--heartbeat-threshold-ms", "1000",
-                        "--client-endpoint", client_ep, "--pool-endpoint", pool_ep});
+  cl.restart_interchange(dir.path(), db, fast_beats("1000"));
   CHECK(wait_until(
       [&] {
-        return sql_int(db,
-                       "select count(*) from pools where name='pool-stay' and "
-                       "state='connected'") == 1 &&
+        return pool_connected(db, "pool-stay") &&
                sql_int(db, "select registrations from pools where name='pool-stay'") == 2;
       },
       std::chrono::seconds(60)));
@@ -242,33 +187,21 @@ TEST_CASE("integration.pool_loss.pool_backs_off_while_interchange_is_away_then_r
 // is left for `fanout resume`, which finishes it with every row once.
 TEST_CASE("integration.pool_loss.embedded_run_reports_its_pools_gone_and_resume_finishes") {
   TempDir dir("pool-loss-embedded");
-  make_files(dir / "data", 40);
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("pool-loss", dir / "runs.txt", "0.1"));
+  make_counting_job(dir.path(), "pool-loss", 40, "0.1");
   const std::string db = dir / "fanout.db";
-  fanout::SpawnOptions so;
-  so.argv = {fanout_bin(), "run",      dir / "job.yaml", "--db",
-             db,           "--python", python_bin(),     "--quiet"};
-  so.stdin_file = "null";
-  so.stdout_file = dir / "client.out";
-  so.stderr_file = dir / "client.err";
-  auto client = fanout::ChildProcess::spawn(so);
-  REQUIRE(client.has_value());
-  // The pool records its pid when it registers; kill it once some work is committed.
+  auto client = start_run(dir / "job.yaml", db, "", dir / "client");
+  // The pool records its pid when it registers; kill it once some work is committed (-1 while
+  // the store is not created yet).
   REQUIRE(wait_until(
       [&] {
-        try {
-          return sql_int(db, "select count(*) from minibatches where state='succeeded'") >= 3;
-        } catch (const std::exception&) {
-          return false;  // the store is not created yet
-        }
+        return sql_int_or(db, "select count(*) from minibatches where state='succeeded'") >= 3;
       },
       std::chrono::seconds(60)));
   const long long pool_pid = sql_int(db, "select pid from pools order by id desc limit 1");
   REQUIRE(pool_pid > 0);
   REQUIRE(::kill(static_cast<pid_t>(pool_pid), SIGKILL) == 0);
 
-  auto st = client->wait_for(std::chrono::seconds(60));
+  auto st = client.wait_for(std::chrono::seconds(60));
   REQUIRE(st.has_value());
   const std::string err = read_text(dir / "client.err");
   INFO("client stderr:\n" << err);

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 
@@ -23,38 +23,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string job_yaml(const std::string& level) {
-  return R"(type: parallel
-name: progress-demo
-inputs:
-  files:
-    type: uri_folder
-    path: ./data
-outputs:
-  scores:
-    type: uri_file
-    path: ./out/scores.txt
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-resources:
-  instance_count: 1
-max_concurrency_per_instance: 2
-logging_level: )" +
-         level + R"(
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.scores}}
-)";
-}
-
 void make_job(const TempDir& dir, unsigned files, const std::string& level, double sleep_s) {
   make_files(dir / "data", files);
-  write_file(dir / "src/score.py", "import time, os\ndef run(mb):\n    time.sleep(" +
-                                       std::to_string(sleep_s) +
-                                       ")\n    return [os.path.basename(p) for p in mb]\n");
-  write_file(dir / "job.yaml", job_yaml(level));
+  write_file(dir / "src/score.py", echo_script(std::to_string(sleep_s)));
+  JobSpec job;
+  job.name = "progress-demo";
+  job.output_key = "scores";
+  job.output = "./out/scores.txt";
+  job.instance_count = 1;
+  job.top = "logging_level: " + level + "\n";
+  write_file(dir / "job.yaml", job_yaml(job));
 }
 
 struct PtyRun {
@@ -111,12 +89,6 @@ PtyRun run_in_pty(const std::vector<std::string>& argv, std::chrono::seconds tim
   }
   ::close(master);
   return r;
-}
-
-std::size_t count_of(const std::string& s, const std::string& what) {
-  std::size_t n = 0;
-  for (auto pos = s.find(what); pos != std::string::npos; pos = s.find(what, pos + 1)) ++n;
-  return n;
 }
 
 std::size_t line_count(const std::string& path) { return read_lines(path).size(); }

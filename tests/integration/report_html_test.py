@@ -17,12 +17,11 @@ import sqlite3
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 
-SKIP = 77
-FANOUT = os.environ.get("FANOUT_BIN", "")
+from support import FANOUT, SKIP, fail, fanout, scratch, sql, sql_int, wait_until
+import support
 
 ENTRY = '''
 import os
@@ -45,11 +44,6 @@ def run(mini_batch):
 '''
 
 
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
 def find_chromium():
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)
@@ -60,56 +54,19 @@ def find_chromium():
 
 def make_job(root, name, files, bad=0, args="", mini_batch_size=2, retries=1, sleep=0.0):
     """A python job over `files` inputs, `bad` of which raise in run()."""
-    data = os.path.join(root, name, "data")
-    src = os.path.join(root, name, "src")
-    os.makedirs(data)
-    os.makedirs(src)
-    for i in range(files):
-        with open(os.path.join(data, "doc%03d.txt" % i), "w") as f:
-            f.write("some words %d\n" % i)
-    for i in range(bad):
-        with open(os.path.join(data, "bad%03d.txt" % i), "w") as f:
-            f.write("x\n")
-    with open(os.path.join(src, "score.py"), "w") as f:
-        f.write(ENTRY.replace("{sleep}", repr(sleep)))
-    job = os.path.join(root, name, "job.yaml")
-    with open(job, "w") as f:
-        f.write(f"""type: parallel
-name: {name}
-inputs:
-  docs:
-    type: uri_folder
-    path: ./data
-input_data: ${{{{inputs.docs}}}}
-mini_batch_size: "{mini_batch_size}"
-max_concurrency_per_instance: 2
-retry_settings:
-  max_retries: {retries}
-  timeout: 60
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-""")
-        if args:
-            f.write("  program_arguments: %s\n" % args)
+    folder = os.path.join(root, name)
+    support.make_files(os.path.join(folder, "data"), ["doc%03d.txt" % i for i in range(files)],
+                       lambda n: "some words %d\n" % int(n[3:6]))
+    support.make_files(os.path.join(folder, "data"), ["bad%03d.txt" % i for i in range(bad)])
+    support.write(os.path.join(folder, "src", "score.py"), ENTRY.replace("{sleep}", repr(sleep)))
+    job = support.write(os.path.join(folder, "job.yaml"), support.job_yaml(
+        name, output=None, mini_batch_size=mini_batch_size, concurrency=2, retries=retries,
+        timeout=60, program_arguments=args))
     return job
 
 
-def fanout(*args, check=True, env=None):
-    p = subprocess.run([FANOUT, *args], capture_output=True, text=True, env=env, timeout=240)
-    if check and p.returncode != 0:
-        fail("fanout %s: exit %d\n%s\n%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
-    return p
-
-
 def last_job(db):
-    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
-    try:
-        row = con.execute("SELECT max(id) FROM jobs").fetchone()
-        return row[0]
-    finally:
-        con.close()
+    return sql(db, "SELECT max(id) FROM jobs")[0][0]
 
 
 def png_colours(path):
@@ -206,16 +163,14 @@ def main():
     if not FANOUT:
         print("SKIP: FANOUT_BIN is not set (run through meson test)")
         return SKIP
-    root = tempfile.mkdtemp(prefix="fanout-report-html-")
-    try:
+    with scratch("report-html") as root:
         db = os.path.join(root, "fanout.db")
         common = ["--db", db, "--quiet", "--run-dir", os.path.join(root, "runs")]
 
         # A small job: report.html is written at its end, next to the CSVs.
         fanout("run", make_job(root, "small", 12), *common)
         small = last_job(db)
-        log_dir = sqlite3.connect(db).execute(
-            "SELECT log_dir FROM jobs WHERE id = ?", (small,)).fetchone()[0]
+        log_dir = sql(db, "SELECT log_dir FROM jobs WHERE id = %d" % small)[0][0]
         page = os.path.join(log_dir, "report.html")
         if not os.path.exists(page):
             fail("no report.html in " + log_dir)
@@ -241,24 +196,10 @@ def main():
         proc = subprocess.Popen([FANOUT, "run", job, *common],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            running = None
-            deadline = time.time() + 120
-            while time.time() < deadline:
-                try:
-                    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
-                    row = con.execute(
-                        "SELECT j.id FROM jobs j WHERE j.name = 'slow' AND j.state = 'running' "
-                        "AND (SELECT count(*) FROM attempts a WHERE a.job_id = j.id) >= 2"
-                    ).fetchone()
-                    con.close()
-                except sqlite3.Error:
-                    row = None
-                if row:
-                    running = row[0]
-                    break
-                time.sleep(0.2)
-            if running is None:
-                fail("the slow job never showed two attempts")
+            running = wait_until(lambda: sql_int(
+                db, "SELECT j.id FROM jobs j WHERE j.name = 'slow' AND j.state = 'running' "
+                "AND (SELECT count(*) FROM attempts a WHERE a.job_id = j.id) >= 2"), 120,
+                "the slow job to show two attempts", step=0.2)
             page = os.path.join(root, "running.html")
             fanout("report", str(running), "--html", "--out", page, "--db", db)
             if "a snapshot at" not in open(page).read():
@@ -273,8 +214,7 @@ def main():
                 proc.wait()
         page = os.path.join(root, "cancelled.html")
         fanout("report", str(running), "--html", "--out", page, "--db", db)
-        state = sqlite3.connect(db).execute("SELECT state FROM jobs WHERE id = ?",
-                                            (running,)).fetchone()[0]
+        state = sql(db, "SELECT state FROM jobs WHERE id = %d" % running)[0][0]
         if state != "cancelled":
             fail("the slow job ended %s, not cancelled: fanout cancel said %s %s" %
                  (state, cancel.stdout, cancel.stderr))
@@ -300,8 +240,6 @@ def main():
         check_page(chromium, page, 2, "compare")
         print("all report pages render")
         return 0
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "csv_parse.hpp"
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 
@@ -20,41 +20,20 @@ namespace fs = std::filesystem;
 
 // Mini-batches holding file00013 raise on every try; each run() sleeps so that the job lasts
 // several resource-monitor intervals.
-const char* kScript = R"PY(
-import os, time
-def run(mini_batch):
-    time.sleep(0.3)
-    if any("file00013" in p for p in mini_batch):
-        raise ValueError("cannot score, " + os.path.basename(mini_batch[0]))
-    return [os.path.basename(p) for p in mini_batch]
-)PY";
-
-std::string job_yaml() {
-  return R"(type: parallel
-name: reports-demo
-inputs:
-  files:
-    type: uri_folder
-    path: ./data
-outputs:
-  scores:
-    type: uri_file
-    path: ./out/scores.txt
-input_data: ${{inputs.files}}
-mini_batch_size: "2"
-resources:
-  instance_count: 2
-max_concurrency_per_instance: 2
-retry_settings:
-  max_retries: 1
-  timeout: 60
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.scores}}
-  program_arguments: --resource_monitor_interval 0.25 --profiling_module cProfile --mine 1
-)";
+const std::string kScript = fail_on_script("file00013", "0.3", "cannot score, ");
+// Mini-batches of 2 files on 2 instances of 2 workers, 2 tries, sampled every 0.25 s and
+// profiled, rows into ./out/scores.txt.
+JobSpec demo_job() {
+  JobSpec job;
+  job.name = "reports-demo";
+  job.output_key = "scores";
+  job.output = "./out/scores.txt";
+  job.mini_batch_size = "2";
+  job.instance_count = 2;
+  job.max_retries = 1;
+  job.timeout_s = 60;
+  job.program_arguments = "--resource_monitor_interval 0.25 --profiling_module cProfile --mine 1";
+  return job;
 }
 
 // The rows of a query that joins its columns with char(31), as join_row() joins CSV fields.
@@ -82,12 +61,11 @@ TEST_CASE("integration.reports.two_pool_job_with_failures") {
   TempDir dir("reports");
   make_files(dir / "data", 40);  // 20 mini-batches of 2; mini-batch 6 always fails
   write_file(dir / "src/score.py", kScript);
-  write_file(dir / "job.yaml", job_yaml());
+  write_file(dir / "job.yaml", job_yaml(demo_job()));
   const std::string db = dir / "fanout.db";
   const std::string py = python_bin();
 
-  auto r = run_capture(
-      {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", py, "--quiet"}, dir.path());
+  auto r = run_capture(run_argv(dir / "job.yaml", db, ""), dir.path());
   INFO("stderr:\n" << r.err);
   REQUIRE(r.status.code == 4);  // one mini-batch failed within the thresholds: partial
   const std::string logs = sql_column(db, "select log_dir from jobs where id = 1")[0];
@@ -304,24 +282,21 @@ TEST_CASE("integration.reports.two_pool_job_with_failures") {
 TEST_CASE("integration.reports.history_limit_state_json") {
   TempDir dir("history");
   make_files(dir / "data", 4);
-  write_file(dir / "src/score.py", "def run(mb):\n    return mb\n");
+  write_file(dir / "src/score.py", kPassThroughScript);
   write_file(dir / "src/bad.py", "def run(mb):\n    raise ValueError('no')\n");
-  std::string yaml = job_yaml();
-  yaml.replace(yaml.find("  program_arguments:"), std::string::npos, "");
-  yaml.replace(yaml.find("instance_count: 2"), 17, "instance_count: 1");
-  write_file(dir / "ok.yaml", yaml);
-  std::string bad = yaml;
-  bad.replace(bad.find("entry_script: score.py"), 22, "entry_script: bad.py");
-  bad.replace(bad.find("max_retries: 1"), 14, "max_retries: 0");
-  bad += "error_threshold: 0\n";
-  write_file(dir / "bad.yaml", bad);
+  JobSpec ok = demo_job();
+  ok.program_arguments.clear();
+  ok.instance_count = 1;
+  write_file(dir / "ok.yaml", job_yaml(ok));
+  JobSpec bad = ok;
+  bad.task = "  type: run_function\n  code: ./src\n  entry_script: bad.py\n";
+  bad.max_retries = 0;
+  bad.top = "error_threshold: 0\n";
+  write_file(dir / "bad.yaml", job_yaml(bad));
   const std::string db = dir / "fanout.db";
-  const std::string py = python_bin();
   for (const char* job : {"ok.yaml", "bad.yaml", "ok.yaml"}) {
     // The jobs share one append_row file: each replaces the last one's (--overwrite).
-    auto r = run_capture(
-        {fanout_bin(), "run", dir / job, "--db", db, "--python", py, "--quiet", "--overwrite"},
-        dir.path());
+    auto r = run_capture(run_argv(dir / job, db, "", {"--overwrite"}), dir.path());
     INFO(r.err);
     CHECK(r.status.code == (std::string(job) == "ok.yaml" ? 0 : 1));
   }
@@ -350,8 +325,7 @@ TEST_CASE("integration.reports.history_limit_state_json") {
 TEST_CASE("integration.reports.bad_monitoring_arguments_are_refused_before_start") {
   TempDir dir("bad-monitor");
   make_files(dir / "data", 2);
-  write_file(dir / "src/score.py", "def run(mb):\n    return mb\n");
-  const std::string py = python_bin();
+  write_file(dir / "src/score.py", kPassThroughScript);
   struct Case {
     const char* args;
     const char* message;
@@ -368,13 +342,10 @@ TEST_CASE("integration.reports.bad_monitoring_arguments_are_refused_before_start
   };
   for (const auto& c : cases) {
     CAPTURE(c.args);
-    std::string yaml = job_yaml();
-    const auto at = yaml.find("  program_arguments:");
-    yaml.replace(at, std::string::npos, std::string("  program_arguments: ") + c.args + "\n");
-    write_file(dir / "job.yaml", yaml);
-    auto r = run_capture({fanout_bin(), "run", dir / "job.yaml", "--db", dir / "fanout.db",
-                          "--python", py, "--quiet"},
-                         dir.path());
+    JobSpec job = demo_job();
+    job.program_arguments = c.args;
+    write_file(dir / "job.yaml", job_yaml(job));
+    auto r = run_capture(run_argv(dir / "job.yaml", dir / "fanout.db", ""), dir.path());
     CHECK(r.status.code == 2);
     CHECK(r.err.find(c.message) != std::string::npos);
     CHECK(r.err.find("error: ") == 0);
@@ -388,17 +359,15 @@ TEST_CASE("integration.reports.shared_pool_samples_for_the_job_that_asks") {
   TempDir dir("shared-monitor");
   make_files(dir / "data", 16);
   write_file(dir / "src/score.py", kScript);
-  std::string yaml = job_yaml();
-  yaml.replace(yaml.find("instance_count: 2"), 17, "instance_count: 1");
-  write_file(dir / "job.yaml", yaml);
+  JobSpec job = demo_job();
+  job.instance_count = 1;
+  write_file(dir / "job.yaml", job_yaml(job));
   const std::string db = dir / "fanout.db";
   Cluster cl;
   cl.start_interchange(dir.path(), db);
   cl.start_pool(dir.path(), "shared-pool", 2);
   INFO(cl.logs());
-  auto r = run_capture({fanout_bin(), "run", dir / "job.yaml", "--db", db, "--interchange",
-                        cl.client_ep, "--python", python_bin(), "--quiet"},
-                       dir.path());
+  auto r = run_capture(run_argv(dir / "job.yaml", db, cl.client_ep), dir.path());
   INFO(r.err);
   REQUIRE(r.status.code == 4);  // file00012's mini-batch fails: partial
   CHECK(sql_int(db,

@@ -6,31 +6,25 @@
 #include <cerrno>
 #include <set>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 
 namespace {
 
+// Mini-batches of 10 files on 2 workers, 2 tries, rows into ./out/rows.txt; `task` is the task
+// block, `extra` more top-level keys.
 std::string job_yaml(const std::string& task, const std::string& extra = "") {
-  return R"(type: parallel
-name: runtimes
-inputs:
-  files:
-    type: uri_folder
-    path: ./data
-outputs:
-  rows:
-    type: uri_file
-    path: ./out/rows.txt
-input_data: ${{inputs.files}}
-mini_batch_size: "10"
-max_concurrency_per_instance: 2
-retry_settings:
-  max_retries: 1
-  timeout: 60
-)" + extra +
-         "task:\n" + task + "  append_row_to: ${{outputs.rows}}\n";
+  JobSpec job;
+  job.name = "runtimes";
+  job.output_key = "rows";
+  job.output = "./out/rows.txt";
+  job.mini_batch_size = "10";
+  job.max_retries = 1;
+  job.timeout_s = 60;
+  job.top = extra;
+  job.task = task;
+  return job_yaml(job);
 }
 
 std::string native_lib() { return env_or("FANOUT_NATIVE_UPPER", ""); }

@@ -16,7 +16,7 @@
 
 #include "fanout/net/keys.hpp"
 #include "fanout/protocol/codec.hpp"
-#include "harness.hpp"
+#include "job_fixture.hpp"
 #include "raw_peer.hpp"
 
 using namespace fanout::test;
@@ -42,32 +42,11 @@ void keygen(const TempDir& tmp, const std::string& dir,
   REQUIRE(r.status.code == 0);
 }
 
-std::size_t count_of(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
-  return n;
-}
-
 // A job over ./data, one file per mini-batch, each sleeping `nap` seconds, rows into ./out.txt.
 void write_job(const TempDir& dir, unsigned files, const std::string& nap) {
-  make_files(dir / "data", files);
-  write_file(dir / "src/score.py", "import os, time\ndef run(mini_batch):\n    time.sleep(" + nap +
-                                       ")\n    return [os.path.basename(p) for p in mini_batch]\n");
-  write_file(dir / "job.yaml", R"(type: parallel
-name: secured
-inputs:
-  files: {type: uri_folder, path: ./data}
-outputs:
-  out: {type: uri_file, path: ./out.txt}
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-max_concurrency_per_instance: 2
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-)");
+  JobSpec job;
+  job.name = "secured";
+  make_echo_job(dir.path(), files, job, nap);
 }
 
 // The first frame of type `type` the dealer receives within ~`ms`, or "".
@@ -308,8 +287,7 @@ TEST_CASE("integration.security.other_user_cannot_reach_an_embedded_run") {
   write_job(dir, 20, "0.3");
   const std::string db = dir / "fanout.db";
   fanout::SpawnOptions so;
-  so.argv = {fanout_bin(), "run",      dir / "job.yaml", "--db",
-             db,           "--python", python_bin(),     "--quiet"};
+  so.argv = run_argv(dir / "job.yaml", db, "");
   so.stdin_file = "null";
   so.stderr_file = dir / "run.err";
   auto run = fanout::ChildProcess::spawn(so);

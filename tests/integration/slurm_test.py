@@ -30,17 +30,15 @@ or when slurm-wlm and munge cannot be installed. Environment: FANOUT_BIN, FANOUT
 """
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 
-SKIP = 77
-FANOUT = os.environ.get("FANOUT_BIN", "")
-TOOLS = os.environ.get("FANOUT_TOOLS_DIR", "")
+from support import FANOUT, SKIP, TOOLS, check_rows_once, fail, scratch, wait_until
+import support
+
 BED = os.path.join(TOOLS, "slurm_bed.sh")
 
 ENTRY = '''
@@ -57,21 +55,6 @@ def run(mini_batch):
     time.sleep(0.02 if fast and os.path.exists(fast) else float(os.environ.get("SLEEP_S", "0")))
     return [os.path.basename(p) for p in mini_batch]
 '''
-
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-
-def wait_for(what, cond, timeout=120.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.5)
-    fail("timed out waiting for " + what)
 
 
 def squeue(env, args=()):
@@ -103,43 +86,21 @@ class Case:
         self.root = root
         self.dir = os.path.join(root, name)
         self.name = name
-        data = os.path.join(self.dir, "data")
-        os.makedirs(data)
-        os.makedirs(os.path.join(self.dir, "src"))
-        self.expected = []
-        for i in range(files):
-            n = f"f{i:03}.txt"
-            self.expected.append(n)
-            with open(os.path.join(data, n), "w") as f:
-                f.write("x\n")
-        with open(os.path.join(self.dir, "src", "score.py"), "w") as f:
-            f.write(ENTRY)
+        self.expected = [f"f{i:03}.txt" for i in range(files)]
+        support.make_files(os.path.join(self.dir, "data"), self.expected)
+        support.write(os.path.join(self.dir, "src", "score.py"), ENTRY)
         self.out = os.path.join(self.dir, "out.txt")
         self.fast = os.path.join(self.dir, "fast")
-        self.job = os.path.join(self.dir, "job.yaml")
-        with open(self.job, "w") as f:
-            f.write(f"""type: parallel
-name: {name}
-inputs:
-  data:
-    type: uri_folder
-    path: ./data
-input_data: ${{{{inputs.data}}}}
-mini_batch_size: "2"
-max_concurrency_per_instance: 1
-environment_variables:
-  SLEEP_S: "{sleep_s}"
-  FAST_IF: {self.fast}
-task:
-  code: ./src
-  entry_script: score.py
-  append_row_to: {self.out}
-fanout:
+        self.job = support.write(os.path.join(self.dir, "job.yaml"), support.job_yaml(
+            name, output=self.out, mini_batch_size="2", concurrency=1,
+            env={"SLEEP_S": sleep_s, "FAST_IF": self.fast},
+            task="  code: ./src\n  entry_script: score.py\n",
+            top=f"""fanout:
   launcher: slurm
   walltime: "{walltime}"
   heartbeat_period_ms: 500
   heartbeat_threshold_ms: 5000
-{extra}""")
+{extra}"""))
         self.db = os.path.join(self.dir, "fanout.db")
         self.runs = os.path.join(self.dir, "runs")
 
@@ -167,14 +128,8 @@ fanout:
             return sum(1 for _ in f)
 
     def check_rows(self):
-        with open(self.out) as f:
-            rows = sorted(line.strip() for line in f if line.strip())
-        if rows != sorted(self.expected):
-            missing = sorted(set(self.expected) - set(rows))
-            dup = sorted({r for r in rows if rows.count(r) > 1})
-            fail(f"{self.name}: rows not exactly once: {len(rows)} rows, missing {missing[:5]}, "
-                 f"twice {dup[:5]}")
-        print(f"ok: {self.name}: {len(rows)} rows, each exactly once")
+        check_rows_once(support.read_rows(self.out), self.expected, self.name)
+        print(f"ok: {self.name}: {len(self.expected)} rows, each exactly once")
 
     def query(self, sql):
         con = sqlite3.connect(self.db)
@@ -199,6 +154,13 @@ def start(case, env, *extra):
 def client_log(case):
     with open(os.path.join(case.dir, "client.log")) as f:
         return f.read()
+
+
+def pool_job_running(c, env):
+    """Waits for the case's first pool job and for Slurm to run it; returns its id."""
+    first = wait_until(lambda: (c.job_ids() or [None])[0], 120, "the first pool job", step=0.5)
+    wait_until(lambda: job_state(env, first) == "RUNNING", 120, "the pool job to run", step=0.5)
+    return first
 
 
 def job_state(env, job_id):
@@ -255,8 +217,8 @@ def case_nodes_2(root, env):
 def case_scancel(root, env):
     c = Case(root, "scancel", files=30, sleep_s=0.5)
     p = start(c, env, "--nodes", "1", "--max-nodes", "2")
-    first = wait_for("the first pool job", lambda: (c.job_ids() or [None])[0])
-    wait_for("some rows", lambda: c.rows_done() >= 4 or p.poll() is not None)
+    first = wait_until(lambda: (c.job_ids() or [None])[0], 120, "the first pool job", step=0.5)
+    wait_until(lambda: c.rows_done() >= 4 or p.poll() is not None, 120, "some rows", step=0.5)
     if p.poll() is not None:
         fail(f"scancel: the job ended before the pool job could be cancelled:\n{client_log(c)}")
     job_id = c.query("SELECT id FROM jobs")[0][0]
@@ -292,8 +254,8 @@ def case_scancel(root, env):
 def case_no_replacement(root, env):
     c = Case(root, "no_replacement", files=30, sleep_s=0.5)
     p = start(c, env, "--nodes", "1")
-    first = wait_for("the pool job", lambda: (c.job_ids() or [None])[0])
-    wait_for("some rows", lambda: c.rows_done() >= 2 or p.poll() is not None)
+    first = wait_until(lambda: (c.job_ids() or [None])[0], 120, "the pool job", step=0.5)
+    wait_until(lambda: c.rows_done() >= 2 or p.poll() is not None, 120, "some rows", step=0.5)
     subprocess.run(["scancel", first], env=env, check=True, timeout=60)
     rc = p.wait(timeout=300)
     log = client_log(c)
@@ -318,11 +280,10 @@ def walltime_case(root, env, name, *flags):
     # slurm_bed.sh).
     c = Case(root, name, files=400, sleep_s=1.0, walltime="00:01:00")
     p = start(c, env, "--nodes", "1", *flags)
-    first = wait_for("the first pool job", lambda: (c.job_ids() or [None])[0])
-    wait_for("the pool job to run", lambda: job_state(env, first) == "RUNNING")
+    first = pool_job_running(c, env)
     began = time.time()
-    state = wait_for("the walltime to end the pool job", lambda: ended_state(env, first),
-                     timeout=300)
+    state = wait_until(lambda: ended_state(env, first), 300, "the walltime to end the pool job",
+                       step=0.5)
     if state != "TIMEOUT":
         fail(f"{name}: pool job {first} ended {state}, not TIMEOUT:\n{client_log(c)}")
     done = c.rows_done()
@@ -397,9 +358,8 @@ def case_walltime_no_replacement(root, env):
 def case_cancel(root, env):
     c = Case(root, "cancel", files=40, sleep_s=1.0)
     p = start(c, env, "--nodes", "1")
-    first = wait_for("the pool job", lambda: (c.job_ids() or [None])[0])
-    wait_for("the pool job to run", lambda: job_state(env, first) == "RUNNING")
-    wait_for("the job in the store", lambda: c.query("SELECT id FROM jobs"))
+    first = pool_job_running(c, env)
+    wait_until(lambda: c.query("SELECT id FROM jobs"), 120, "the job in the store", step=0.5)
     job_id = c.query("SELECT id FROM jobs")[0][0]
     r = subprocess.run([FANOUT, "cancel", str(job_id), "--db", c.db, "--keys",
                         os.path.join(root, "keys")], env=env, capture_output=True, text=True,
@@ -415,8 +375,7 @@ def case_cancel(root, env):
 def case_interrupt(root, env):
     c = Case(root, "interrupt", files=200, sleep_s=1.0)
     p = start(c, env, "--nodes", "1")
-    first = wait_for("the pool job", lambda: (c.job_ids() or [None])[0])
-    wait_for("the pool job to run", lambda: job_state(env, first) == "RUNNING")
+    first = pool_job_running(c, env)
     p.send_signal(signal.SIGINT)  # the first Ctrl-C cancels the job
     rc = p.wait(timeout=120)
     state = c.query("SELECT state FROM jobs")[0][0]
@@ -431,8 +390,7 @@ def case_client_killed(root, env):
     # 200 s of work: the pool job could not end by itself within expect_no_jobs' minute.
     c = Case(root, "client_killed", files=200, sleep_s=1.0)
     p = start(c, env, "--nodes", "1", "--exit-with-client")
-    first = wait_for("the pool job", lambda: (c.job_ids() or [None])[0])
-    wait_for("the pool job to run", lambda: job_state(env, first) == "RUNNING")
+    first = pool_job_running(c, env)
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=60)
     expect_no_jobs(env, "client_killed")
@@ -446,23 +404,22 @@ def main():
     if chk.returncode == SKIP:
         print("it_slurm: skipped: " + (chk.stdout + chk.stderr).strip(), file=sys.stderr)
         return SKIP
-    root = tempfile.mkdtemp(prefix="fanout-slurm-")
-    bed = os.path.join(root, "bed")
-    env = dict(os.environ)
-    env["SLURM_CONF"] = os.path.join(bed, "slurm.conf")
-    try:
-        up = subprocess.run(["bash", BED, "up", bed, "--nodes", "2"], capture_output=True,
-                            text=True, timeout=300)
-        if up.returncode != 0:
-            fail("slurm_bed.sh up: " + up.stdout + up.stderr)
-        cases = sys.argv[1:] or ["nodes_1", "nodes_2", "scancel", "no_replacement", "cancel",
-                                 "interrupt", "client_killed", "walltime",
-                                 "walltime_no_replacement"]
-        for name in cases:
-            globals()["case_" + name](root, env)
-    finally:
-        subprocess.run(["bash", BED, "down", bed], timeout=120)
-    shutil.rmtree(root, ignore_errors=True)
+    with scratch("slurm") as root:
+        bed = os.path.join(root, "bed")
+        env = dict(os.environ)
+        env["SLURM_CONF"] = os.path.join(bed, "slurm.conf")
+        try:
+            up = subprocess.run(["bash", BED, "up", bed, "--nodes", "2"], capture_output=True,
+                                text=True, timeout=300)
+            if up.returncode != 0:
+                fail("slurm_bed.sh up: " + up.stdout + up.stderr)
+            cases = sys.argv[1:] or ["nodes_1", "nodes_2", "scancel", "no_replacement", "cancel",
+                                     "interrupt", "client_killed", "walltime",
+                                     "walltime_no_replacement"]
+            for name in cases:
+                globals()["case_" + name](root, env)
+        finally:
+            subprocess.run(["bash", BED, "down", bed], timeout=120)
     print("it_slurm: all cases passed")
     return 0
 

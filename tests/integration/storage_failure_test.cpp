@@ -12,11 +12,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <set>
 #include <thread>
 
 #include "fanout/store/db.hpp"
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 namespace fs = std::filesystem;
@@ -49,41 +48,15 @@ def run(mini_batch):
     return [os.path.basename(mini_batch[0]) + " " + "x" * 100000]
 )PY";
 
+// The counting job `name` over `data` with its code in `code`, rows into `out`, runs logged to
+// `runs`, each run napping 0.05 s.
 std::string job_yaml(const std::string& name, const std::string& data, const std::string& out,
                      const std::string& code, const std::string& runs) {
-  return "type: parallel\nname: " + name + "\ninputs:\n  files: {type: uri_folder, path: " + data +
-         "}\noutputs:\n  out: {type: uri_file, path: " + out + R"(}
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-max_concurrency_per_instance: 2
-retry_settings:
-  max_retries: 3
-  timeout: 120
-environment_variables:
-  RUNS: )" +
-         runs + R"(
-  NAP: "0.05"
-task:
-  type: run_function
-  code: )" +
-         code +
-         R"(
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-)";
-}
-
-fanout::ChildProcess spawn_run(const TempDir& dir, const std::string& job, const std::string& ep,
-                               const std::string& db, const std::string& tag) {
-  fanout::SpawnOptions so;
-  so.argv = {fanout_bin(), "run", dir / job,  "--interchange", ep,
-             "--db",       db,    "--python", python_bin(),    "--quiet"};
-  so.stdin_file = "null";
-  so.stdout_file = dir / (tag + ".out");
-  so.stderr_file = dir / (tag + ".err");
-  auto c = fanout::ChildProcess::spawn(so);
-  REQUIRE(c.has_value());
-  return std::move(*c);
+  JobSpec job = counting_job_spec(name, runs, "0.05");
+  job.data = data;
+  job.output = out;
+  job.task = "  type: run_function\n  code: " + code + "\n  entry_script: score.py\n";
+  return job_yaml(job);
 }
 
 void set_running(const std::string& db, long long job) {
@@ -120,8 +93,8 @@ TEST_CASE("integration.storage_failure.a_full_output_disk_fails_its_job_not_the_
   Cluster cl;
   cl.start_interchange(dir.path(), db);
   cl.start_pool(dir.path(), "pool-a", 2);
-  auto a = spawn_run(dir, "a.yaml", cl.client_ep, db, "a");
-  auto b = spawn_run(dir, "b.yaml", cl.client_ep, db, "b");
+  auto a = start_run(dir / "a.yaml", db, cl.client_ep, dir / "a");
+  auto b = start_run(dir / "b.yaml", db, cl.client_ep, dir / "b");
 
   auto sa = a.wait_for(std::chrono::seconds(180));
   auto sb = b.wait_for(std::chrono::seconds(180));
@@ -148,9 +121,7 @@ TEST_CASE("integration.storage_failure.a_full_output_disk_fails_its_job_not_the_
 
   // B succeeded, every row exactly once, and the interchange still runs.
   CHECK(sb->code == 0);
-  const auto rows = read_lines(dir / "out-b.txt");
-  CHECK(rows.size() == 30);
-  CHECK(std::set<std::string>(rows.begin(), rows.end()).size() == 30);
+  check_rows_once(dir / "out-b.txt", 30);
   CHECK(!cl.interchange.poll().has_value());
 
   // A restart with A unfinished in the store (as an interchange that died on the failure left
@@ -158,8 +129,7 @@ TEST_CASE("integration.storage_failure.a_full_output_disk_fails_its_job_not_the_
   cl.interchange.signal(SIGTERM);
   REQUIRE(cl.interchange.wait_for(std::chrono::seconds(30)).has_value());
   set_running(db, sql_int(db, "select id from jobs where name='full-disk'"));
-  cl.start_interchange(dir.path(), db,
-                       {"--client-endpoint", cl.client_ep, "--pool-endpoint", cl.pool_ep});
+  cl.restart_interchange(dir.path(), db);
   cl.start_pool(dir.path(), "pool-b", 2);  // the stopped interchange sent pool-a away
   CHECK(wait_until(
       [&] { return sql_column(db, "select state from jobs where id=" + a_id).at(0) == "failed"; },
@@ -203,9 +173,7 @@ TEST_CASE("integration.storage_failure.a_full_logs_folder_is_said_and_report_wri
       ("dd if=/dev/zero of='" + run_dir + "/filler' bs=1k count=440 status=none 2>/dev/null")
           .c_str());
   const std::string db = dir / "fanout.db";
-  make_files(dir / "data", 8);
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("full-logs", dir / "runs.txt", "0.05"));
+  make_counting_job(dir.path(), "full-logs", 8, "0.05");
   auto r = fanout_run(dir, "job.yaml", db, {"--run-dir", run_dir});
   INFO("client stderr:\n" << r.err);
   CHECK(read_lines(dir / "out.txt").size() == 8);

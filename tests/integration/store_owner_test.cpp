@@ -8,10 +8,9 @@
 #include <stdlib.h>
 
 #include <filesystem>
-#include <set>
 
 #include "fanout/store/owner_lock.hpp"
-#include "harness.hpp"
+#include "job_fixture.hpp"
 #include "test_hooks_skip.hpp"
 
 using namespace fanout::test;
@@ -19,60 +18,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kFastBeats = {"--heartbeat-period-ms", "200",
-                                             "--heartbeat-threshold-ms", "2000"};
-
-fanout::ChildProcess spawn(const std::vector<std::string>& argv, const std::string& out,
-                           const std::string& err,
-                           const std::vector<std::pair<std::string, std::string>>& env = {}) {
-  fanout::SpawnOptions so;
-  so.argv = argv;
-  so.stdin_file = "null";
-  so.stdout_file = out;
-  so.stderr_file = err;
-  so.env_set = env;
-  auto c = fanout::ChildProcess::spawn(so);
-  REQUIRE(c.has_value());
-  return std::move(*c);
-}
-
-// Each of the `n` rows once.
-void check_rows_once(const std::string& out, unsigned n) {
-  auto lines = read_lines(out);
-  CHECK(lines.size() == n);
-  std::set<std::string> distinct(lines.begin(), lines.end());
-  CHECK(distinct.size() == n);
-}
-
-// A counting job in `dir` over `files` files, each run napping `nap` s.
-void make_counting_job(const std::string& dir, const std::string& name, unsigned files,
-                       const std::string& nap) {
-  make_files(dir + "/data", files);
-  write_file(dir + "/src/score.py", kCountingScript);
-  write_file(dir + "/job.yaml", counting_job_yaml(name, dir + "/runs.txt", nap));
-}
-
-// sql_int, or -1 while the store does not exist yet.
-long long sql_int_or(const std::string& db, const std::string& query) {
-  try {
-    return sql_int(db, query);
-  } catch (const std::exception&) {
-    return -1;
-  }
-}
+const std::vector<std::string> kFastBeats = fast_beats();
 
 std::string log_dir_of(const std::string& db, int job) {
   auto v = sql_column(db, "select log_dir from jobs where id=" + std::to_string(job));
   return v.empty() ? std::string() : v[0];
-}
-
-std::size_t temporaries_under(const std::string& dir) {
-  std::size_t n = 0;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().filename().string().find(".tmp") != std::string::npos) ++n;
-  }
-  return n;
 }
 
 }  // namespace
@@ -92,30 +42,22 @@ TEST_CASE("integration.store_owner.recovery_keeps_what_the_output_held_before_th
 
   Cluster cl;
   cl.start_interchange(dir.path(), db, kFastBeats);
-  const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
-  auto refused = run_capture({fanout_bin(), "run", dir / "job.yaml", "--interchange", client_ep,
-                              "--db", db, "--python", python_bin(), "--quiet"},
-                             dir.path(), {}, std::chrono::seconds(60));
+  const std::string client_ep = cl.client_ep;
+  auto refused = run_capture(run_argv(dir / "job.yaml", db, client_ep), dir.path(), {},
+                             std::chrono::seconds(60));
   CHECK(refused.status.code == 2);
   CHECK(refused.err.find("--overwrite") != std::string::npos);
   CHECK(read_text(dir / "out.txt") == before);
   fs::rename(dir / "out.txt", dir / "earlier.txt");
   before.clear();
 
-  auto client = spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", client_ep, "--db",
-                       db, "--python", python_bin(), "--quiet"},
-                      dir / "client.out", dir / "client.err");
+  auto client = start_run(dir / "job.yaml", db, client_ep, dir / "client");
   REQUIRE(wait_until([&] { return sql_int(db, "select count(*) from minibatches") == 5; },
                      std::chrono::seconds(60)));
   cl.interchange.signal(SIGKILL);
   REQUIRE(cl.interchange.wait_for(std::chrono::seconds(10)).has_value());
 
-  std::vector<std::string> more = kFastBeats;
-  for (const std::string& a :
-       {std::string("--client-endpoint"), client_ep, std::string("--pool-endpoint"), pool_ep}) {
-    more.push_back(a);
-  }
-  cl.start_interchange(dir.path(), db, more);
+  cl.restart_interchange(dir.path(), db, kFastBeats);
   INFO(cl.logs());
   REQUIRE(
       wait_until([&] { return read_text(cl.ix_log).find("resuming job 1") != std::string::npos; },
@@ -150,14 +92,10 @@ TEST_CASE("integration.store_owner.a_second_job_on_a_running_jobs_output_is_refu
   Cluster cl;
   cl.start_interchange(dir.path(), db, kFastBeats);
   cl.start_pool(dir.path(), "pool-a", 1);
-  auto first = spawn({fanout_bin(), "run", dir / "a/job.yaml", "--interchange", cl.client_ep,
-                      "--db", db, "--python", python_bin(), "--quiet"},
-                     dir / "a.out", dir / "a.err");
+  auto first = start_run(dir / "a/job.yaml", db, cl.client_ep, dir / "a");
   REQUIRE(wait_until([&] { return sql_int_or(db, "select count(*) from jobs") == 1; },
                      std::chrono::seconds(60)));
-  auto second = run_capture({fanout_bin(), "run", dir / "b/job.yaml", "--interchange", cl.client_ep,
-                             "--db", db, "--python", python_bin(), "--quiet"},
-                            dir.path());
+  auto second = run_capture(run_argv(dir / "b/job.yaml", db, cl.client_ep), dir.path());
   INFO("second stderr:\n" << second.err << cl.logs());
   CHECK(second.status.code == 2);
   CHECK(second.err.find(dir / "a/out.txt") != std::string::npos);
@@ -185,11 +123,9 @@ TEST_CASE("integration.store_owner.a_job_that_ended_before_the_crash_succeeds_wi
   ::setenv("FANOUT_TEST_EXIT_AFTER_JOB_END", "1", 1);
   cl.start_interchange(dir.path(), db, kFastBeats);
   ::unsetenv("FANOUT_TEST_EXIT_AFTER_JOB_END");
-  const std::string client_ep = cl.client_ep, pool_ep = cl.pool_ep;
+  const std::string client_ep = cl.client_ep;
   cl.start_pool(dir.path(), "pool-a", 2);
-  auto client = spawn({fanout_bin(), "run", dir / "job.yaml", "--interchange", client_ep, "--db",
-                       db, "--python", python_bin(), "--quiet"},
-                      dir / "client.out", dir / "client.err");
+  auto client = start_run(dir / "job.yaml", db, client_ep, dir / "client");
   auto died = cl.interchange.wait_for(std::chrono::seconds(120));
   INFO(cl.logs());
   REQUIRE(died.has_value());
@@ -202,12 +138,7 @@ TEST_CASE("integration.store_owner.a_job_that_ended_before_the_crash_succeeds_wi
   // What a report writer killed mid-way leaves (its pid is surely gone).
   write_file(logs + "/sys/job_report/processed_mini-batches.csv.tmp999999999", "partial");
 
-  std::vector<std::string> more = kFastBeats;
-  for (const std::string& a :
-       {std::string("--client-endpoint"), client_ep, std::string("--pool-endpoint"), pool_ep}) {
-    more.push_back(a);
-  }
-  cl.start_interchange(dir.path(), db, more);
+  cl.restart_interchange(dir.path(), db, kFastBeats);
   auto st = client.wait_for(std::chrono::seconds(60));
   INFO("client stderr:\n" << read_text(dir / "client.err"));
   REQUIRE(st.has_value());
@@ -231,9 +162,8 @@ TEST_CASE("integration.store_owner.embedded_run_whose_interchange_died_after_the
   TempDir dir("owner2e");
   const std::string db = dir / "fanout.db";
   make_counting_job(dir.path(), "embedded-ends", 3, "0");
-  auto r = run_capture(
-      {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(), "--quiet"},
-      dir.path(), {{"FANOUT_TEST_EXIT_AFTER_JOB_END", "1"}});
+  auto r = run_capture(run_argv(dir / "job.yaml", db, ""), dir.path(),
+                       {{"FANOUT_TEST_EXIT_AFTER_JOB_END", "1"}});
   INFO("stderr:\n" << r.err);
   CHECK(r.status.code == 0);
   CHECK(sql_column(db, "select state from jobs where id=1") ==
@@ -254,9 +184,7 @@ TEST_CASE("integration.store_owner.concurrent_runs_on_one_store_each_row_exactly
   const unsigned files = 24;
   auto start = [&](const std::string& name) {
     make_counting_job(dir / name, name, files, "0.1");
-    return spawn({fanout_bin(), "run", dir / (name + "/job.yaml"), "--db", db, "--python",
-                  python_bin(), "--quiet"},
-                 dir / (name + ".out"), dir / (name + ".err"));
+    return start_run(dir / (name + "/job.yaml"), db, "", dir / name);
   };
   auto errs = [&](const std::vector<std::string>& names) {
     std::string s;
@@ -344,9 +272,7 @@ TEST_CASE("integration.store_owner.a_run_attached_as_the_owner_exits_starts_its_
   const std::string hold = dir / "hold";
   make_counting_job(dir / "a", "owner-a", 4, "1");
   make_counting_job(dir / "b", "guest-b", 3, "0");
-  auto a = spawn(
-      {fanout_bin(), "run", dir / "a/job.yaml", "--db", db, "--python", python_bin(), "--quiet"},
-      dir / "a.out", dir / "a.err");
+  auto a = start_run(dir / "a/job.yaml", db, "", dir / "a");
   REQUIRE(wait_until([&] { return sql_int_or(db, "select count(*) from jobs") == 1; },
                      std::chrono::seconds(60)));
   auto b = spawn({fanout_bin(), "run", dir / "b/job.yaml", "--db", db, "--python", python_bin()},
@@ -384,9 +310,7 @@ TEST_CASE("integration.store_owner.two_resumes_after_a_crash_both_finish_the_job
   const std::string db = dir / "fanout.db";
   const unsigned files = 16;
   make_counting_job(dir.path(), "crashed", files, "0.3");
-  auto run = spawn(
-      {fanout_bin(), "run", dir / "job.yaml", "--db", db, "--python", python_bin(), "--quiet"},
-      dir / "run.out", dir / "run.err");
+  auto run = start_run(dir / "job.yaml", db, "", dir / "run");
   REQUIRE(wait_until([&] { return sql_int_or(db, "select submit_done from jobs") == 1; },
                      std::chrono::seconds(60)));
   REQUIRE(wait_until(

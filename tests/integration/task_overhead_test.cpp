@@ -7,9 +7,8 @@
 #include <doctest/doctest.h>
 
 #include <map>
-#include <set>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 
@@ -17,20 +16,13 @@ namespace {
 
 // SLOW_LOAD / SLOW_ROWS / SLOW_RUN: comma-separated mini-batch indices slow before run(), after
 // run() and inside run(); a marker file makes the first two slow on the first try only.
-const char* kScript = R"PY(
+const std::string kScript = std::string(kFirstTryPy) + R"PY(
 import collections, os, sys, time
-MARKERS = os.environ["MARKERS"]
 def indices(name):
     return {int(x) for x in os.environ.get(name, "").split(",") if x}
 SLOW_LOAD, SLOW_ROWS, SLOW_RUN = indices("SLOW_LOAD"), indices("SLOW_ROWS"), indices("SLOW_RUN")
 SLEEP = float(os.environ.get("SLEEP", "60"))
 current = [None]
-def first_try(tag):
-    path = os.path.join(MARKERS, tag)
-    if os.path.exists(path):
-        return False
-    open(path, "w").close()
-    return True
 def init():
     shim = sys.modules["__main__"]
     context = shim.MiniBatchContext
@@ -56,49 +48,23 @@ def run(mini_batch, context):
     return collections.deque(os.path.basename(p) for p in mini_batch)
 )PY";
 
+// A job `name` over ./data on `workers` workers, rows into ./<name>.txt, markers in
+// ./<name>-markers, with `env` added to its environment.
 std::string job_yaml(const TempDir& dir, const std::string& name, const std::string& args,
-                     unsigned workers, const std::string& env) {
+                     unsigned workers, const EnvList& env) {
+  JobSpec job;
+  job.name = name;
   // prefetch lets the pool hold more mini-batches than workers, so that it can queue the next
   // one in a busy worker's pipe (tasks this short are pipelined).
-  return R"(type: parallel
-name: )" +
-         name + R"(
-fanout:
-  prefetch: 4
-inputs:
-  files: {type: uri_folder, path: ./data}
-outputs:
-  out: {type: uri_file, path: ./)" +
-         name + R"(.txt}
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-max_concurrency_per_instance: )" +
-         std::to_string(workers) + R"(
-retry_settings:
-  max_retries: 2
-  timeout: 60
-environment_variables:
-  MARKERS: )" +
-         (dir / (name + "-markers")) + "\n" + env + R"(
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-  program_arguments: )" +
-         args + "\n";
-}
-
-// Every file's name is a row of `out` exactly once.
-void check_rows_once(const std::string& out, unsigned files) {
-  auto lines = read_lines(out);
-  CHECK(lines.size() == files);
-  std::multiset<std::string> rows(lines.begin(), lines.end());
-  for (unsigned i = 0; i < files; ++i) {
-    char name[32];
-    std::snprintf(name, sizeof name, "file%05u.txt", i);
-    CHECK(rows.count(name) == 1u);
-  }
+  job.top = "fanout:\n  prefetch: 4\n";
+  job.output = "./" + name + ".txt";
+  job.concurrency = static_cast<int>(workers);
+  job.max_retries = 2;
+  job.timeout_s = 60;
+  job.env = {{"MARKERS", dir / (name + "-markers")}};
+  job.env.insert(job.env.end(), env.begin(), env.end());
+  job.program_arguments = args;
+  return job_yaml(job);
 }
 
 }  // namespace
@@ -109,7 +75,7 @@ TEST_CASE("integration.issue_4.task_overhead_timeout_stops_slow_loading_and_rows
   write_file(dir / "src/score.py", kScript);
   write_file(dir / "slow-markers/.keep", "");
   write_file(dir / "slow.yaml", job_yaml(dir, "slow", "--task_overhead_timeout 2", 2,
-                                         "  SLOW_LOAD: \"2,5\"\n  SLOW_ROWS: \"7\"\n"));
+                                         {{"SLOW_LOAD", "2,5"}, {"SLOW_ROWS", "7"}}));
   const std::string db = dir / "fanout.db";
   auto r = fanout_run(dir, "slow.yaml", db);
   INFO("client stderr:\n" << r.err);
@@ -149,7 +115,7 @@ TEST_CASE("integration.issue_4.task_overhead_timeout_stops_slow_loading_and_rows
   CHECK(runs["2"] == 1);
   CHECK(runs["5"] == 1);
   CHECK(runs["7"] == 2);
-  check_rows_once(dir / "slow.txt", 10);
+  check_rows_once(dir / "slow.txt", file_names(10));
 
   const std::string log_dir = sql_column(db, "select log_dir from jobs where id=1")[0];
   const std::string result = read_text(log_dir + "/job_result.txt");
@@ -170,12 +136,10 @@ TEST_CASE("integration.issue_4.task_overhead_timeout_does_not_cut_run_or_unset_j
   // mini-batches before it make the pool queue mini-batch 13 in that worker's pipe, where it
   // waits those 6 s without its overhead clock running.
   write_file(dir / "run.yaml", job_yaml(dir, "run", "--task_overhead_timeout 2", 1,
-                                        "  SLOW_RUN: \"12\"\n"
-                                        "  SLEEP: \"6\"\n"));
+                                        {{"SLOW_RUN", "12"}, {"SLEEP", "6"}}));
   // Not set: a 6 s loading phase is the run timeout's business only (60 s here).
-  write_file(dir / "unset.yaml", job_yaml(dir, "unset", "", 2,
-                                          "  SLOW_LOAD: \"3\"\n"
-                                          "  SLEEP: \"6\"\n"));
+  write_file(dir / "unset.yaml",
+             job_yaml(dir, "unset", "", 2, {{"SLOW_LOAD", "3"}, {"SLEEP", "6"}}));
   long long job = 0;
   for (const std::string name : {"run", "unset"}) {
     CAPTURE(name);
@@ -186,7 +150,7 @@ TEST_CASE("integration.issue_4.task_overhead_timeout_does_not_cut_run_or_unset_j
     const std::string of_job = " from attempts where job_id=" + std::to_string(job);
     CHECK(sql_int(db, "select count(*)" + of_job) == 24);
     CHECK(sql_int(db, "select count(*)" + of_job + " and status='RUN_DONE'") == 24);
-    check_rows_once(dir / (name + ".txt"), 24);
+    check_rows_once(dir / (name + ".txt"), file_names(24));
   }
   // The slow phases really were slow: 6 s inside run(), and 6 s outside it.
   CHECK(sql_int(db,

@@ -9,7 +9,7 @@
 
 #include <cerrno>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 
@@ -34,34 +34,20 @@ def run(mini_batch):
     raise RuntimeError("broken " + name)
 )PY";
 
+// A job `name` over ./data, rows into ./<name>.txt, no retries, with the top-level `keys` and
+// the program arguments `args`.
 std::string job_yaml(const std::string& name, const std::string& pidfile, const std::string& keys,
                      const std::string& args) {
-  return R"(type: parallel
-name: )" +
-         name + R"(
-inputs:
-  files: {type: uri_folder, path: ./data}
-outputs:
-  out: {type: uri_file, path: ./)" +
-         name + R"(.txt}
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-retry_settings:
-  max_retries: 0
-  timeout: 900
-)" + keys +
-         R"(
-environment_variables:
-  PIDFILE: )" +
-         pidfile + R"(
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-  program_arguments: ")" +
-         args + R"("
-)";
+  JobSpec job;
+  job.name = name;
+  job.output = "./" + name + ".txt";
+  job.concurrency.reset();
+  job.max_retries = 0;
+  job.timeout_s = 900;
+  job.top = keys.empty() ? std::string() : keys + "\n";
+  job.env = {{"PIDFILE", pidfile}};
+  job.program_arguments = args;
+  return job_yaml(job);
 }
 
 bool process_alive(long long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0); }
@@ -94,9 +80,8 @@ TEST_CASE("integration.thresholds.each_threshold_fails_the_job_and_stops_running
     ++job;
     const std::string pidfile = dir / (c.name + ".pid");
     write_file(dir / (c.name + ".yaml"), job_yaml(c.name, pidfile, c.keys, c.args));
-    auto r = run_capture({fanout_bin(), "run", dir / (c.name + ".yaml"), "--interchange",
-                          cl.client_ep, "--db", db, "--python", python_bin(), "--quiet"},
-                         dir.path(), {}, std::chrono::seconds(180));
+    auto r = run_capture(run_argv(dir / (c.name + ".yaml"), db, cl.client_ep), dir.path(), {},
+                         std::chrono::seconds(180));
     INFO("client stderr:\n" << r.err << cl.logs());
     CHECK(r.status.code == 1);
     CHECK(r.err.find(c.reason) != std::string::npos);
@@ -144,9 +129,8 @@ TEST_CASE("integration.thresholds.progress_and_first_task_timeouts_end_the_job")
   // No pool at all: no mini-batch can start.
   write_file(dir / "first.yaml",
              job_yaml("first", dir / "first.pid", "", "--first_task_creation_timeout 2"));
-  auto r = run_capture({fanout_bin(), "run", dir / "first.yaml", "--interchange", cl.client_ep,
-                        "--db", db, "--python", python_bin(), "--quiet"},
-                       dir.path(), {}, std::chrono::seconds(120));
+  auto r = run_capture(run_argv(dir / "first.yaml", db, cl.client_ep), dir.path(), {},
+                       std::chrono::seconds(120));
   INFO("client stderr:\n" << r.err << cl.logs());
   CHECK(r.status.code == 1);
   CHECK(sql_column(db, "select reason from jobs where id=1")[0].find(
@@ -156,9 +140,8 @@ TEST_CASE("integration.thresholds.progress_and_first_task_timeouts_end_the_job")
   cl.start_pool(dir.path(), "pool-p", 1);
   write_file(dir / "progress.yaml",
              job_yaml("progress", dir / "progress.pid", "", "--progress_update_timeout 3"));
-  r = run_capture({fanout_bin(), "run", dir / "progress.yaml", "--interchange", cl.client_ep,
-                   "--db", db, "--python", python_bin(), "--quiet"},
-                  dir.path(), {}, std::chrono::seconds(120));
+  r = run_capture(run_argv(dir / "progress.yaml", db, cl.client_ep), dir.path(), {},
+                  std::chrono::seconds(120));
   INFO("client stderr:\n" << r.err << cl.logs());
   CHECK(r.status.code == 1);
   const std::string reason = sql_column(db, "select reason from jobs where id=2")[0];

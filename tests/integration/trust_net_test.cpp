@@ -22,7 +22,7 @@
 
 #include "fanout/net/keys.hpp"
 #include "fanout/protocol/codec.hpp"
-#include "harness.hpp"
+#include "job_fixture.hpp"
 #include "raw_peer.hpp"
 
 using namespace fanout::test;
@@ -32,21 +32,6 @@ namespace net = fanout::net;
 namespace {
 
 // VmHWM of a process, in kB (-1 when unreadable).
-long long peak_rss_kb(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return -1;
-}
-
-std::size_t count_of(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
-  return n;
-}
-
 // A plain TCP connection to the port of `endpoint` ("tcp://127.0.0.1:PORT"); -1 on failure.
 int tcp_connect(const std::string& endpoint) {
   const int port = std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
@@ -122,40 +107,15 @@ int close_wait_on(int port) {
 // A job over ./data of `files` files, one per mini-batch, each sleeping `nap` seconds, rows into
 // ./out.txt; 2 tries.
 void write_job(const TempDir& dir, unsigned files, const std::string& nap) {
-  make_files(dir / "data", files);
-  write_file(dir / "src/score.py", "import os, time\ndef run(mini_batch):\n    time.sleep(" + nap +
-                                       ")\n    return [os.path.basename(p) for p in mini_batch]\n");
-  write_file(dir / "job.yaml", R"(type: parallel
-name: trusted
-inputs:
-  files: {type: uri_folder, path: ./data}
-outputs:
-  out: {type: uri_file, path: ./out.txt}
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-max_concurrency_per_instance: 2
-retry_settings:
-  max_retries: 1
-  timeout: 120
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-)");
+  JobSpec job;
+  job.name = "trusted";
+  job.max_retries = 1;
+  job.timeout_s = 120;
+  make_echo_job(dir.path(), files, job, nap);
 }
 
 RunResult run_job(const TempDir& dir, const Cluster& cl, std::chrono::seconds timeout) {
-  return run_capture({fanout_bin(), "run", dir / "job.yaml", "--interchange", cl.client_ep,
-                      "--python", python_bin(), "--quiet"},
-                     dir.path(), {}, timeout);
-}
-
-// Every row exactly once.
-void check_rows_once(const TempDir& dir, unsigned files) {
-  auto lines = read_lines(dir / "out.txt");
-  CHECK(lines.size() == files);
-  CHECK(std::set<std::string>(lines.begin(), lines.end()).size() == files);
+  return run_capture(run_argv(dir / "job.yaml", "", cl.client_ep), dir.path(), {}, timeout);
 }
 
 }  // namespace
@@ -218,7 +178,7 @@ TEST_CASE("integration.trust_net.unauthenticated_huge_frames_leave_memory_bounde
   auto r = run_job(dir, cl, std::chrono::seconds(120));
   INFO("client stderr:\n" << r.err << cl.logs());
   CHECK(r.status.code == 0);
-  check_rows_once(dir, 6);
+  check_rows_once(dir / "out.txt", 6);
 }
 
 TEST_CASE("integration.trust_net.another_connection_cannot_take_a_pools_routing_id") {
@@ -233,8 +193,7 @@ TEST_CASE("integration.trust_net.another_connection_cannot_take_a_pools_routing_
   const unsigned files = 30;
   write_job(dir, files, "0.2");
   fanout::SpawnOptions so;
-  so.argv = {fanout_bin(), "run",      dir / "job.yaml", "--interchange",
-             cl.client_ep, "--python", python_bin(),     "--quiet"};
+  so.argv = run_argv(dir / "job.yaml", "", cl.client_ep);
   so.cwd = dir.path();
   so.stdin_file = "null";
   so.stderr_file = dir / "client.err";
@@ -264,7 +223,7 @@ TEST_CASE("integration.trust_net.another_connection_cannot_take_a_pools_routing_
   REQUIRE(wait_until([&] { return client->poll().has_value(); }, std::chrono::seconds(150)));
   INFO("client stderr:\n" << read_text(dir / "client.err") << cl.logs());
   CHECK(client->poll()->code == 0);
-  check_rows_once(dir, files);
+  check_rows_once(dir / "out.txt", files);
   // No try spent: every attempt is the real pool's, and succeeded.
   CHECK(sql_int(db, "select count(*) from attempts") == files);
   CHECK(sql_int(db, "select count(*) from attempts where status != 'RUN_DONE'") == 0);
@@ -396,7 +355,7 @@ TEST_CASE("integration.trust_net.idle_connections_neither_exhaust_descriptors_no
   auto r = run_job(dir, cl, std::chrono::seconds(120));
   INFO("client stderr:\n" << r.err << cl.logs());
   CHECK(r.status.code == 0);
-  check_rows_once(dir, 4);
+  check_rows_once(dir / "out.txt", 4);
   MESSAGE("job took " << std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::steady_clock::now() - t1)
                              .count()

@@ -11,7 +11,7 @@
 
 #include "fanout/net/keys.hpp"
 #include "fanout/protocol/codec.hpp"
-#include "harness.hpp"
+#include "job_fixture.hpp"
 #include "raw_peer.hpp"
 
 using namespace fanout::test;
@@ -30,24 +30,10 @@ void keygen(const TempDir& tmp, const std::string& dir) {
 
 // A job over `dir`/data, one file per mini-batch, rows into `dir`/out.txt.
 void write_job(const std::string& dir, unsigned files) {
-  make_files(dir + "/data", files);
-  write_file(dir + "/src/score.py",
-             "import os\ndef run(mini_batch):\n    return [os.path.basename(p) for p in "
-             "mini_batch]\n");
-  write_file(dir + "/job.yaml", R"(type: parallel
-name: rooted
-inputs:
-  files: {type: uri_folder, path: ./data}
-outputs:
-  out: {type: uri_file, path: ./out.txt}
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-)");
+  JobSpec job;
+  job.name = "rooted";
+  job.concurrency.reset();
+  make_echo_job(dir, files, job);
 }
 
 // The Reject a SubmitJob of `spec` gets from a client-key peer ("" when accepted or silent).

@@ -6,24 +6,16 @@
 #include <doctest/doctest.h>
 
 #include <map>
-#include <set>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 
 namespace {
 
 // A marker file per mini-batch says whether this is its first try.
-const char* kScript = R"PY(
+const std::string kScript = std::string(kFirstTryPy) + R"PY(
 import ctypes, os, signal, time
-MARKERS = os.environ["MARKERS"]
-def first_try(name):
-    path = os.path.join(MARKERS, name)
-    if os.path.exists(path):
-        return False
-    open(path, "w").close()
-    return True
 def run(mini_batch):
     name = os.path.basename(mini_batch[0])
     with open(os.path.join(MARKERS, "runs.txt"), "a") as f:
@@ -47,29 +39,7 @@ def run(mini_batch):
 
 TEST_CASE("integration.worker_failures.kill_exit_segfault_hang_raise") {
   TempDir dir("workerfail");
-  make_files(dir / "data", 12);
-  write_file(dir / "src/score.py", kScript);
-  fanout::test::write_file(dir / "markers/.keep", "");
-  write_file(dir / "job.yaml", R"(type: parallel
-name: worker-failures
-inputs:
-  files: {type: uri_folder, path: ./data}
-outputs:
-  out: {type: uri_file, path: ./out.txt}
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-max_concurrency_per_instance: 2
-retry_settings:
-  max_retries: 2
-  timeout: 2
-environment_variables:
-  MARKERS: )" + (dir / "markers") + R"(
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-)");
+  make_first_try_job(dir.path(), "worker-failures", 12, kScript, 2);
   const std::string db = dir / "fanout.db";
   auto r = fanout_run(dir, "job.yaml", db);
   INFO("client stderr:\n" << r.err);
@@ -112,14 +82,9 @@ task:
                    "status='RUN_EXCEPTION'")[0] == "KeyError");
 
   // The output: every succeeded mini-batch's row exactly once, nothing of file00005.
-  auto lines = read_lines(dir / "out.txt");
-  CHECK(lines.size() == 11);
-  std::multiset<std::string> rows(lines.begin(), lines.end());
-  for (int i = 0; i < 12; ++i) {
-    char name[32];
-    std::snprintf(name, sizeof name, "file%05d.txt", i);
-    CHECK(rows.count(name) == (i == 5 ? 0u : 1u));
-  }
+  auto expected = file_names(12);
+  expected.erase(expected.begin() + 5);
+  check_rows_once(dir / "out.txt", expected);
   // run() was entered once per attempt that reached the worker.
   CHECK(read_lines(dir / "markers/runs.txt").size() == 19);
 }

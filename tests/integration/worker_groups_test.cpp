@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 namespace fs = std::filesystem;
@@ -22,15 +22,8 @@ namespace {
 // past the 5 s timeout; of file00001 it starts one and ends its worker with os._exit; of file00002
 // it starts one and returns (the grandchild is left to the job's end). Each grandchild's pid and
 // each worker's process group go to files the test reads.
-const char* kScript = R"PY(
+const std::string kScript = std::string(kFirstTryPy) + R"PY(
 import os, time
-MARKERS = os.environ["MARKERS"]
-def first_try(name):
-    path = os.path.join(MARKERS, name)
-    if os.path.exists(path):
-        return False
-    open(path, "w").close()
-    return True
 def note(file, text):
     with open(os.path.join(MARKERS, file), "a") as f:
         f.write(text + "\n")
@@ -91,30 +84,7 @@ std::set<long> numbers(const std::string& path) {
 
 TEST_CASE("integration.worker_groups.timeout_death_and_job_end_stop_the_grandchildren") {
   TempDir dir("wgroups");
-  make_files(dir / "data", 6);
-  write_file(dir / "src/score.py", kScript);
-  write_file(dir / "markers/.keep", "");
-  write_file(dir / "job.yaml", R"(type: parallel
-name: worker-groups
-inputs:
-  files: {type: uri_folder, path: ./data}
-outputs:
-  out: {type: uri_file, path: ./out.txt}
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-max_concurrency_per_instance: 2
-retry_settings:
-  max_retries: 2
-  timeout: 5
-environment_variables:
-  MARKERS: )" + (dir / "markers") +
-                                   R"(
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-)");
+  make_first_try_job(dir.path(), "worker-groups", 6, kScript, 5);
   const std::string db = dir / "fanout.db";
   const auto t0 = std::chrono::steady_clock::now();
   auto r = fanout_run(dir, "job.yaml", db);

@@ -3,9 +3,7 @@
 // again elsewhere without using a try, and every mini-batch's rows appear exactly once.
 #include <doctest/doctest.h>
 
-#include <set>
-
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 using namespace fanout::test;
 
@@ -21,36 +19,18 @@ def run(mini_batch):
         os._exit(9)
     return [os.path.basename(p) for p in mini_batch]
 )PY");
-  write_file(dir / "job.yaml", R"(type: parallel
-name: worker_pipe_queue
-inputs:
-  files:
-    type: uri_folder
-    path: ./data
-outputs:
-  rows:
-    type: uri_file
-    path: ./out/rows.txt
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-max_concurrency_per_instance: 2
-retry_settings:
-  max_retries: 2
-  timeout: 60
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.rows}}
-)");
+  JobSpec job;
+  job.name = "worker_pipe_queue";
+  job.output_key = "rows";
+  job.output = "./out/rows.txt";
+  job.max_retries = 2;
+  job.timeout_s = 60;
+  write_file(dir / "job.yaml", job_yaml(job));
   const std::string db = dir / "fanout.db";
   auto r = fanout_run(dir, "job.yaml", db, {"--prefetch", "16"});
   INFO("stderr:\n" << r.err);
   REQUIRE(r.status.code == 0);
-  auto lines = read_lines(dir / "out/rows.txt");
-  CHECK(lines.size() == 400);
-  std::set<std::string> distinct(lines.begin(), lines.end());
-  CHECK(distinct.size() == 400);
+  check_rows_once(dir / "out/rows.txt", 400);
   CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 400);
   CHECK(sql_int(db, "select count(*) from attempts where status='WORKER_LOST'") == 1);
   // Only the mini-batch that was running failed a try; 401 attempts in all.

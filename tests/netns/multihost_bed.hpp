@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -19,7 +18,7 @@
 
 #include <doctest/doctest.h>
 
-#include "harness.hpp"
+#include "job_fixture.hpp"
 
 namespace fanout::test::netns {
 
@@ -75,15 +74,9 @@ inline void require_bed_or_skip() {
 inline const std::vector<std::string> kBeats = {"--heartbeat-period-ms", "300",
                                                 "--heartbeat-threshold-ms", "3000"};
 
+// Each process's stdout and stderr go to one log.
 inline fanout::ChildProcess spawn(const std::vector<std::string>& argv, const std::string& log) {
-  fanout::SpawnOptions so;
-  so.argv = argv;
-  so.stdin_file = "null";
-  so.stdout_file = log;
-  so.stderr_file = log;
-  auto c = fanout::ChildProcess::spawn(so);
-  REQUIRE_MESSAGE(c.has_value(), c.error().message);
-  return std::move(*c);
+  return fanout::test::spawn(argv, log, log);
 }
 
 // The pool ports are fixed (each namespace has its own ports), so pools can be started before
@@ -183,19 +176,7 @@ struct MultiHost {
 };
 
 inline void write_counting_job(const TempDir& dir, unsigned files, const std::string& nap) {
-  make_files(dir / "data", files);
-  write_file(dir / "src/score.py", kCountingScript);
-  write_file(dir / "job.yaml", counting_job_yaml("multihost", dir / "runs.txt", nap));
-}
-
-inline void check_rows_once(const std::string& out, unsigned n) {
-  auto lines = read_lines(out);
-  CHECK(lines.size() == n);
-  CHECK(std::set<std::string>(lines.begin(), lines.end()).size() == n);
-}
-
-inline long long succeeded(const std::string& db) {
-  return sql_int(db, "select count(*) from minibatches where state='succeeded'");
+  make_counting_job(dir.path(), "multihost", files, nap);
 }
 
 }  // namespace fanout::test::netns

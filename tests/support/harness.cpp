@@ -186,6 +186,12 @@ void Cluster::start_interchange(const std::string& dir, const std::string& db,
   pool_ep = kv["pool"];
 }
 
+void Cluster::restart_interchange(const std::string& dir, const std::string& db,
+                                  std::vector<std::string> extra) {
+  extra.insert(extra.end(), {"--client-endpoint", client_ep, "--pool-endpoint", pool_ep});
+  start_interchange(dir, db, extra);
+}
+
 void Cluster::start_pool(const std::string& dir, const std::string& name, unsigned workers,
                          const std::vector<std::string>& extra) {
   const std::string log = dir + "/" + name + ".log";
@@ -226,29 +232,5 @@ def run(mini_batch):
     time.sleep(float(os.environ.get("NAP", "0.2")))
     return [name]
 )PY";
-
-std::string counting_job_yaml(const std::string& name, const std::string& runs,
-                              const std::string& nap) {
-  return "type: parallel\nname: " + name + R"(
-inputs:
-  files: {type: uri_folder, path: ./data}
-outputs:
-  out: {type: uri_file, path: ./out.txt}
-input_data: ${{inputs.files}}
-mini_batch_size: "1"
-max_concurrency_per_instance: 2
-retry_settings:
-  max_retries: 3
-  timeout: 120
-environment_variables:
-  RUNS: )" +
-         runs + "\n  NAP: \"" + nap + R"("
-task:
-  type: run_function
-  code: ./src
-  entry_script: score.py
-  append_row_to: ${{outputs.out}}
-)";
-}
 
 }  // namespace fanout::test

@@ -83,6 +83,10 @@ struct Cluster {
   // Starts the interchange on `db`, waiting for its ready file. Throws on failure.
   void start_interchange(const std::string& dir, const std::string& db,
                          const std::vector<std::string>& extra = {});
+  // Starts a new interchange on `db` bound to the same client and pool endpoints as the last one
+  // (after that one died or was killed), so that its clients and pools find it again.
+  void restart_interchange(const std::string& dir, const std::string& db,
+                           std::vector<std::string> extra = {});
   // Starts one pool connected to pool_ep.
   void start_pool(const std::string& dir, const std::string& name, unsigned workers,
                   const std::vector<std::string>& extra = {});
@@ -95,6 +99,7 @@ struct Cluster {
 extern const char* const kCountingScript;
 // A job named `name` over ./data, one file per mini-batch, running ./src/score.py (write
 // kCountingScript there) on 2 workers with 4 tries, rows into ./out.txt, RUNS=`runs`, NAP=`nap`.
+// Written by job_fixture.cpp's job_yaml(); make_counting_job() writes the whole job.
 std::string counting_job_yaml(const std::string& name, const std::string& runs,
                               const std::string& nap);
 
