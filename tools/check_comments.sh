@@ -6,8 +6,7 @@
 # file:line: text and exits 1; prints "comments: ok" and exits 0 when there is none.
 #
 # Checked: the comments of C++ files (// ...), of shell, Python and Meson files (# ...), and the
-# text of README.md and docs/*.md. pool/, client/ and tests/integration/ are exempt while they are
-# rewritten on their own branches; the lead removes the exemption once those are merged.
+# text of README.md and docs/*.md.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -15,7 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # What a comment may not cite: an issue number, a hash sign and a number (but not an HTML
 # entity, whose hash follows an ampersand), or a style or design file outside the repository.
 cite='STYLE\.md|DESIGN\.md|\b[Ii]ssues? #?[0-9]+|(?<![&\w])#[0-9]+\b'
-exempt='^(pool|client|tests/integration)/|^subprojects/|^build[^/]*/'
+exempt='^subprojects/|^build[^/]*/'
 
 hits=0
 check() {  # comment-start-regex files...

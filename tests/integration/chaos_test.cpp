@@ -1,4 +1,4 @@
-// Issue 18, "Done when": a chaos run. A real job of 3,000 one-file mini-batches on a standalone
+// A chaos run. A real job of 3,000 one-file mini-batches on a standalone
 // interchange with two pools of two workers, followed by `fanout run --interchange`, while the
 // test SIGKILLs workers, pools and the interchange in a random order (12 kills, within at most
 // 150 s), starting pools and the interchange again on the same endpoints. Then: the
@@ -132,7 +132,7 @@ TEST_CASE("integration.chaos.kills_of_workers_pools_and_the_interchange_lose_and
             parse_csv(read_text(logs + "/sys/job_report/processed_mini-batches.csv")).size()) ==
         sql_int(db, "select count(*) from attempts") + 1);
   CHECK(temporaries_under(logs) == 0);
-  // One pools row per pool, however often it registered (issue 18 item 12).
+  // One pools row per pool, however often it registered.
   CHECK(sql_int(db, "select count(*) from pools") == 2);
 
   cl.interchange.signal(SIGTERM);

@@ -1,4 +1,4 @@
-// The command line as people meet it (issue 17 items 9, 10, 16): every parse error exits 2 with
+// The command line as people meet it: every parse error exits 2 with
 // CLI11's message, validators refuse values out of range, --version on the three programs, -q
 // silences note: lines, and an empty store file is a new store. Real binaries; only the -q case
 // runs a (built-in no-op) job.
@@ -78,7 +78,7 @@ TEST_CASE("integration.cli.version_and_help") {
 }
 
 TEST_CASE("integration.cli.empty_store_file_is_a_new_store") {
-  // `sqlite3 STORE 'select ...'` before the first job leaves a 0-byte file (issue 17 item 10).
+  // `sqlite3 STORE 'select ...'` before the first job leaves a 0-byte file.
   TempDir dir("cli-empty");
   const std::string db = dir / "fanout.db";
   write_file(db, "");

@@ -1,4 +1,4 @@
-// ParallelRunStep compatibility, round 2 (issue 16), through the real binaries and real Python
+// ParallelRunStep compatibility, round 2, through the real binaries and real Python
 // entry scripts: what the worker sees (output folders, output_dir, environment variables,
 // PYTHONPATH), MLTable tables of files and mltable outputs, fresh append_row files, a bare
 // --db NAME, and pipeline command steps run with --python.

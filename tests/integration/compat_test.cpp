@@ -1,4 +1,4 @@
-// ParallelRunStep compatibility through the real binaries (issue 3): entry scripts written for
+// ParallelRunStep compatibility through the real binaries: entry scripts written for
 // Azure ML run unchanged — argument parsing, EntryScript, mini_batch_context, tabular (MLTable)
 // input with pandas, partition_keys — and bad tabular input fails before start with a located
 // error. Tests needing pandas run the workers with /usr/bin/python3 (Debian's python3-pandas).
@@ -25,7 +25,7 @@ std::string all_text(const std::vector<std::string>& files) {
   return s;
 }
 
-// `quiet`: --quiet, which also silences the note: lines (issue 17 item 16).
+// `quiet`: --quiet, which also silences the note: lines.
 RunResult run_job(const TempDir& dir, const std::string& job, const std::string& python,
                   const std::vector<std::string>& extra = {}, bool quiet = true) {
   std::vector<std::string> argv = {fanout_bin(), "run", dir / job, "--db", dir / "store/fanout.db",
@@ -356,7 +356,7 @@ task:
   CHECK(sql_column(db, "select state from jobs")[0] == "succeeded");
   CHECK(sql_int(db, "select sum(failed) from attempts where status = 'RUN_DONE'") == 500);
   // Each partition saw exactly its rows: ids i with i % 3 == g. EntryScript().output_dir is the
-  // declared folder output, as on Azure ML (issue 16; it was the run folder's outputs/).
+  // declared folder output, as on Azure ML (it was the run folder's outputs/).
   const std::string out_dir = dir / "out/models";
   for (int g = 0; g < 3; ++g) {
     long long n = 0, sum = 0;
@@ -572,7 +572,7 @@ def run(mini_batch):
   CHECK(r.err.find("azureml://datastores/workspaceblobstore/paths/scores.txt is written to") !=
         std::string::npos);
   CHECK(r.err.find("default_compute: azureml:cpu-cluster ignored") != std::string::npos);
-  // It keeps the URI's file name (issue 16): <run folder>/outputs/scores/scores.txt.
+  // It keeps the URI's file name: <run folder>/outputs/scores/scores.txt.
   auto outs = files_ending(dir / "store/runs", "/outputs/scores/scores.txt");
   REQUIRE(outs.size() == 1);
   auto lines = read_lines(outs.front());
@@ -825,7 +825,7 @@ TEST_CASE("integration.compat.shipped_examples_run") {
 }
 
 TEST_CASE("integration.compat.windows1252_partition_keys_and_undefined_bytes") {
-  // Issue 17 item 13: windows1252 is not latin1. The key value sent with each partition is the
+  // Windows1252 is not latin1. The key value sent with each partition is the
   // text the worker decodes (EUR sign, not U+0080), so no partition's rows are dropped; a byte
   // windows1252 does not define is an error naming file and row, not a silent drop.
   TempDir dir("compat-cp1252");

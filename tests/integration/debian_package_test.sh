@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Debian package as an administrator uses it (issue 17 item 15): tools/build_deb.sh packs the
+# The Debian package as an administrator uses it: tools/build_deb.sh packs the
 # build, `apt-get install ./fanout_*.deb` installs it, and the installed /usr/bin/fanout runs the
 # shipped example job from /usr/share/doc/fanout/examples; the man pages and bash completion are
 # where man and bash look. The package is removed at the end, also on failure.

@@ -107,7 +107,7 @@ TEST_CASE("integration.end_to_end.raising_run_is_recorded_and_retried") {
   auto r = fanout_run(dir, "job.yaml", db);
   INFO("stderr:\n" << r.err);
   // Thresholds are -1 (ignore), so the job does not fail with one failed mini-batch, as in PRS,
-  // but it is not plainly a success either: state partial, exit 4 (issue 17 item 1).
+  // but it is not plainly a success either: state partial, exit 4.
   CHECK(r.status.code == 4);
   CHECK(sql_column(db, "select state from jobs")[0] == "partial");
   CHECK(r.err.find("first error: mini-batch 1 try 1 on ") != std::string::npos);
@@ -123,7 +123,7 @@ TEST_CASE("integration.end_to_end.raising_run_is_recorded_and_retried") {
   CHECK(msg[0].find("Traceback") != std::string::npos);
   CHECK(sql_column(db, "select error_category from attempts where status='RUN_EXCEPTION'")[0] ==
         "ValueError");
-  // resume --failed (issue 17 item 3): with the script fixed, only the failed mini-batch runs
+  // resume --failed: with the script fixed, only the failed mini-batch runs
   // again; its rows are appended, the others' are not repeated, and the job ends succeeded.
   write_file(dir / "src/score.py", echo_script());
   auto again_failed = run_capture(

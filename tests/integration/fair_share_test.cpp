@@ -1,4 +1,4 @@
-// Several jobs on one interchange share its pools (issue 12 item 6): a small job submitted
+// Several jobs on one interchange share its pools: a small job submitted
 // behind a large one starts on the next free worker and ends long before the large one; ten
 // jobs at once all finish with their rows exactly once.
 #include <csignal>

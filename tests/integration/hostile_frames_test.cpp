@@ -127,7 +127,7 @@ TEST_CASE("integration.hostile_frames.interchange_survives_and_serves") {
   CHECK(read_text(cl.ix_log).find("dropped a bad frame") != std::string::npos);
 }
 
-// Hostile pools (issue 4): after a real job, a hand-made pool registers twice and sends results
+// Hostile pools: after a real job, a hand-made pool registers twice and sends results
 // for tasks it never held (a real succeeded task's id, with rows, and ids that never existed);
 // another peer sends results without registering. Nothing is written, the output keeps each row
 // once, the duplicate registration is answered with a fresh one, the unregistered peer is told to
@@ -236,7 +236,7 @@ TEST_CASE("integration.hostile_frames.forged_results_and_duplicate_registrations
   CHECK(read_lines(dir / "out.txt").size() == 12);
 }
 
-// What a client resubmitting after an interchange restart relies on (issue 4): mini-batches are
+// What a client resubmitting after an interchange restart relies on: mini-batches are
 // accepted in input order only, so duplicates and gaps are dropped, never recorded twice, and a
 // SubmitEnd whose total disagrees is refused with the count the interchange has.
 TEST_CASE("integration.hostile_frames.resubmitted_and_out_of_order_minibatches") {

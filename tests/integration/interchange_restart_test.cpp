@@ -1,4 +1,4 @@
-// Interchange crash and resume through the real binaries (issue 4). A standalone interchange is
+// Interchange crash and resume through the real binaries. A standalone interchange is
 // SIGKILLed mid-job, after some mini-batches committed and while its client is still submitting
 // (a small --window keeps the submission going), then started again on the same store and
 // endpoints: the pools re-register (they are told "not registered"), the client reattaches and
@@ -252,7 +252,7 @@ TEST_CASE("integration.interchange_restart.resume_finishes_and_cancel_stops_by_i
   auto c = run_capture({fanout_bin(), "cancel", std::to_string(job), "--db", db}, dir.path(), {},
                        std::chrono::seconds(60));
   INFO("cancel stderr:\n" << c.err << c2.logs());
-  // cancel's exit statuses (README, issue 17 item 4): 0 it cancelled the job ...
+  // cancel's exit statuses (README): 0 it cancelled the job ...
   CHECK(c.status.code == 0);
   CHECK(c.err.find("cancelled") != std::string::npos);
   auto st = slow.wait_for(std::chrono::seconds(60));

@@ -1,5 +1,5 @@
 // Lifecycle log lines reach the log file before the next step, so a process killed with SIGKILL
-// leaves its start, bind and register lines behind (issue 18 item 8).
+// leaves its start, bind and register lines behind.
 #include <csignal>
 
 #include <doctest/doctest.h>

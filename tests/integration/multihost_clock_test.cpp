@@ -1,4 +1,4 @@
-// Clock skew between hosts (issue 12, item 4): one pool's wall clock 10 minutes ahead, another's
+// Clock skew between hosts: one pool's wall clock 10 minutes ahead, another's
 // 10 minutes behind (FANOUT_TEST_CLOCK_OFFSET_S, test only: a namespace cannot change the clock).
 // Durations come from the steady clock where the task ran, and the start times a pool reports
 // are corrected by the offset it measured at registration, so the store and the reports hold

@@ -1,4 +1,4 @@
-// Pools come and go while a job runs on many hosts (issue 12, item 3): a pool started before the
+// Pools come and go while a job runs on many hosts: a pool started before the
 // interchange backs off and registers once it is up; the job scales from 1 to 4 pool hosts as
 // pools are added; a pool stopped with SIGTERM finishes its running tasks, hands back the ones
 // it had not started, says goodbye, and nothing is counted as failed. Namespace hosts as in

@@ -1,7 +1,7 @@
 // Pools on separate hosts: the interchange, the client and the pools run in their own network
 // namespaces joined by a bridge (tests/netns/bed.sh), and talk over real TCP between addresses
 // of one private /24. A host is cut off mid-job by taking its switch port down: its processes
-// keep running and come back when the port does. Issue 12. Every link is Curve-encrypted with the
+// keep running and come back when the port does. Every link is Curve-encrypted with the
 // test key folder (test_keys_dir(), passed as --keys), as plaintext off loopback is refused.
 // Needs root and `ip netns`; the whole executable is reported SKIP (exit 77) otherwise.
 #include <regex>

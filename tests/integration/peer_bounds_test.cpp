@@ -1,4 +1,4 @@
-// Issue 18 items 4, 5, 6, 7 and 13 through the real binaries: a result over the frame limit fails
+// Through the real binaries: a result over the frame limit fails
 // its attempt instead of hanging the job; a pool that heartbeats but drops tasks has them
 // requeued when their lease expires; sys.exit() in run() fails only its own mini-batch; an
 // oversized frame and a 100 MB all-nil SubmitTasks leave the interchange's memory bounded, a
@@ -251,7 +251,7 @@ def run(mini_batch):
   auto r = fanout_run(dir, "job.yaml", db, {}, std::chrono::seconds(120));
   INFO("client stderr:\n" << r.err);
   REQUIRE(r.status.signal == 0);
-  // init() failing on every worker start fails the job at once (issue 17 item 1): the first
+  // init() failing on every worker start fails the job at once: the first
   // mini-batch's tries are spent, the job ends failed naming the timeout.
   CHECK(r.status.code == 1);
   CHECK(sql_column(db, "select state from jobs where id = 1").at(0) == "failed");

@@ -1,4 +1,4 @@
-// Lost pools through the real binaries (issue 4): two pools on one standalone interchange, one
+// Lost pools through the real binaries: two pools on one standalone interchange, one
 // SIGKILLed (or frozen with SIGSTOP) while it runs attempts. The job completes on the other with
 // every row exactly once; the lost work is visible as POOL_LOST attempts; a pool that comes back
 // under the same name registers again, and what a frozen pool sends for work already reassigned

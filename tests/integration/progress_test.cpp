@@ -1,4 +1,4 @@
-// Issue 5 through the real binaries: the live progress line of `fanout run` under a
+// Through the real binaries, the live progress line of `fanout run` under a
 // pseudo-terminal (carriage-return updates and the final counts), the plain line when stderr is
 // a file, --json events, and logging discipline: logging_level from the spec reaches fanout's
 // processes, and at INFO their logs do not grow with the number of mini-batches.

@@ -1,4 +1,4 @@
-// Issue 5 through the real binaries: a 2-pool job with failures, the resource monitor and
+// Through the real binaries: a 2-pool job with failures, the resource monitor and
 // cProfile on; then every report file against the store (recomputed here with SQL from the
 // tables, not the views), `fanout report` byte for byte, the sample series per node and pool,
 // the profile through pstats, `fanout status` and `fanout history`.
@@ -210,7 +210,7 @@ TEST_CASE("integration.reports.two_pool_job_with_failures") {
     CHECK(read_text(e.path().string()) == read_text(logs + "/" + rel));
     ++compared;
   }
-  // + job_error.txt and one user/error/ file per worker process that failed (issue 17 item 11)
+  // + job_error.txt and one user/error/ file per worker process that failed
   CHECK(compared == 6 + 3 * static_cast<int>(nodes.size()) +
                         static_cast<int>(sql_int(db,
                                                  "select count(distinct pool || process) from "

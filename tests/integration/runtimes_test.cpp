@@ -161,7 +161,7 @@ TEST_CASE("integration.runtimes.native_failures_and_timeouts") {
     auto msg = sql_column(db, "select error_message from attempts where status='LOAD_EXCEPTION'");
     REQUIRE(!msg.empty());
     CHECK(msg[0].find("InitError: asked to fail") != std::string::npos);
-    // init() fails everywhere: the job fails with that error (issue 17 item 1), exit 1.
+    // init() fails everywhere: the job fails with that error, exit 1.
     CHECK(r.status.code == 1);
     CHECK(sql_column(db, "select state from jobs")[0] == "failed");
     const auto reason = sql_column(db, "select reason from jobs")[0];

@@ -1,4 +1,4 @@
-// Issue 11: who may connect. Keys made by `fanout keygen`, Curve on tcp:// endpoints with ZAP
+// Who may connect. Keys made by `fanout keygen`, Curve on tcp:// endpoints with ZAP
 // roles (pool keys on the pool port, client keys on the client port), the --insecure rule, secret
 // key modes, and the embedded default's private ipc:// folder. Real processes, real sockets.
 // See docs/security.md.

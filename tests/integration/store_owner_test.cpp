@@ -1,4 +1,4 @@
-// Issue 18 items 0, 1, 2, 3 and 9 through the real binaries: one live interchange owns a store
+// Through the real binaries: one live interchange owns a store
 // (concurrent `fanout run`s on one store attach to it, and a kill loses and duplicates nothing);
 // a second job never appends to a file a running job appends to; a job whose end was committed
 // just before its interchange died counts as succeeded and gets its reports; recovery keeps what
@@ -216,8 +216,8 @@ TEST_CASE("integration.store_owner.concurrent_runs_on_one_store_each_row_exactly
                        std::chrono::seconds(60)));
     auto b = start("b");
     auto c = start("c");
-    // Killed only once every job's submission is durable: a job killed before (issue 18 item 10,
-    // another fix) cannot be resumed.
+    // Killed only once every job's submission is durable: a job killed before then cannot be
+    // resumed, which is not what this case is about.
     REQUIRE(wait_until(
         [&] { return sql_int(db, "select count(*) from jobs where submit_done=1") == 3; },
         std::chrono::seconds(60)));

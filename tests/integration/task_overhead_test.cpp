@@ -1,4 +1,4 @@
-// --task_overhead_timeout through the real binaries (issue 4): the pool stops a worker whose
+// --task_overhead_timeout through the real binaries: the pool stops a worker whose
 // mini-batch spends too long outside run() (loading it, or building its rows) and the retry
 // succeeds; a slow run() is not cut by it, and a job without it keeps its old bounds.
 // The slow phases come from the entry script's init(), which wraps two functions of the shim

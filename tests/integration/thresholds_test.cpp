@@ -1,4 +1,4 @@
-// Thresholds and job timeouts through the real binaries (issue 4): each of error_threshold,
+// Thresholds and job timeouts through the real binaries: each of error_threshold,
 // mini_batch_error_threshold, --allowed_failed_count and allowed_failed_percent crossed in a small
 // job, and --progress_update_timeout / --first_task_creation_timeout expiring. The job ends
 // `failed` with the threshold named in jobs.reason and logs/job_result.txt, the client exits 1,

@@ -1,4 +1,4 @@
-// Worker deaths, timeouts and exceptions through the real binaries (issue 4): an entry script
+// Worker deaths, timeouts and exceptions through the real binaries: an entry script
 // that SIGKILLs its own worker, calls os._exit(3), segfaults or hangs on the first try of chosen
 // mini-batches, and raises on every try of another. Each failure costs only its attempt; the
 // store records each with its status and the exit code or signal; the output holds every
