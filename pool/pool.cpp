@@ -422,7 +422,8 @@ void Pool::on_message(const std::string& frame) {
       return;
     }
     case proto::MsgType::Shutdown:
-    case proto::MsgType::Drain:  // retired (docs/protocol.md): an older interchange's Drain stops us
+    case proto::MsgType::Drain:  // retired (docs/protocol.md): an older interchange's Drain stops
+                                 // us
       log_->info("interchange asked us to stop");
       told_to_stop_ = true;
       stop_.store(true, std::memory_order_relaxed);
