@@ -421,9 +421,9 @@ void Pool::on_message(const std::string& frame) {
       drop_job(m->job_id, m->reason);
       return;
     }
+    // Drain is retired (docs/protocol.md): one from an older interchange stops the pool too.
     case proto::MsgType::Shutdown:
-    case proto::MsgType::Drain:  // retired (docs/protocol.md): an older interchange's Drain stops
-                                 // us
+    case proto::MsgType::Drain:
       log_->info("interchange asked us to stop");
       told_to_stop_ = true;
       stop_.store(true, std::memory_order_relaxed);
