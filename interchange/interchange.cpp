@@ -239,14 +239,7 @@ int Interchange::run() {
     }
     if (now >= next_heartbeat) {
       next_heartbeat = now + opts_.heartbeat_period;
-      const std::string hb = proto::encode(proto::Heartbeat{});
-      std::vector<std::string> peers;
-      peers.reserve(pools_.size());
-      for (const auto& [peer, pool] : pools_.all()) peers.push_back(peer);
-      for (const auto& peer : peers) {
-        if (Pool* pool = pools_.find(peer)) send_pool(*pool, hb);
-      }
-      expire_pools(now);
+      heartbeat_pools(now);
       log_stats(false);
       if (submitter_gone()) break;
     }
@@ -255,15 +248,7 @@ int Interchange::run() {
       log_->critical("store {} failed; stopping", opts_.db_path);
       return proto::kExitRuntime;
     }
-    // A job whose output file failed (disk full, I/O error) ends failed; the others go on.
-    for (auto& [id, reason] : store_->take_failed_jobs()) store_failed_[id] = std::move(reason);
-    while (!store_failed_.empty()) {
-      auto f = store_failed_.begin();
-      const std::uint64_t id = f->first;
-      const Verdict failed{JobState::Failed, f->second};
-      store_failed_.erase(f);
-      if (ledger_.find(id) != nullptr) end_job(id, failed);
-    }
+    end_jobs_whose_output_failed();
     if (opts_.exit_when_idle && had_client_ && ledger_.empty() && !sessions_.reporting()) {
       // Give the last JobEnded time to leave before the sockets close.
       if (!idle) {
@@ -275,6 +260,34 @@ int Interchange::run() {
       idle = false;
     }
   }
+  shut_down();
+  return proto::kExitOk;
+}
+
+void Interchange::heartbeat_pools(Clock::time_point now) {
+  const std::string hb = proto::encode(proto::Heartbeat{});
+  std::vector<std::string> peers;
+  peers.reserve(pools_.size());
+  for (const auto& [peer, pool] : pools_.all()) peers.push_back(peer);
+  for (const auto& peer : peers) {
+    if (Pool* pool = pools_.find(peer)) send_pool(*pool, hb);
+  }
+  expire_pools(now);
+}
+
+// A job whose output file failed (disk full, I/O error) ends failed; the others go on.
+void Interchange::end_jobs_whose_output_failed() {
+  for (auto& [id, reason] : store_->take_failed_jobs()) store_failed_[id] = std::move(reason);
+  while (!store_failed_.empty()) {
+    auto f = store_failed_.begin();
+    const std::uint64_t id = f->first;
+    const Verdict failed{JobState::Failed, f->second};
+    store_failed_.erase(f);
+    if (ledger_.find(id) != nullptr) end_job(id, failed);
+  }
+}
+
+void Interchange::shut_down() {
   // Reports being written are finished (and recorded), and their clients told, before we go.
   reports_->wait_idle();
   on_reports_done();
@@ -293,7 +306,6 @@ int Interchange::run() {
   store_->flush();
   log_stats(true);
   log_->info("interchange stopped");
-  return 0;
 }
 
 void Interchange::bad_frame(const char* side, const std::string& peer, const Error& err) {
@@ -604,36 +616,7 @@ void Interchange::on_pool(net::Message& msg) {
     }
     return;
   }
-  if (h->type == proto::MsgType::Register) {
-    auto m = proto::decode<proto::Register>(msg.frame);
-    if (!m) return bad_frame("pool", msg.peer, m.error());
-    // A routing id and a pool name stay with the key that first registered them: another key
-    // can register under neither (it would replace the pool's row and fingerprint).
-    if (!key_holds(msg)) {
-      (void)pool_sock_.send_to(msg.peer, proto::encode(proto::make_reject(
-                                             proto::RejectCode::PoolRefused,
-                                             "Register: this routing id belongs to another key")));
-      return;
-    }
-    if (!pools_.name_holds(m->pool_name, msg.user_id)) {
-      ++stats_.key_mismatch;
-      if (warned_keys_.insert(msg.user_id).second) {
-        log_->warn(
-            "pool name '{}' is bound to key {}, but key {} registered under it (routing id "
-            "'{}'); refused (further attempts of this key are counted)",
-            m->pool_name, *pools_.name_key(m->pool_name), msg.user_id, msg.peer);
-      }
-      (void)pool_sock_.send_to(
-          msg.peer, proto::encode(proto::make_reject(
-                        proto::RejectCode::PoolRefused,
-                        "Register: pool name '" + m->pool_name + "' belongs to another key")));
-      return;
-    }
-    pools_.bind_key(msg.peer, msg.user_id);
-    pools_.bind_name(m->pool_name, msg.user_id);
-    on_register(msg.peer, *m, msg.user_id);
-    return;
-  }
+  if (h->type == proto::MsgType::Register) return on_pool_register(msg);
   Pool* pool = pools_.find(msg.peer);
   if (pool != nullptr && !key_holds(msg)) {
     // Routing ids are unique among live connections (no ROUTER_HANDOVER), so the registered
@@ -643,49 +626,87 @@ void Interchange::on_pool(net::Message& msg) {
     lose_pool(msg.peer, "its routing id was used by another key", false, true);
     return;
   }
-  if (pool == nullptr) {
-    // Unknown peer: after an interchange restart, or a pool declared lost. It must register
-    // again; whatever it sends before that is not trusted.
-    ++stats_.unknown_pool_frames;
-    if (h->type == proto::MsgType::ResultBatch) {
-      // Results of a pool declared lost (or from before a restart): their work was given away.
-      if (auto m = proto::decode<proto::ResultBatch>(msg.frame)) {
-        stats_.stale_results += m->results.size();
-        log_->warn(
-            "refused {} stale results from unregistered pool '{}' (declared lost, or "
-            "registered before a restart): their tasks were requeued",
-            m->results.size(), msg.peer);
-      }
-    }
-    (void)pool_sock_.send_to(msg.peer,
-                             proto::encode(proto::make_reject(proto::RejectCode::NotRegistered,
-                                                              "not registered: send Register")));
+  if (pool == nullptr) return on_unknown_pool(msg, h->type);
+  pools_.seen(*pool, Clock::now());
+  on_pool_message(*pool, msg, h->type);
+}
+
+// A Register: the routing id and the pool name must both be free or held by the sender's key.
+void Interchange::on_pool_register(const net::Message& msg) {
+  auto m = proto::decode<proto::Register>(msg.frame);
+  if (!m) return bad_frame("pool", msg.peer, m.error());
+  // A routing id and a pool name stay with the key that first registered them: another key
+  // can register under neither (it would replace the pool's row and fingerprint).
+  if (!key_holds(msg)) {
+    (void)pool_sock_.send_to(msg.peer, proto::encode(proto::make_reject(
+                                           proto::RejectCode::PoolRefused,
+                                           "Register: this routing id belongs to another key")));
     return;
   }
-  pools_.seen(*pool, Clock::now());
-  switch (h->type) {
+  if (!pools_.name_holds(m->pool_name, msg.user_id)) {
+    ++stats_.key_mismatch;
+    if (warned_keys_.insert(msg.user_id).second) {
+      log_->warn(
+          "pool name '{}' is bound to key {}, but key {} registered under it (routing id "
+          "'{}'); refused (further attempts of this key are counted)",
+          m->pool_name, *pools_.name_key(m->pool_name), msg.user_id, msg.peer);
+    }
+    (void)pool_sock_.send_to(
+        msg.peer, proto::encode(proto::make_reject(
+                      proto::RejectCode::PoolRefused,
+                      "Register: pool name '" + m->pool_name + "' belongs to another key")));
+    return;
+  }
+  pools_.bind_key(msg.peer, msg.user_id);
+  pools_.bind_name(m->pool_name, msg.user_id);
+  on_register(msg.peer, *m, msg.user_id);
+}
+
+// A frame from a peer that is not (or no longer) a registered pool.
+void Interchange::on_unknown_pool(const net::Message& msg, proto::MsgType type) {
+  // Unknown peer: after an interchange restart, or a pool declared lost. It must register
+  // again; whatever it sends before that is not trusted.
+  ++stats_.unknown_pool_frames;
+  if (type == proto::MsgType::ResultBatch) {
+    // Results of a pool declared lost (or from before a restart): their work was given away.
+    if (auto m = proto::decode<proto::ResultBatch>(msg.frame)) {
+      stats_.stale_results += m->results.size();
+      log_->warn(
+          "refused {} stale results from unregistered pool '{}' (declared lost, or "
+          "registered before a restart): their tasks were requeued",
+          m->results.size(), msg.peer);
+    }
+  }
+  (void)pool_sock_.send_to(msg.peer,
+                           proto::encode(proto::make_reject(proto::RejectCode::NotRegistered,
+                                                            "not registered: send Register")));
+}
+
+// A registered pool's frame, by type.
+void Interchange::on_pool_message(Pool& pool, const net::Message& msg, proto::MsgType type) {
+  switch (type) {
     case proto::MsgType::Heartbeat: {
       auto m = proto::decode<proto::Heartbeat>(msg.frame);
       if (!m) return bad_frame("pool", msg.peer, m.error());
-      pools_.set_capacity(*pool, m->capacity);
+      pools_.set_capacity(pool, m->capacity);
       if (m->lists_held) {
-        auto expired = leases_.heartbeat(pool->id, pool->tasks, m->held, Clock::now(),
+        auto expired = leases_.heartbeat(pool.id, pool.tasks, m->held, Clock::now(),
                                          opts_.heartbeat_threshold);
-        if (!expired.empty()) expire_leases(*pool, expired);
+        if (!expired.empty()) expire_leases(pool, expired);
       }
       return;
     }
     case proto::MsgType::ResultBatch: {
       auto m = proto::decode<proto::ResultBatch>(msg.frame);
       if (!m) return bad_frame("pool", msg.peer, m.error());
-      pools_.set_capacity(*pool, m->capacity);
-      on_results(*pool, *m);
+      pools_.set_capacity(pool, m->capacity);
+      on_results(pool, *m);
       return;
     }
     case proto::MsgType::ResourceSample: {
       auto m = proto::decode<proto::ResourceSample>(msg.frame);
       if (!m) return bad_frame("pool", msg.peer, m.error());
-      on_resource_sample(*pool, *m);
+      on_resource_sample(pool, *m);
       return;
     }
     case proto::MsgType::PoolLeaving: {
@@ -696,9 +717,9 @@ void Interchange::on_pool(net::Message& msg) {
     }
     default:
       bad_frame("pool", msg.peer,
-                Error{ErrorCode::Protocol,
-                      "pool sent " + proto::type_name(static_cast<std::uint8_t>(h->type)) +
-                          ", which pools never send"});
+                Error{ErrorCode::Protocol, "pool sent " +
+                                               proto::type_name(static_cast<std::uint8_t>(type)) +
+                                               ", which pools never send"});
   }
 }
 

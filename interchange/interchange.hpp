@@ -122,6 +122,12 @@ class Interchange final {
 
   // Pool side.
   void on_pool(net::Message& msg);
+  void heartbeat_pools(Clock::time_point now);  // and expires the silent ones
+  void end_jobs_whose_output_failed();
+  void shut_down();  // reports finished, pools told to go, the store flushed
+  void on_pool_register(const net::Message& msg);
+  void on_unknown_pool(const net::Message& msg, proto::MsgType type);
+  void on_pool_message(Pool& pool, const net::Message& msg, proto::MsgType type);
   // Whether the frame's key (Message::user_id) may use its routing id (PoolTable::key_holds).
   // Counts a mismatch and logs it once per key.
   bool key_holds(const net::Message& msg);

@@ -35,11 +35,9 @@ struct Translated {
   std::vector<std::string> notices{};
 };
 
-Translated translate(const detail::YamlReader& r, const YAML::Node& doc, const std::string& base) {
-  Translated t;
-  Fields top = r.collect(r.root(doc, "a mapping of batch deployment keys"));
-  // A pipeline component deployment has other keys (component, settings.default_compute): its
-  // type is told first, so the refusal says why rather than naming an unknown key.
+// A pipeline component deployment has other keys (component, settings.default_compute): its
+// type is told first, so the refusal says why rather than naming an unknown key.
+void check_type(const detail::YamlReader& r, const Fields& top) {
   if (const Entry* e = top.get("type"); e && !e->is_null()) {
     const std::string type(trim(r.text(*e)));
     if (type == "pipeline") {
@@ -56,6 +54,56 @@ Translated translate(const detail::YamlReader& r, const YAML::Node& doc, const s
       r.fail(e->where(), "expected model or pipeline (got \"" + type + "\")");
     }
   }
+}
+
+// `model:` -- `azureml:name:1` is a registered model (not local); a path or a mapping with a
+// path is local.
+void take_model(const detail::YamlReader& r, const Fields& top, const std::string& base,
+                Translated& t) {
+  if (const Entry* e = top.get("model"); e && !e->is_null()) {
+    if (e->value.IsScalar()) {
+      const std::string m(trim(e->value.Scalar()));
+      if (m.rfind("azureml:", 0) == 0) {
+        t.notices.push_back("model: " + m +
+                            " ignored (a registered model; set AZUREML_MODEL_DIR in "
+                            "environment_variables to a local copy)");
+      } else {
+        t.model_path = r.local_path(*e, base);
+      }
+    } else {
+      Fields m = r.fields(*e, {"name", "version", "path", "type", "description", "tags",
+                               "properties", "$schema", "stage", "flavors"});
+      if (const Entry* p = m.get("path")) t.model_path = r.local_path(*p, base);
+    }
+  }
+}
+
+// The run settings of `f` (the top level, then `settings:`, whose value wins and would give a
+// notice): output_action and output_file_name checked here, the others copied into the job.
+void take_settings(const detail::YamlReader& r, const Fields& f, YAML::Node& job, Translated& t) {
+  for (const auto k : kSettingKeys) {
+    const Entry* e = f.get(k);
+    if (e == nullptr) continue;
+    if (k == "output_action") {
+      t.output_action = std::string(trim(r.text(*e)));
+      if (t.output_action != "append_row" && t.output_action != "summary_only") {
+        r.fail(e->where(), "expected append_row or summary_only (got \"" + t.output_action + "\")");
+      }
+    } else if (k == "output_file_name") {
+      t.output_file = std::string(trim(r.text(*e, "a file name")));
+      if (t.output_file.empty() || t.output_file.find('/') != std::string::npos) {
+        r.fail(e->where(), "expected a file name without '/' (got \"" + t.output_file + "\")");
+      }
+    } else {
+      job[std::string(k)] = e->value;
+    }
+  }
+}
+
+Translated translate(const detail::YamlReader& r, const YAML::Node& doc, const std::string& base) {
+  Translated t;
+  Fields top = r.collect(r.root(doc, "a mapping of batch deployment keys"));
+  check_type(r, top);
   r.reject_unknown(top, {"$schema",
                          "name",
                          "endpoint_name",
@@ -91,23 +139,7 @@ Translated translate(const detail::YamlReader& r, const YAML::Node& doc, const s
         (e->value.IsScalar() ? e->value.Scalar() : std::string("inline definition")) +
         " ignored (fanout runs locally)");
   }
-  if (const Entry* e = top.get("model"); e && !e->is_null()) {
-    // `azureml:name:1` is a registered model (not local); a mapping with a path is local.
-    if (e->value.IsScalar()) {
-      const std::string m(trim(e->value.Scalar()));
-      if (m.rfind("azureml:", 0) == 0) {
-        t.notices.push_back("model: " + m +
-                            " ignored (a registered model; set AZUREML_MODEL_DIR in "
-                            "environment_variables to a local copy)");
-      } else {
-        t.model_path = r.local_path(*e, base);
-      }
-    } else {
-      Fields m = r.fields(*e, {"name", "version", "path", "type", "description", "tags",
-                               "properties", "$schema", "stage", "flavors"});
-      if (const Entry* p = m.get("path")) t.model_path = r.local_path(*p, base);
-    }
-  }
+  take_model(r, top, base, t);
   const Entry* cc = top.get("code_configuration");
   if (cc == nullptr) {
     r.fail(top.missing("code_configuration"),
@@ -124,32 +156,13 @@ Translated translate(const detail::YamlReader& r, const YAML::Node& doc, const s
   task["entry_script"] = script->value;
   job["task"] = task;
   if (const Entry* e = top.get("resources"); e && !e->is_null()) job["resources"] = e->value;
-  // Top-level keys first, then `settings:`, whose value wins (and would give a notice).
-  auto take = [&](const Fields& f) {
-    for (const auto k : kSettingKeys) {
-      const Entry* e = f.get(k);
-      if (e == nullptr) continue;
-      if (k == "output_action") {
-        t.output_action = std::string(trim(r.text(*e)));
-        if (t.output_action != "append_row" && t.output_action != "summary_only") {
-          r.fail(e->where(),
-                 "expected append_row or summary_only (got \"" + t.output_action + "\")");
-        }
-      } else if (k == "output_file_name") {
-        t.output_file = std::string(trim(r.text(*e, "a file name")));
-        if (t.output_file.empty() || t.output_file.find('/') != std::string::npos) {
-          r.fail(e->where(), "expected a file name without '/' (got \"" + t.output_file + "\")");
-        }
-      } else {
-        job[std::string(k)] = e->value;
-      }
-    }
-  };
-  take(top);
+  take_settings(r, top, job, t);
   if (const Entry* s = top.get("settings"); s && !s->is_null()) {
-    take(r.fields(
-        *s, {"mini_batch_size", "max_concurrency_per_instance", "retry_settings", "error_threshold",
-             "logging_level", "environment_variables", "output_action", "output_file_name"}));
+    take_settings(r,
+                  r.fields(*s, {"mini_batch_size", "max_concurrency_per_instance", "retry_settings",
+                                "error_threshold", "logging_level", "environment_variables",
+                                "output_action", "output_file_name"}),
+                  job, t);
   }
   t.job = job;
   return t;

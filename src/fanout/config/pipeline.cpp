@@ -146,6 +146,12 @@ class PipelineParser final {
   BoundValue bind_input(const Def& d, const std::string& key, const YAML::Node& v,
                         const std::string& file, const std::string& base) const;
   PipelineStep resolve(const Def& d);
+  void take_inputs(const Def& d, PipelineStep& s, const YAML::Node& n, const std::string& file,
+                   const std::string& base);
+  void take_outputs(const Def& d, PipelineStep& s, const YAML::Node& n, const std::string& file,
+                    const std::string& base);
+  void resolve_command(const Def& d, PipelineStep& s);
+  void resolve_parallel(const Def& d, PipelineStep& s);
   std::string substitute(const Def& d, const PipelineStep& s, const std::string& text,
                          const YAML::Node& where) const;
 
@@ -443,111 +449,130 @@ PipelineStep PipelineParser::resolve(const Def& d) {
 
   // Inputs: the definition's (component declarations, defaults, or the inline values), then the
   // pipeline job's bindings over them.
-  auto take_inputs = [&](const YAML::Node& n, const std::string& file, const std::string& base) {
-    if (!n || n.IsNull()) return;
-    if (!n.IsMap())
-      fail(file, line_of(n), key + ".inputs", "expected a mapping (got " + describe(n) + ")");
-    for (const auto& kv : n) {
-      const std::string in = kv.first.Scalar();
-      BoundValue b = bind_input(d, key + ".inputs." + in, kv.second, file, base);
-      auto prev = s.inputs.find(in);
-      // A reference bound to a declared input takes the declared type (a component's mltable
-      // input fed by a job's uri_folder output is read as a table).
-      if (prev != s.inputs.end() && kv.second.IsScalar() && b.type != "literal" &&
-          is_path_type(prev->second.type)) {
-        b.type = prev->second.type;
-      }
-      s.inputs[in] = b;
-    }
-  };
-  take_inputs(d.def["inputs"], d.file, def_base);
-  if (d.def != d.job) take_inputs(d.job["inputs"], file_, base_);
+  take_inputs(d, s, d.def["inputs"], d.file, def_base);
+  if (d.def != d.job) take_inputs(d, s, d.job["inputs"], file_, base_);
   for (const auto& [name, b] : s.inputs) {
     if (b.type != "literal" && b.value.empty()) {
       fail(file_, line_of(d.job), key + ".inputs." + name,
            "expected a value bound to the input (got none)");
     }
   }
-
-  // Outputs: declared in the definition, bound in the pipeline job; a path everywhere.
-  auto take_outputs = [&](const YAML::Node& n, const std::string& file, const std::string& base) {
-    if (!n || n.IsNull()) return;
-    if (!n.IsMap())
-      fail(file, line_of(n), key + ".outputs", "expected a mapping (got " + describe(n) + ")");
-    for (const auto& kv : n) {
-      const std::string out = kv.first.Scalar();
-      const std::string where = key + ".outputs." + out;
-      const YAML::Node v = kv.second;
-      BoundValue b = s.outputs.count(out) ? s.outputs[out] : BoundValue{"uri_folder", ""};
-      const std::string fallback = p_.run_dir + "/" + d.name + "/" + out;
-      if (v.IsScalar()) {
-        const auto parts = split_dots(sole_ref(v.Scalar()).value_or(""));
-        if (parts.size() == 3 && parts[0] == "parent" && parts[1] == "outputs") {
-          auto it = p_.outputs.find(parts[2]);
-          if (it == p_.outputs.end()) {
-            fail(file, line_of(v), where,
-                 "refers to pipeline output " + quote_whole(parts[2]) +
-                     ", which is not defined under outputs");
-          }
-          b.value = it->second.value;
-          if (it->second.type != "uri_folder") b.type = it->second.type;
-        } else {
-          fail(file, line_of(v), where,
-               "expected a mapping with type and path, or ${{parent.outputs.<name>}} (got " +
-                   describe(v) + ")");
-        }
-      } else if (v.IsMap()) {
-        if (v["type"]) b.type = std::string(trim(scalar(v["type"], where + ".type", "a type")));
-        if (v["path"] || b.value.empty()) {
-          YAML::Node p = v["path"];
-          if (p && p.IsScalar()) {
-            const auto parts = split_dots(sole_ref(p.Scalar()).value_or(""));
-            if (parts.size() == 3 && parts[0] == "parent" && parts[1] == "outputs" &&
-                p_.outputs.count(parts[2])) {
-              b.value = p_.outputs[parts[2]].value;
-              s.outputs[out] = b;
-              continue;
-            }
-          }
-          b.value = output_path(file, p, base, where, fallback, b.type);
-        }
-      } else if (b.value.empty()) {
-        b.value = fallback;  // `name:` with nothing: a folder of its own
-      }
-      if (b.value.empty()) b.value = fallback;
-      s.outputs[out] = b;
-    }
-  };
-  take_outputs(d.def["outputs"], d.file, def_base);
-  if (d.def != d.job) take_outputs(d.job["outputs"], file_, base_);
-
+  take_outputs(d, s, d.def["outputs"], d.file, def_base);
+  if (d.def != d.job) take_outputs(d, s, d.job["outputs"], file_, base_);
   if (s.type == "command") {
-    // A parallel job's parser reports its own compute and environment.
-    notice_ignored(d.job["compute"], key + ".compute");
-    notice_ignored(d.def["environment"], key + ".environment");
-    const YAML::Node cmd = d.def["command"];
-    if (!cmd)
-      fail(d.file, line_of(d.def), key + ".command", "expected a command line (got nothing)");
-    s.command = substitute(d, s, scalar(cmd, key + ".command", "a command line"), cmd);
-    s.cwd = def_base;
-    if (const YAML::Node code = d.def["code"]; code && !code.IsNull()) {
-      s.cwd = local_input_path(d.file, code, key + ".code", def_base);
-      std::error_code ec;
-      if (!fs::is_directory(s.cwd, ec)) {
-        fail(d.file, line_of(code), key + ".code",
-             "expected an existing folder (got " + quote_whole(code.Scalar()) +
-                 ", which does not exist)");
-      }
-    }
-    if (const YAML::Node env = d.def["environment_variables"]; env && env.IsMap()) {
-      for (const auto& kv : env) {
-        s.environment_variables[kv.first.Scalar()] =
-            scalar(kv.second, key + ".environment_variables." + kv.first.Scalar(), "a value");
-      }
-    }
-    return s;
+    resolve_command(d, s);
+  } else {
+    resolve_parallel(d, s);
   }
+  return s;
+}
 
+// The step's inputs from `n` (the definition's declarations, defaults or inline values, or the
+// pipeline job's bindings over them).
+void PipelineParser::take_inputs(const Def& d, PipelineStep& s, const YAML::Node& n,
+                                 const std::string& file, const std::string& base) {
+  const std::string key = "jobs." + d.name;
+  if (!n || n.IsNull()) return;
+  if (!n.IsMap())
+    fail(file, line_of(n), key + ".inputs", "expected a mapping (got " + describe(n) + ")");
+  for (const auto& kv : n) {
+    const std::string in = kv.first.Scalar();
+    BoundValue b = bind_input(d, key + ".inputs." + in, kv.second, file, base);
+    auto prev = s.inputs.find(in);
+    // A reference bound to a declared input takes the declared type (a component's mltable
+    // input fed by a job's uri_folder output is read as a table).
+    if (prev != s.inputs.end() && kv.second.IsScalar() && b.type != "literal" &&
+        is_path_type(prev->second.type)) {
+      b.type = prev->second.type;
+    }
+    s.inputs[in] = b;
+  }
+}
+
+// The step's outputs from `n`: declared in the definition, bound in the pipeline job; a path
+// everywhere.
+void PipelineParser::take_outputs(const Def& d, PipelineStep& s, const YAML::Node& n,
+                                  const std::string& file, const std::string& base) {
+  const std::string key = "jobs." + d.name;
+  if (!n || n.IsNull()) return;
+  if (!n.IsMap())
+    fail(file, line_of(n), key + ".outputs", "expected a mapping (got " + describe(n) + ")");
+  for (const auto& kv : n) {
+    const std::string out = kv.first.Scalar();
+    const std::string where = key + ".outputs." + out;
+    const YAML::Node v = kv.second;
+    BoundValue b = s.outputs.count(out) ? s.outputs[out] : BoundValue{"uri_folder", ""};
+    const std::string fallback = p_.run_dir + "/" + d.name + "/" + out;
+    if (v.IsScalar()) {
+      const auto parts = split_dots(sole_ref(v.Scalar()).value_or(""));
+      if (parts.size() == 3 && parts[0] == "parent" && parts[1] == "outputs") {
+        auto it = p_.outputs.find(parts[2]);
+        if (it == p_.outputs.end()) {
+          fail(file, line_of(v), where,
+               "refers to pipeline output " + quote_whole(parts[2]) +
+                   ", which is not defined under outputs");
+        }
+        b.value = it->second.value;
+        if (it->second.type != "uri_folder") b.type = it->second.type;
+      } else {
+        fail(file, line_of(v), where,
+             "expected a mapping with type and path, or ${{parent.outputs.<name>}} (got " +
+                 describe(v) + ")");
+      }
+    } else if (v.IsMap()) {
+      if (v["type"]) b.type = std::string(trim(scalar(v["type"], where + ".type", "a type")));
+      if (v["path"] || b.value.empty()) {
+        YAML::Node p = v["path"];
+        if (p && p.IsScalar()) {
+          const auto parts = split_dots(sole_ref(p.Scalar()).value_or(""));
+          if (parts.size() == 3 && parts[0] == "parent" && parts[1] == "outputs" &&
+              p_.outputs.count(parts[2])) {
+            b.value = p_.outputs[parts[2]].value;
+            s.outputs[out] = b;
+            continue;
+          }
+        }
+        b.value = output_path(file, p, base, where, fallback, b.type);
+      }
+    } else if (b.value.empty()) {
+      b.value = fallback;  // `name:` with nothing: a folder of its own
+    }
+    if (b.value.empty()) b.value = fallback;
+    s.outputs[out] = b;
+  }
+}
+
+// A command step: its command line with the bindings substituted, its folder and variables.
+void PipelineParser::resolve_command(const Def& d, PipelineStep& s) {
+  const std::string key = "jobs." + d.name;
+  const std::string def_base = fs::path(d.file_abs).parent_path().string();
+  // A parallel job's parser reports its own compute and environment.
+  notice_ignored(d.job["compute"], key + ".compute");
+  notice_ignored(d.def["environment"], key + ".environment");
+  const YAML::Node cmd = d.def["command"];
+  if (!cmd) fail(d.file, line_of(d.def), key + ".command", "expected a command line (got nothing)");
+  s.command = substitute(d, s, scalar(cmd, key + ".command", "a command line"), cmd);
+  s.cwd = def_base;
+  if (const YAML::Node code = d.def["code"]; code && !code.IsNull()) {
+    s.cwd = local_input_path(d.file, code, key + ".code", def_base);
+    std::error_code ec;
+    if (!fs::is_directory(s.cwd, ec)) {
+      fail(d.file, line_of(code), key + ".code",
+           "expected an existing folder (got " + quote_whole(code.Scalar()) +
+               ", which does not exist)");
+    }
+  }
+  if (const YAML::Node env = d.def["environment_variables"]; env && env.IsMap()) {
+    for (const auto& kv : env) {
+      s.environment_variables[kv.first.Scalar()] =
+          scalar(kv.second, key + ".environment_variables." + kv.first.Scalar(), "a value");
+    }
+  }
+}
+
+// A parallel step: the definition, given concrete inputs and outputs, parsed as a job.
+void PipelineParser::resolve_parallel(const Def& d, PipelineStep& s) {
+  const std::string key = "jobs." + d.name;
   // type: parallel. Give the definition concrete inputs and outputs and parse it as a job.
   // Edited in place (a clone would lose the line marks that messages need); nothing reads the
   // definition's inputs and outputs after this point.
@@ -581,7 +606,6 @@ PipelineStep PipelineParser::resolve(const Def& d) {
   s.job = std::move(*cfg);
   for (const auto& n : s.job.notices) p_.notices.push_back(key + ": " + n);
   s.job.notices.clear();
-  return s;
 }
 
 Pipeline PipelineParser::run(const YAML::Node& root) {
