@@ -439,6 +439,17 @@ class TableParser final {
     return "{\"filter\":" + parsed.json + "}";
   }
 
+  // One of `allowed`, else an error naming the key, the choices and the value.
+  template <std::size_t N>
+  std::string choice(const YAML::Node& x, const std::string& key,
+                     const std::array<std::string_view, N>& allowed) const {
+    std::string v = r_.scalar(x, key, one_of(allowed));
+    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+      r_.fail({key, line_of(x)}, "expected " + one_of(allowed) + " (got " + quote_whole(v) + ")");
+    }
+    return v;
+  }
+
   void parse_read_delimited(const YAML::Node& v, const std::string& k) {
     if (v.IsNull()) return;
     if (!v.IsMap()) {
@@ -457,17 +468,9 @@ class TableParser final {
                       quote_whole(t_.delimiter) + ")");
         }
       } else if (opt == "encoding") {
-        t_.encoding = r_.scalar(x, ok, one_of(kEncodings));
-        if (std::find(kEncodings.begin(), kEncodings.end(), t_.encoding) == kEncodings.end()) {
-          r_.fail({ok, line_of(x)},
-                  "expected " + one_of(kEncodings) + " (got " + quote_whole(t_.encoding) + ")");
-        }
+        t_.encoding = choice(x, ok, kEncodings);
       } else if (opt == "header") {
-        t_.header = r_.scalar(x, ok, one_of(kHeaders));
-        if (std::find(kHeaders.begin(), kHeaders.end(), t_.header) == kHeaders.end()) {
-          r_.fail({ok, line_of(x)},
-                  "expected " + one_of(kHeaders) + " (got " + quote_whole(t_.header) + ")");
-        }
+        t_.header = choice(x, ok, kHeaders);
       } else if (opt == "empty_as_string") {
         t_.empty_as_string = r_.boolean(x, ok);
       } else if (opt == "include_path_column") {
@@ -492,11 +495,7 @@ class TableParser final {
       const std::string ok = k + "." + opt;
       const YAML::Node x = kv.second;
       if (opt == "encoding") {
-        t_.encoding = r_.scalar(x, ok, one_of(kEncodings));
-        if (std::find(kEncodings.begin(), kEncodings.end(), t_.encoding) == kEncodings.end()) {
-          r_.fail({ok, line_of(x)},
-                  "expected " + one_of(kEncodings) + " (got " + quote_whole(t_.encoding) + ")");
-        }
+        t_.encoding = choice(x, ok, kEncodings);
       } else if (opt == "invalid_lines") {
         t_.invalid_lines = r_.scalar(x, ok, "error or drop");
         if (t_.invalid_lines != "error" && t_.invalid_lines != "drop") {
