@@ -71,6 +71,22 @@ std::string tail(const std::string& path, std::size_t lines) {
   return out;
 }
 
+ChildProcess spawn(const std::vector<std::string>& argv, const std::string& out,
+                   const std::string& err, const EnvList& env) {
+  SpawnOptions so;
+  so.argv = argv;
+  so.env_set = env;
+  so.stdin_file = "null";
+  so.stdout_file = out;
+  so.stderr_file = err;
+  auto c = ChildProcess::spawn(so);
+  if (!c) {
+    throw std::runtime_error("cannot start " + (argv.empty() ? std::string("(nothing)") : argv[0]) +
+                             ": " + c.error().message);
+  }
+  return std::move(*c);
+}
+
 RunResult run_capture(const std::vector<std::string>& argv, const std::string& dir,
                       const std::vector<std::pair<std::string, std::string>>& env,
                       std::chrono::seconds timeout) {
@@ -78,19 +94,12 @@ RunResult run_capture(const std::vector<std::string>& argv, const std::string& d
   ++counter;
   const std::string out = dir + "/cmd" + std::to_string(counter) + ".out";
   const std::string err = dir + "/cmd" + std::to_string(counter) + ".err";
-  SpawnOptions so;
-  so.argv = argv;
-  so.env_set = env;
-  so.stdin_file = "null";
-  so.stdout_file = out;
-  so.stderr_file = err;
-  auto child = ChildProcess::spawn(so);
-  if (!child) throw std::runtime_error("spawn failed: " + child.error().message);
+  ChildProcess child = spawn(argv, out, err, env);
   RunResult r;
-  auto st = child->wait_for(timeout);
+  auto st = child.wait_for(timeout);
   if (!st) {
-    child->set_grace(std::chrono::milliseconds(2000));
-    r.status = child->stop();
+    child.set_grace(std::chrono::milliseconds(2000));
+    r.status = child.stop();
     r.status.code = -2;  // timed out
   } else {
     r.status = *st;

@@ -39,6 +39,14 @@ std::string read_text(const std::string& path);  // "" if missing
 std::vector<std::string> read_lines(const std::string& path);
 std::string tail(const std::string& path, std::size_t lines = 30);
 
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// Starts `argv` with stdin from /dev/null, stdout to `out` and stderr to `err` (the same file for
+// both is fine), with `env` added to this process's environment. Does not wait. Throws
+// std::runtime_error, naming the program, when it cannot be started.
+[[nodiscard]] ChildProcess spawn(const std::vector<std::string>& argv, const std::string& out,
+                                 const std::string& err, const EnvList& env = {});
+
 // Runs a command to completion with stdout and stderr captured to files under `dir`.
 struct RunResult {
   ExitStatus status{};

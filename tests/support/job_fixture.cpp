@@ -15,22 +15,6 @@
 
 namespace fanout::test {
 
-ChildProcess spawn(const std::vector<std::string>& argv, const std::string& out,
-                   const std::string& err, const EnvList& env) {
-  SpawnOptions so;
-  so.argv = argv;
-  so.env_set = env;
-  so.stdin_file = "null";
-  so.stdout_file = out;
-  so.stderr_file = err;
-  auto c = ChildProcess::spawn(so);
-  if (!c) {
-    throw std::runtime_error("cannot start " + (argv.empty() ? std::string("(nothing)") : argv[0]) +
-                             ": " + c.error().message);
-  }
-  return std::move(*c);
-}
-
 std::vector<std::string> run_argv(const std::string& job, const std::string& db,
                                   const std::string& client_ep,
                                   const std::vector<std::string>& extra) {

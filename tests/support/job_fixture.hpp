@@ -19,14 +19,6 @@
 
 namespace fanout::test {
 
-using EnvList = std::vector<std::pair<std::string, std::string>>;
-
-// Starts `argv` with stdin from /dev/null, stdout to `out` and stderr to `err` (the same file for
-// both is fine), with `env` added to this process's environment. Does not wait. Throws
-// std::runtime_error, naming the program, when it cannot be started.
-[[nodiscard]] ChildProcess spawn(const std::vector<std::string>& argv, const std::string& out,
-                                 const std::string& err, const EnvList& env = {});
-
 // `fanout run <job> --db <db> --python <python_bin()> --quiet [extra...]`, against the
 // interchange at `client_ep` (`--interchange`) or on the embedded default when it is "";
 // without --db when `db` is "".
