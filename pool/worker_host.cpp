@@ -269,7 +269,7 @@ class CommandRuntime final : public Runtime {
     g_command_pgid.store(child->pid());
     const ExitStatus st = child->wait();
     g_command_pgid.store(0);
-    collect(st, out);
+    collect(st, b.items.size(), out);
   }
 
   void shutdown() override { cleanup(); }
@@ -326,8 +326,8 @@ class CommandRuntime final : public Runtime {
     return so;
   }
 
-  // The outcome of the command that ended with `st`: its rows, or why it failed.
-  void collect(const ExitStatus& st, Outcome& out) const {
+  // The outcome of the command that ended with `st` on `items` items: its rows, or why it failed.
+  void collect(const ExitStatus& st, std::size_t items, Outcome& out) const {
     auto err_text = read_file(err_file_);
     const std::string err = err_text ? std::move(*err_text) : std::string();
     if (!err.empty()) {
@@ -353,7 +353,7 @@ class CommandRuntime final : public Runtime {
       return fail(out, "OutputTooLarge",
                   fmt::format("the command wrote more than {} bytes", kMaxOutput));
     }
-    out.n_result = n;
+    out.n_result = opts_.items_by_exit_status ? items : n;
     if (opts_.append_row) out.output = std::move(rows);
   }
 

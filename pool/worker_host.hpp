@@ -49,6 +49,9 @@ struct RuntimeOptions {
   std::string target{};             // the command line, or the library path / "builtin:<name>"
   std::vector<std::string> args{};  // the job's user arguments
   bool append_row = true;           // false: summary_only, no rows are kept
+  // command: a mini-batch that exits 0 succeeds for all its items, whatever it prints (GNU
+  // parallel's rule; FANOUT_COMMAND_ITEMS=exit_status). Else each stdout line is one result.
+  bool items_by_exit_status = false;
 };
 
 // Error{InvalidArgument} for an unknown kind.

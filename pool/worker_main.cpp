@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   for (int i = 3; i < argc; ++i) opts.args.emplace_back(argv[i]);
   const char* append = std::getenv("FANOUT_APPEND_ROW");
   opts.append_row = append == nullptr || std::string(append) != "0";
+  const char* items = std::getenv("FANOUT_COMMAND_ITEMS");
+  opts.items_by_exit_status = items != nullptr && std::string(items) == "exit_status";
   auto rt = fanout::worker::make_runtime(opts);
   if (!rt) {
     std::fprintf(stderr, "%s\n", rt.error().message.c_str());
