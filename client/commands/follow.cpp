@@ -438,10 +438,17 @@ int report_ended(const proto::JobEnded& ended, const std::string& output_path,
           stderr, "  first error: mini-batch %llu try %llu on %s: %s: %s\n",
           static_cast<unsigned long long>(e.minibatch), static_cast<unsigned long long>(e.attempt),
           e.process.empty() ? "-" : e.process.c_str(), e.status.c_str(), e.message.c_str());
+      for (const auto& line : e.tail) std::fprintf(stderr, "    %s\n", line.c_str());
     }
   }
   if (!output_path.empty()) std::fprintf(stderr, "  output: %s\n", output_path.c_str());
   if (!log_dir.empty()) std::fprintf(stderr, "  logs: %s\n", log_dir.c_str());
+  // The last line says how to go on: what failed or never ran is run again by resume --failed.
+  if (ended.state == "failed" || ended.state == "partial" || ended.state == "cancelled") {
+    std::fprintf(stderr, "fanout: continue with: fanout resume %llu --failed%s%s\n",
+                 static_cast<unsigned long long>(ended.job_id), db.empty() ? "" : " --db ",
+                 db.c_str());
+  }
   return exit_status(ended.state, allow_partial);
 }
 

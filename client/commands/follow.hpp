@@ -19,7 +19,9 @@ void write_job_pointer(const std::string& run_dir, const std::string& endpoint,
                        std::uint64_t job_id);
 
 // Prints the job's end (state, reason, counts, output and logs, and, when the store `db` can be
-// read here, the job's first real error) and returns exit_status(state, allow_partial).
+// read here, the job's first real error with the last lines of its message), then, for a failed,
+// partial or cancelled job, a last line with the command that continues it (`fanout resume N
+// --failed`), and returns exit_status(state, allow_partial).
 int report_ended(const proto::JobEnded& ended, const std::string& output_path,
                  const std::string& log_dir, const std::string& db = {},
                  bool allow_partial = false);

@@ -17,14 +17,25 @@ namespace {
 // An error line from a row of (minibatch_id, picked_count, process, status, error_message,
 // process_start_time): the message's first line, at most 300 bytes.
 JobStatus::ErrorLine error_line(const Statement& st) {
-  std::string_view msg = st.column_text(4);
-  msg = msg.substr(0, msg.find('\n'));
-  return JobStatus::ErrorLine{st.column_uint64(0),
-                              st.column_uint64(1),
-                              std::string(st.column_text(2)),
-                              std::string(st.column_text(3)),
-                              std::string(msg.substr(0, 300)),
-                              std::string(st.column_text(5))};
+  const std::string_view full = st.column_text(4);
+  const std::string_view msg = full.substr(0, full.find('\n'));
+  JobStatus::ErrorLine e{st.column_uint64(0),
+                         st.column_uint64(1),
+                         std::string(st.column_text(2)),
+                         std::string(st.column_text(3)),
+                         std::string(msg.substr(0, 300)),
+                         std::string(st.column_text(5))};
+  // The last lines, newest last: what a failing command said just before it ended.
+  std::string_view rest = msg.size() < full.size() ? full.substr(msg.size() + 1) : "";
+  while (!rest.empty() && e.tail.size() < 5) {
+    while (!rest.empty() && rest.back() == '\n') rest.remove_suffix(1);
+    if (rest.empty()) break;
+    const auto nl = rest.rfind('\n');
+    const std::string_view line = nl == std::string_view::npos ? rest : rest.substr(nl + 1);
+    if (line != "stderr (tail):") e.tail.insert(e.tail.begin(), std::string(line.substr(0, 300)));
+    rest = nl == std::string_view::npos ? "" : rest.substr(0, nl);
+  }
+  return e;
 }
 
 // The job's row of view job_progress into `s`; false when there is no such job.

@@ -23,6 +23,8 @@ struct JobStatus {
     std::uint64_t attempt = 0;
     std::string process{}, status{}, message{};  // message: its first line
     std::string time{};                          // ISO UTC
+    // The message's last lines after the first (at most 5; a command's stderr ends its message).
+    std::vector<std::string> tail{};
   };
   std::uint64_t id = 0;
   std::string name{}, state{}, reason{}, log_dir{}, output_path{};
