@@ -5,9 +5,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "client/commands/adhoc.hpp"
@@ -48,6 +53,36 @@ CLI::Range job_ids() {
 }
 CLI::Range counts() { return CLI::Range(1u, 1000000u); }  // workers, pools
 
+// GNU parallel's -j forms, as worker counts: 0 (as many as sensible: 8 per core), N% of the
+// cores, +N and -N cores; a plain number is left as it is.
+CLI::Validator gnu_jobs() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        if (v.empty()) return {};
+        const long cores = std::max(1L, static_cast<long>(std::thread::hardware_concurrency()));
+        const std::string digits = v.substr(v.front() == '+' || v.front() == '-' ? 1 : 0,
+                                            v.back() == '%' ? v.size() - 1 : std::string::npos);
+        if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+            digits.size() > 6) {
+          return {};  // the count check says what is wrong
+        }
+        const long n = std::stol(digits);
+        long workers = n;
+        if (v.back() == '%') {
+          workers = cores * n / 100;
+        } else if (v.front() == '+') {
+          workers = cores + n;
+        } else if (v.front() == '-') {
+          workers = cores - n;
+        } else if (n == 0) {
+          workers = 8 * cores;
+        }
+        v = std::to_string(std::max(1L, workers));
+        return {};
+      },
+      "N|0|N%|+N|-N");
+}
+
 // Curve keys for a tcp:// --interchange (docs/security.md).
 void add_key_options(CLI::App* cmd, fanout::net::Security& sec) {
   cmd->add_option("--keys", sec.keys_dir,
@@ -60,18 +95,54 @@ void add_key_options(CLI::App* cmd, fanout::net::Security& sec) {
 
 // ---- run ----
 
+// The ::: / :::: input sources of an ad-hoc run, taken off the command line by split_adhoc_argv
+// before CLI11 reads the rest (it would take their values for positional arguments).
+std::vector<client::InputSource> g_input_sources;
+
 struct RunArgs {
   client::RunOverrides ov;
   client::AdhocOptions ao;  // -c CMD --input ...: an ad-hoc run without a job file
+  bool bar = false;         // --bar: show the progress of an ad-hoc run (quiet by default)
   std::string job_file, input, output;
   fanout::config::DeploymentRun deployment;
   CLI::App* cmd = nullptr;
 };
 
+// GNU parallel's options of an ad-hoc run (docs/adhoc.md). `-q` is --quote with -c or ::: (the
+// argv pre-pass, split_adhoc_argv, turns it into --quote there), else --quiet.
+void add_gnu_parallel_options(CLI::App* run, RunArgs& a) {
+  const std::string group = "Ad-hoc (-c)";
+  run->add_flag("--quote", a.ao.quote_all,
+                "with -c (-q): quote every value put into the command (default: only where the "
+                "shell needs it)")
+      ->group(group);
+  run->add_flag("-k,--keep-order", a.ao.keep_order,
+                "with -c: print the rows in input order (each as soon as those before it are out)")
+      ->group(group);
+  run->add_option("--joblog", a.ao.joblog,
+                  "with -c: write GNU parallel's job log (Seq Host Starttime ...) to FILE")
+      ->group(group);
+  run->add_flag("--bar", a.bar, "with -c: show the progress (an ad-hoc run is quiet otherwise)")
+      ->group(group);
+  run->add_flag("--dry-run", a.ao.dry_run, "with -c: print the commands, run nothing")
+      ->group(group);
+  run->add_option("--halt", a.ao.halt,
+                  "with -c: stop early: soon|now,fail|success|done=N|P% (GNU parallel's)")
+      ->group(group);
+  run->add_flag("--tag", a.ao.tag, "with -c: start each output line with its item and a TAB")
+      ->group(group);
+  run->add_option("--results", a.ao.results,
+                  "with -c: save each item's stdout, stderr and seq under DIR/1/VALUE/ (not "
+                  "printed)")
+      ->group(group);
+}
+
 // The options of an ad-hoc run without a job file, as with GNU parallel
 // (client/commands/adhoc.hpp).
-constexpr std::array<const char*, 6> kAdhocOnly = {"--name",    "--mini-batch-size", "--retries",
-                                                   "--timeout", "--error-threshold", "--env"};
+constexpr std::array<const char*, 14> kAdhocOnly = {
+    "--name",  "--mini-batch-size", "--retries", "--timeout", "--error-threshold", "--env",
+    "--quote", "--keep-order",      "--joblog",  "--bar",     "--dry-run",         "--halt",
+    "--tag",   "--results"};
 void add_adhoc_options(CLI::App* run, RunArgs& a) {
   run->add_option("job", a.job_file, "the job file (or -c CMD --input ... without one)");
   run->add_option("-c,--command", a.ao.command,
@@ -99,6 +170,7 @@ void add_adhoc_options(CLI::App* run, RunArgs& a) {
       ->check(CLI::Range(std::int64_t{-1}, std::numeric_limits<std::int64_t>::max()))
       ->capture_default_str();
   run->add_option("--env", a.ao.env, "with -c: NAME=VALUE for the command (repeatable)");
+  add_gnu_parallel_options(run, a);
 }
 
 // A long list of independent option declarations; splitting it would only scatter them.
@@ -114,7 +186,10 @@ void add_run_options(CLI::App* run, client::RunOverrides& ov) {
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000000}));
   run->add_option("--poll-ms", ov.poll_ms, "poll period of the pools")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{60000}));
-  run->add_option("--workers,-j", ov.workers, "worker processes per pool")->check(counts());
+  run->add_option("--workers,-j", ov.workers,
+                  "worker processes per pool (also GNU's 0, N%, +N, -N)")
+      ->transform(gnu_jobs())
+      ->check(counts());
   run->add_option("--pools", ov.pools, "local pools (overrides resources.instance_count)")
       ->check(counts());
   run->add_option("--priority", ov.priority,
@@ -148,10 +223,16 @@ void add_run_options(CLI::App* run, client::RunOverrides& ov) {
   run->add_flag("--json", ov.json, "progress as JSON events on stdout, one object per line");
 }
 
-// The job file a run runs: the one given, or for -c CMD the ad-hoc job written for it (and
-// `print_rows`, the rows file printed when it ends). Returns kExitOk, else the exit code after
-// printing why.
-int resolve_job_file(RunArgs& a, std::string& print_rows) {
+// The store an ad-hoc run's job goes to (its job file is written beside it).
+std::string adhoc_store(const RunArgs& a) {
+  return a.ov.db.empty() ? client::default_db_path() : a.ov.db;
+}
+
+// The job file a run runs: the one given, or for -c CMD the ad-hoc job written for it (`adhoc`;
+// its job_file is empty when nothing is to run: --dry-run, an empty input). Returns kExitOk, else
+// the exit code after printing why.
+int resolve_job_file(RunArgs& a, std::optional<client::AdhocJob>& adhoc) {
+  a.ao.sources = g_input_sources;
   if (!a.ao.command.empty()) {
     a.ao.input = a.input;
     a.ao.output = a.output;
@@ -159,18 +240,24 @@ int resolve_job_file(RunArgs& a, std::string& print_rows) {
       std::fprintf(stderr, "error: run: give a job file or -c CMD, not both\n");
       return kExitUsage;
     }
-    const std::string store = a.ov.db.empty() ? client::default_db_path() : a.ov.db;
+    // GNU parallel says nothing but the commands' output unless asked (--bar).
+    if (!a.bar && !a.ov.json) a.ov.quiet = true;
     auto job = client::write_adhoc_job(
-        a.ao, (std::filesystem::absolute(store).parent_path() / "adhoc").string());
+        a.ao, (std::filesystem::absolute(adhoc_store(a)).parent_path() / "adhoc").string());
     if (!job) {
       std::fprintf(stderr, "error: %s\n", job.error().message.c_str());
       return kExitUsage;
     }
     a.job_file = job->job_file;
-    print_rows = job->print_rows;
+    adhoc = std::move(*job);
+    if (a.job_file.empty()) return fanout::proto::kExitOk;
   } else {
     a.deployment.input = a.input;
     a.deployment.output = a.output;
+    if (!a.ao.sources.empty()) {
+      std::fprintf(stderr, "error: run: ::: gives the items of an ad-hoc run; add -c CMD\n");
+      return kExitUsage;
+    }
     for (const char* o : kAdhocOnly) {
       if (a.cmd->count(o) > 0) {
         std::fprintf(stderr, "error: run: %s needs -c CMD (an ad-hoc run)\n", o);
@@ -185,10 +272,48 @@ int resolve_job_file(RunArgs& a, std::string& print_rows) {
   return fanout::proto::kExitOk;
 }
 
+// An ad-hoc run with nothing to run: --dry-run prints the commands; an empty input (GNU: no
+// jobs) writes an empty --joblog and exits 0.
+int finish_idle_adhoc(const RunArgs& a, const client::AdhocJob& job) {
+  for (const auto& line : job.dry_run) std::printf("%s\n", line.c_str());
+  if (!a.ao.dry_run && !a.ao.joblog.empty()) {
+    if (auto r = client::write_joblog(adhoc_store(a), job, a.ao, 1); !r) {
+      std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
+      return kExitInfra;
+    }
+  }
+  return fanout::proto::kExitOk;
+}
+
+// Runs an ad-hoc job, its output streamed as it comes; then its --joblog.
+int run_adhoc(const fanout::config::JobConfig& cfg, RunArgs& a, const client::AdhocJob& job,
+              const Logger& log) {
+  std::optional<client::AdhocStream> stream;
+  stream.emplace(job, adhoc_store(a), a.ao.keep_order);
+  int rc = client::run_job(cfg, a.ov, log);
+  stream->stop();
+  // GNU's --halt success=N|done=N ends the run well once it is met.
+  if (stream->halted_on_success()) rc = fanout::proto::kExitOk;
+  if (!a.ao.joblog.empty()) {
+    const std::size_t sources = a.ao.sources.empty() ? 1 : a.ao.sources.size();
+    if (auto r = client::write_joblog(adhoc_store(a), job, a.ao, sources); !r) {
+      std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
+      if (rc == fanout::proto::kExitOk) rc = kExitInfra;
+    }
+  }
+  return rc;
+}
+
 int run_command(RunArgs& a, const Logger& log) {
   fanout::net::warn_if_insecure(a.ov.security, log);
-  std::string print_rows;  // an ad-hoc run's rows, printed when it ends
-  if (int rc = resolve_job_file(a, print_rows); rc != fanout::proto::kExitOk) return rc;
+  std::optional<client::AdhocJob> adhoc;  // an ad-hoc run's job: its rows are streamed
+  if (int rc = resolve_job_file(a, adhoc); rc != fanout::proto::kExitOk) return rc;
+  if (adhoc && adhoc->job_file.empty()) return finish_idle_adhoc(a, *adhoc);
+  // Errors about the generated job file name the user's own options instead.
+  auto say = [&](const std::string& message) {
+    const std::string m = adhoc ? client::adhoc_error(message, a.job_file) : message;
+    std::fprintf(stderr, "error: %s\n", m.c_str());
+  };
   // A pipeline file runs its jobs in order; anything else is a parallel job.
   if (auto type = fanout::config::job_file_type(a.job_file); type && *type == "pipeline") {
     try {
@@ -210,19 +335,18 @@ int run_command(RunArgs& a, const Logger& log) {
   auto cfg = is_deployment ? fanout::config::load_batch_deployment(a.job_file, a.deployment)
                            : fanout::config::load_job(a.job_file);
   if (!cfg) {
-    std::fprintf(stderr, "error: %s\n", cfg.error().message.c_str());
+    say(cfg.error().message);
     return kExitUsage;
   }
   if (auto r = client::prepare(*cfg, a.ov); !r) {
-    std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
+    say(r.error().message);
     return kExitUsage;
   }
   try {
-    const int rc = client::run_job(*cfg, a.ov, log);
-    if (!print_rows.empty()) client::print_rows_file(print_rows);
-    return rc;
+    if (adhoc) return run_adhoc(*cfg, a, *adhoc, log);
+    return client::run_job(*cfg, a.ov, log);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    say(e.what());
     return kExitInfra;
   }
 }
@@ -478,6 +602,50 @@ Subcommand add_perf(CLI::App& app) {
           }};
 }
 
+// ---- GNU parallel's command line ----
+
+// The command line CLI11 is to parse, with GNU parallel's input sources taken off: `::: VALUES`,
+// `:::: FILES` (their lines; - is stdin), and `:::+` / `::::+` (linked to the source before).
+// With an ad-hoc run (-c, or a :::), GNU's `-q` becomes --quote. Returns the arguments, or
+// nullopt after printing why (a :::: file that cannot be read).
+std::optional<std::vector<std::string>> split_adhoc_argv(int argc, char** argv) {
+  auto is_source = [](std::string_view a) {
+    return a == ":::" || a == ":::+" || a == "::::" || a == "::::+";
+  };
+  bool adhoc = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "-c" || a == "--command" || a.rfind("--command=", 0) == 0 || is_source(a)) {
+      adhoc = true;
+    }
+  }
+  std::vector<std::string> args = {argv[0]};
+  bool files = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (is_source(a)) {
+      g_input_sources.push_back({.values = {}, .linked = a.back() == '+'});
+      files = a.rfind("::::", 0) == 0;
+    } else if (!g_input_sources.empty() && files) {
+      std::ifstream f;
+      if (a != "-") f.open(a);
+      std::istream& in = a == "-" ? std::cin : f;
+      if (!in) {
+        std::fprintf(stderr, "error: :::: %s: cannot read the file\n", a.c_str());
+        return std::nullopt;
+      }
+      for (std::string line; std::getline(in, line);) g_input_sources.back().values.push_back(line);
+    } else if (!g_input_sources.empty()) {
+      g_input_sources.back().values.push_back(a);
+    } else if (adhoc && a == "-q" && !(args.back() == "-c" || args.back() == "--command")) {
+      args.emplace_back("--quote");
+    } else {
+      args.push_back(a);
+    }
+  }
+  return args;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -489,8 +657,12 @@ int main(int argc, char** argv) {
       add_run(app, log_level), add_keygen(app), add_history(app), add_follow(app, false),
       add_follow(app, true),   add_resume(app), add_status(app),  add_report(app),
       add_compare(app),        add_tune(app),   add_perf(app)};
+  auto args = split_adhoc_argv(argc, argv);
+  if (!args) return kExitUsage;
+  std::vector<char*> cargs;
+  for (auto& a : *args) cargs.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(cargs.size()), cargs.data());
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every command-line error exits 2 (README, exit status).
     return app.exit(e) == 0 ? fanout::proto::kExitOk : kExitUsage;

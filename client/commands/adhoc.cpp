@@ -1,8 +1,6 @@
 // Ad-hoc runs: a command line turned into a command-runtime job file. See adhoc.hpp.
 #include "client/commands/adhoc.hpp"
 
-#include "fanout/config/adhoc_job.hpp"
-
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,12 +8,18 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "client/input/listing.hpp"
+#include "fanout/config/adhoc_job.hpp"
+#include "fanout/store/adhoc_queries.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/error.hpp"
 
@@ -24,6 +28,8 @@ namespace fanout::client {
 namespace fs = std::filesystem;
 
 namespace {
+
+Unexpected bad(const std::string& what) { return make_error(ErrorCode::InvalidArgument, what); }
 
 std::string program_name(const std::string& command) {
   const auto start = command.find_first_not_of(" \t");
@@ -63,19 +69,205 @@ Expected<void> private_folder(const std::string& folder) {
   return {};
 }
 
-}  // namespace
+// The items of the ::: / :::: sources, GNU's way: linked sources (`:::+`) go together value by
+// value (a shorter one wraps), and the groups are combined, the last one varying fastest. Each
+// item's values are joined by kSourceSeparator.
+std::vector<std::string> combine(const std::vector<InputSource>& sources) {
+  std::vector<std::vector<std::string>> groups;  // each group: its items' joined values
+  for (const auto& src : sources) {
+    if (!src.linked || groups.empty()) {
+      groups.emplace_back(src.values);
+      continue;
+    }
+    auto& g = groups.back();
+    const std::size_t n = std::max(g.size(), src.values.size());
+    std::vector<std::string> linked;
+    for (std::size_t i = 0; i < n && !g.empty() && !src.values.empty(); ++i) {
+      linked.push_back(g[i % g.size()] + config::kSourceSeparator +
+                       src.values[i % src.values.size()]);
+    }
+    g = std::move(linked);
+  }
+  std::vector<std::string> items = {""};
+  bool first = true;
+  for (const auto& g : groups) {
+    std::vector<std::string> next;
+    for (const auto& prefix : items) {
+      for (const auto& v : g) next.push_back(first ? v : prefix + config::kSourceSeparator + v);
+    }
+    items = std::move(next);
+    first = false;
+  }
+  return groups.empty() ? std::vector<std::string>{} : items;
+}
 
-// Long: the checks of each option and the YAML they become, in the order the file reads.
-Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& folder) {
-  auto bad = [](const std::string& what) { return make_error(ErrorCode::InvalidArgument, what); };
+// Reads the lines of stdin; a terminal is told what is awaited first.
+std::vector<std::string> read_stdin_lines() {
+  if (::isatty(0) != 0) {
+    std::fprintf(stderr,
+                 "fanout: reading the items from stdin (the terminal), one per line; end with "
+                 "Ctrl-D\n");
+  }
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(std::cin, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+std::vector<std::string> split_values(const std::string& item) {
+  std::vector<std::string> v;
+  std::size_t at = 0;
+  for (auto sep = item.find(config::kSourceSeparator); sep != std::string::npos;
+       sep = item.find(config::kSourceSeparator, at)) {
+    v.push_back(item.substr(at, sep - at));
+    at = sep + 1;
+  }
+  v.push_back(item.substr(at));
+  return v;
+}
+
+// The items, when the input is a list: stdin, ::: sources, a list file (its non-blank lines).
+// A folder's files are listed only for --dry-run and a --halt percentage.
+Expected<std::vector<std::string>> list_items(const AdhocOptions& o, bool& known, bool need) {
+  known = true;
+  if (!o.sources.empty()) return combine(o.sources);
+  if (o.input == "-") return read_stdin_lines();
+  std::error_code ec;
+  if (fs::is_directory(o.input, ec)) {
+    known = need;
+    std::vector<std::string> files;
+    if (need) {
+      walk_folder(
+          fs::absolute(o.input).lexically_normal().string(),
+          [&files](const std::string& f) {
+            if (fs::path(f).filename() != "MLTable") files.push_back(f);
+            return true;
+          },
+          [](const std::string&, const std::string&) {});
+    }
+    return files;
+  }
+  std::ifstream f(o.input);
+  if (!f) return bad("--input: " + o.input + " is neither a folder nor a readable list file");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(f, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+Expected<void> check_options(const AdhocOptions& o) {
   if (o.command.find_first_not_of(" \t\n") == std::string::npos) {
     return bad("-c: expected a command (got nothing)");
   }
   if (o.command.find("${{") != std::string::npos) {
     return bad("-c: ${{ is a job file's reference syntax and cannot appear in an ad-hoc command");
   }
-  if (o.input.empty()) return bad("-c needs --input DIR, a list FILE, or - for stdin");
+  if (o.input.empty() && o.sources.empty()) {
+    return bad("-c needs --input DIR, a list FILE, - for stdin, or ::: VALUES");
+  }
+  if (!o.input.empty() && !o.sources.empty()) {
+    return bad("--input " + o.input + " and ::: give the items twice; use one of them");
+  }
   if (o.mini_batch_size == 0) return bad("--mini-batch-size: expected at least 1 (got 0)");
+  for (const auto& kv : o.env) {
+    if (kv.find('=') == std::string::npos || kv.front() == '=') {
+      return bad("--env: expected NAME=VALUE (got '" + kv + "')");
+    }
+  }
+  return {};
+}
+
+// The failed items --halt fail=N|P% allows, as the job's error_threshold (-1: no limit).
+std::int64_t halt_threshold(const HaltRule& h, std::uint64_t items, std::int64_t fallback) {
+  if (h.on != HaltRule::On::Fail) return fallback;
+  if (h.percent >= 0) {
+    const auto n = static_cast<std::uint64_t>(static_cast<double>(items) * h.percent / 100.0);
+    return static_cast<std::int64_t>(n == 0 ? 0 : n - 1);
+  }
+  return static_cast<std::int64_t>(h.count == 0 ? 0 : h.count - 1);
+}
+
+// Saves `items` as the job's list file (one per line; a value's newline would split it).
+Expected<void> save_items(const std::string& path, const std::vector<std::string>& items) {
+  try {
+    AtomicFile f(path, 0600);
+    for (const auto& it : items) {
+      if (it.find('\n') != std::string::npos) {
+        return bad("an item holds a newline, which a list of lines cannot carry: '" + it + "'");
+      }
+      f.write(it);
+      f.write("\n");
+    }
+    f.commit();
+  } catch (const Failure& e) {
+    return bad("cannot save the items: " + e.error().message);
+  }
+  return {};
+}
+
+}  // namespace
+
+Expected<HaltRule> parse_halt(const std::string& value) {
+  HaltRule h;
+  auto wrong = [&value]() {
+    return bad("--halt: expected never, or soon|now,fail|success|done=N|P% (got '" + value + "')");
+  };
+  if (value.empty() || value == "never" || value == "0") return h;
+  if (value == "1" || value == "2") {
+    h.on = HaltRule::On::Fail;
+    h.count = 1;
+    return h;
+  }
+  std::string rule = value;
+  if (rule.rfind("soon,", 0) == 0 || rule.rfind("now,", 0) == 0) {
+    rule = rule.substr(rule.find(',') + 1);
+  }
+  const auto eq = rule.find('=');
+  if (eq == std::string::npos) return wrong();
+  const std::string on = rule.substr(0, eq);
+  std::string n = rule.substr(eq + 1);
+  h.on = on == "fail"      ? HaltRule::On::Fail
+         : on == "success" ? HaltRule::On::Success
+         : on == "done"    ? HaltRule::On::Done
+                           : HaltRule::On::Never;
+  if (h.on == HaltRule::On::Never || n.empty()) return wrong();
+  const bool percent = n.back() == '%';
+  if (percent) n.pop_back();
+  if (n.empty() || n.find_first_not_of("0123456789.") != std::string::npos) return wrong();
+  if (percent) {
+    h.percent = std::stod(n);
+  } else {
+    if (n.find('.') != std::string::npos || std::stoull(n) == 0) return wrong();
+    h.count = std::stoull(n);
+  }
+  return h;
+}
+
+// Long: the checks of each option and the YAML they become, in the order the file reads.
+Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& folder) {
+  if (auto r = check_options(o); !r) return Unexpected{r.error()};
+  AdhocJob job;
+  auto halt = parse_halt(o.halt);
+  if (!halt) return Unexpected{halt.error()};
+  job.halt = *halt;
+  const std::size_t sources = o.sources.empty() ? 1 : o.sources.size();
+  const bool need_items = o.dry_run || halt->percent >= 0;
+  auto items = list_items(o, job.items_known, need_items);
+  if (!items) return Unexpected{items.error()};
+  job.items = items->size();
+  if (o.dry_run) {
+    for (std::size_t i = 0; i < items->size(); ++i) {
+      job.dry_run.push_back(
+          config::adhoc_command_for(o.command, split_values((*items)[i]), i + 1, o.quote_all));
+    }
+    return job;
+  }
+  if (job.items_known && job.items == 0) return job;  // nothing to run: GNU exits 0
+
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (ec) return bad("cannot make " + folder + " for the ad-hoc job file: " + ec.message());
@@ -84,59 +276,50 @@ Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& fol
   if (auto r = private_folder(folder); !r) return Unexpected{r.error()};
   const std::string base = (fs::path(folder) / stamp()).string();
 
-  AdhocJob job;
-  std::string input_type = "fanout_list";
-  std::string input_path;
-  if (o.input == "-") {
-    input_path = base + ".items.txt";
-    try {
-      AtomicFile items(input_path, 0600);
-      std::string chunk(1 << 16, '\0');
-      while (std::cin.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) ||
-             std::cin.gcount() > 0) {
-        items.write(std::string_view(chunk.data(), static_cast<std::size_t>(std::cin.gcount())));
-      }
-      items.commit();
-    } catch (const Failure& f) {
-      return bad("--input -: cannot save stdin: " + f.error().message);
+  config::AdhocJob spec;
+  spec.input_type = "fanout_list";
+  if (o.input == "-" || !o.sources.empty()) {
+    spec.input_path = base + ".items.txt";
+    if (auto r = save_items(spec.input_path, *items); !r) {
+      return bad(std::string(o.sources.empty() ? "--input -" : ":::") + ": " + r.error().message);
     }
   } else {
-    input_path = fs::absolute(o.input, ec).lexically_normal().string();
-    if (fs::is_directory(input_path, ec)) {
-      input_type = "uri_folder";
-    } else if (!fs::is_regular_file(input_path, ec)) {
-      return bad("--input: " + o.input + " is neither a folder nor a list file");
-    }
+    spec.input_path = fs::absolute(o.input, ec).lexically_normal().string();
+    if (fs::is_directory(spec.input_path, ec)) spec.input_type = "uri_folder";
   }
-  std::string output_path;
-  if (o.output.empty() || o.output == "-") {
-    output_path = base + ".rows.txt";
-    job.print_rows = output_path;
+  job.print_rows = o.output.empty() || o.output == "-";
+  if (job.print_rows) {
+    job.rows = base + ".rows.txt";
     // Made now, mode 0600, so that the store's writer appends to a private file.
-    if (auto r = write_file_atomic(output_path, "", 0600); !r) {
+    if (auto r = write_file_atomic(job.rows, "", 0600); !r) {
       return bad("cannot make the rows file: " + r.error().message);
     }
   } else {
-    output_path = fs::absolute(o.output, ec).lexically_normal().string();
+    job.rows = fs::absolute(o.output, ec).lexically_normal().string();
   }
-  for (const auto& kv : o.env) {
-    if (kv.find('=') == std::string::npos || kv.front() == '=') {
-      return bad("--env: expected NAME=VALUE (got '" + kv + "')");
-    }
+  job.stderr_file = base + ".stderr.txt";
+  if (auto r = write_file_atomic(job.stderr_file, "", 0600); !r) {
+    return bad("cannot make the stderr file: " + r.error().message);
   }
 
-  config::AdhocJob spec;
   spec.name = o.name.empty() ? program_name(o.command) : o.name;
   spec.description = "fanout run -c " + o.command;
-  spec.command = o.command;
-  spec.input_type = input_type;
-  spec.input_path = input_path;
-  spec.output_path = output_path;
+  spec.shell = config::AdhocShell{.command = o.command,
+                                  .mini_batch_size = o.mini_batch_size,
+                                  .sources = sources,
+                                  .quote_all = o.quote_all,
+                                  .tag = o.tag,
+                                  .results = !o.results.empty()};
+  spec.output_path = job.rows;
   spec.code = fs::current_path(ec).string();
-  spec.mini_batch_size = o.mini_batch_size;
-  spec.error_threshold = o.error_threshold;
+  spec.error_threshold = halt_threshold(*halt, job.items, o.error_threshold);
   spec.max_retries = o.max_retries;
   spec.timeout_s = o.timeout_s;
+  spec.env.emplace_back("FANOUT_ADHOC_STDERR", job.stderr_file);
+  if (!o.results.empty()) {
+    spec.env.emplace_back("FANOUT_ADHOC_RESULTS",
+                          fs::absolute(o.results, ec).lexically_normal().string());
+  }
   for (const auto& kv : o.env) {
     const auto eq = kv.find('=');
     spec.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
@@ -148,9 +331,215 @@ Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& fol
   return job;
 }
 
-void print_rows_file(const std::string& path) {
+std::string adhoc_error(const std::string& message, const std::string& job_file) {
+  std::string m = message;
+  const std::pair<std::string, std::string> swaps[] = {
+      {job_file + ": ", ""},
+      {job_file, "fanout run -c"},
+      {"append_row_to: ", "--output: "},
+      {"outputs.rows.path: ", "--output: "},
+      {"outputs.rows: ", "--output: "},
+      {"inputs.items.path: ", "--input: "},
+      {"inputs.items: ", "--input: "},
+      {"retry_settings.timeout", "--timeout"},
+      {"retry_settings.max_retries", "--retries"},
+      {"error_threshold", "--error-threshold"},
+      {"mini_batch_size", "--mini-batch-size"},
+  };
+  for (const auto& [from, to] : swaps) {
+    for (auto at = m.find(from); at != std::string::npos; at = m.find(from, at + to.size())) {
+      m.replace(at, from.size(), to);
+    }
+  }
+  return m;
+}
+
+// ---------------------------------------------------------------- streaming
+
+AdhocStream::AdhocStream(const AdhocJob& job, std::string db, bool keep_order)
+    : job_(job), db_(std::move(db)), keep_order_(keep_order) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+AdhocStream::~AdhocStream() { stop(); }
+
+void AdhocStream::stop() {
+  if (!thread_.joinable()) return;
+  stop_ = true;
+  thread_.join();
+  poll(true);
+}
+
+void AdhocStream::loop() {
+  while (!stop_.load()) {
+    poll(false);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void AdhocStream::poll(bool last) {
+  poll_stderr();
+  try {
+    if (job_id_ == 0) {
+      if (!fs::exists(db_)) return;
+      store::AdhocQueries q(db_);
+      job_id_ = q.job_writing(job_.rows).value_or(0);
+    }
+    if (job_.print_rows) {
+      if (keep_order_) {
+        poll_rows_ordered(last);
+      } else {
+        poll_rows_unordered();
+      }
+    }
+    if (!last) check_halt();
+  } catch (const Failure&) {
+    // A store being created or migrated: read again on the next poll.
+  }
+  if (last && !row_tail_.empty()) {
+    std::fwrite(row_tail_.data(), 1, row_tail_.size(), stdout);
+    std::fputc('\n', stdout);
+    row_tail_.clear();
+  }
+  std::fflush(stdout);
+}
+
+namespace {
+
+// The bytes of `path` from `at` on (advancing `at`), up to the last newline; the rest is held in
+// `tail` until its line is complete.
+std::string read_lines_from(const std::string& path, std::uint64_t& at, std::string& tail) {
   std::ifstream f(path, std::ios::binary);
-  if (f) std::cout << f.rdbuf() << std::flush;
+  if (!f) return {};
+  f.seekg(static_cast<std::streamoff>(at));
+  std::string chunk((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  at += chunk.size();
+  tail += chunk;
+  const auto nl = tail.rfind('\n');
+  if (nl == std::string::npos) return {};
+  std::string out = tail.substr(0, nl + 1);
+  tail.erase(0, nl + 1);
+  return out;
+}
+
+std::string read_range(const std::string& path, std::uint64_t offset, std::uint64_t bytes) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return {};
+  f.seekg(static_cast<std::streamoff>(offset));
+  std::string out(bytes, '\0');
+  f.read(out.data(), static_cast<std::streamsize>(bytes));
+  out.resize(static_cast<std::size_t>(f.gcount()));
+  return out;
+}
+
+}  // namespace
+
+void AdhocStream::poll_stderr() {
+  if (job_.stderr_file.empty()) return;
+  const std::string text = read_lines_from(job_.stderr_file, stderr_at_, stderr_tail_);
+  if (!text.empty()) std::fwrite(text.data(), 1, text.size(), stderr);
+}
+
+void AdhocStream::poll_rows_unordered() {
+  // The store's writer appends each succeeded mini-batch's rows once; complete lines are shown.
+  const std::string text = read_lines_from(job_.rows, rows_at_, row_tail_);
+  if (!text.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
+void AdhocStream::poll_rows_ordered(bool last) {
+  if (job_id_ == 0) return;
+  store::AdhocQueries q(db_);
+  for (const auto& b : q.batches_from(job_id_, next_batch_)) {
+    // A mini-batch not yet recorded holds up the ones after it, unless the job has ended.
+    if (b.id != next_batch_ && !last) return;
+    if (b.state == "succeeded" && b.has_rows) {
+      const std::string rows = read_range(job_.rows, b.offset, b.bytes);
+      std::fwrite(rows.data(), 1, rows.size(), stdout);
+    } else if (b.state != "failed" && !last) {
+      return;  // still to run: the rows after it wait
+    }
+    next_batch_ = b.id + 1;
+  }
+}
+
+void AdhocStream::check_halt() {
+  const auto& h = job_.halt;
+  if (halt_sent_ || job_id_ == 0 || (h.on != HaltRule::On::Success && h.on != HaltRule::On::Done)) {
+    return;
+  }
+  store::AdhocQueries q(db_);
+  const auto [ok, done] = q.items_done(job_id_);
+  const std::uint64_t n = h.on == HaltRule::On::Success ? ok : done;
+  const std::uint64_t want =
+      h.percent >= 0
+          ? static_cast<std::uint64_t>(static_cast<double>(job_.items) * h.percent / 100.0)
+          : h.count;
+  if (n >= std::max<std::uint64_t>(want, 1)) {
+    halt_sent_ = true;
+    halted_ok_ = true;
+    std::fprintf(stderr, "fanout: --halt: %llu items %s; stopping the job\n",
+                 static_cast<unsigned long long>(n),
+                 h.on == HaltRule::On::Success ? "succeeded" : "done");
+    ::kill(::getpid(), SIGINT);  // as Ctrl-C: the session cancels the job
+  }
+}
+
+// ---------------------------------------------------------------- --joblog
+
+namespace {
+
+// The exit status an item's failed attempt names ("... (#7) exited with status 3"), or that of
+// the whole command; 0 if none is named.
+int exit_of(const std::string& message, std::uint64_t seq, bool& named) {
+  const std::string mark = fmt::format("(#{}) exited with status ", seq);
+  named = false;
+  if (auto at = message.find(mark); at != std::string::npos) {
+    named = true;
+    return std::atoi(message.c_str() + at + mark.size());
+  }
+  if (auto at = message.find("exit code "); at != std::string::npos) {
+    return std::atoi(message.c_str() + at + 10);
+  }
+  return message.empty() ? 0 : -1;
+}
+
+}  // namespace
+
+Expected<void> write_joblog(const std::string& db, const AdhocJob& job, const AdhocOptions& o,
+                            std::size_t sources) {
+  std::string text = "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n";
+  try {
+    if (fs::exists(db) && !job.rows.empty()) {
+      store::AdhocQueries q(db);
+      const auto id = q.job_writing(job.rows);
+      for (const auto& e : id ? q.joblog(*id) : std::vector<store::JoblogEntry>{}) {
+        auto detail = nlohmann::json::parse(e.detail, nullptr, false);
+        if (detail.is_discarded() || !detail.contains("files")) continue;
+        std::uint64_t seq = e.minibatch * o.mini_batch_size;
+        // A failed mini-batch names its failing item: those before it succeeded, those after
+        // it did not run. One that names none (a timeout, a lost pool) failed as a whole.
+        const bool names_one = e.error_message.find(") exited with status ") != std::string::npos;
+        for (const auto& f : detail["files"]) {
+          ++seq;
+          bool named = false;
+          int rc = e.status == "RUN_DONE" ? 0 : exit_of(e.error_message, seq, named);
+          if (names_one && !named) rc = 0;
+          auto values = split_values(f.get<std::string>());
+          if (sources == 1 && values.size() > 1) values = {f.get<std::string>()};
+          text += fmt::format("{}\t{}\t{:.3f}\t{:10.3f}\t0\t{}\t{}\t0\t{}\n", seq, ":", e.start,
+                              e.elapsed_s, e.output_bytes, rc,
+                              config::adhoc_command_for(o.command, values, seq, o.quote_all));
+          if (named) break;
+        }
+      }
+    }
+  } catch (const Failure& f) {
+    return make_error(ErrorCode::Io, "--joblog " + o.joblog + ": " + f.error().message);
+  }
+  if (auto r = write_file_atomic(o.joblog, text, 0644); !r) {
+    return make_error(ErrorCode::Io, "--joblog " + o.joblog + ": " + r.error().message);
+  }
+  return {};
 }
 
 }  // namespace fanout::client

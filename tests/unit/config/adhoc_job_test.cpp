@@ -20,12 +20,12 @@ TEST_CASE("adhoc_job.yaml_reads_back_as_the_same_job") {
   AdhocJob j;
   j.name = "adhoc-x";
   j.description = "fanout run -c x";
-  j.command = R"(echo "#1: {}" '$x: {y}' | tr a-z A-Z; echo {#})";
+  j.shell.command = R"(echo "#1: {}" '$x: {y}' | tr a-z A-Z; echo {#})";
+  j.shell.mini_batch_size = 7;
   j.input_type = "fanout_list";
   j.input_path = (dir / "list.txt").string();
   j.output_path = (dir / "rows: out.txt").string();
   j.code = dir.string();
-  j.mini_batch_size = 7;
   j.error_threshold = 3;
   j.max_retries = 2;
   j.timeout_s = 30;
@@ -36,21 +36,44 @@ TEST_CASE("adhoc_job.yaml_reads_back_as_the_same_job") {
   REQUIRE_MESSAGE(cfg.has_value(), (cfg ? "" : cfg.error().message));
   CHECK(cfg->name == "adhoc-x");
   CHECK(cfg->task_type == "command");
-  CHECK(cfg->command == adhoc_shell_line(j.command, 7));
+  CHECK(cfg->command == adhoc_shell_line(j.shell));
   REQUIRE(cfg->inputs.size() == 1);
   CHECK(cfg->inputs[0].type == "fanout_list");
   CHECK(cfg->inputs[0].path == j.input_path);
   CHECK(cfg->mini_batch_files == 7);
   CHECK(cfg->environment_variables.at("GREETING") == "a: b # c");
   CHECK(cfg->environment_variables.at("EMPTY").empty());
+  CHECK(cfg->environment_variables.at("FANOUT_COMMAND_ITEMS") == "exit_status");
   fs::remove_all(dir);
 }
 
-TEST_CASE("adhoc_job.replacement_strings_are_quoted_expansions") {
-  const std::string s = adhoc_shell_line("cp {} {//}/{/.}.bak {#}", 4);
-  CHECK(s.find(R"(cp "$fanout_item" "$fanout_dir"/"$fanout_base_noext".bak "$fanout_seq")") !=
+TEST_CASE("adhoc_job.replacement_strings_are_put_in_quoted_where_the_shell_needs_it") {
+  const std::string s =
+      adhoc_shell_line({.command = "cp {} {//}/{/.}.bak {#}", .mini_batch_size = 4});
+  CHECK(s.find(R"(fanout_cmd='cp '"$fanout_r_fanout_item"' '"$fanout_r_fanout_dir"'/')") !=
         std::string::npos);
   CHECK(s.find("FANOUT_MINI_BATCH_INDEX * 4") != std::string::npos);
   // No replacement string: the item is appended, as in GNU parallel.
-  CHECK(adhoc_shell_line("gzip -k", 1).find(R"(gzip -k "$fanout_item")") != std::string::npos);
+  CHECK(adhoc_shell_line({.command = "gzip -k"})
+            .find(R"(fanout_cmd='gzip -k '"$fanout_r_fanout_item")") != std::string::npos);
+}
+
+TEST_CASE("adhoc_job.gnu_quote_quotes_only_what_the_shell_would_read") {
+  CHECK(gnu_quote("1") == "1");
+  CHECK(gnu_quote("a/b.txt") == "a/b.txt");
+  CHECK(gnu_quote("a b") == "'a b'");
+  CHECK(gnu_quote("it's") == R"('it'"'"'s')");
+  CHECK(gnu_quote("") == "''");
+  CHECK(gnu_quote("$x") == "'$x'");
+  CHECK(gnu_quote("1", true) == "'1'");
+}
+
+TEST_CASE("adhoc_job.command_for_an_item_is_what_dry_run_prints") {
+  CHECK(adhoc_command_for("echo $(( {} * {} ))", {"3"}, 1, false) == "echo $(( 3 * 3 ))");
+  CHECK(adhoc_command_for("echo", {"a b"}, 1, false) == "echo 'a b'");
+  CHECK(adhoc_command_for("echo {1}-{2} {#}", {"a", "1"}, 5, false) == "echo a-1 5");
+  CHECK(adhoc_command_for("echo", {"a", "b c"}, 1, false) == "echo a 'b c'");
+  CHECK(adhoc_command_for("mv {} {.}.bak {/} {//} {/.}", {"d/x.tar.gz"}, 1, false) ==
+        "mv d/x.tar.gz d/x.tar.bak x.tar.gz d x.tar");
+  CHECK(adhoc_command_for("echo {}", {"x"}, 1, true) == "echo 'x'");
 }
