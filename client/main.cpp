@@ -236,6 +236,7 @@ int resolve_job_file(RunArgs& a, std::optional<client::AdhocJob>& adhoc) {
   if (!a.ao.command.empty()) {
     a.ao.input = a.input;
     a.ao.output = a.output;
+    a.ao.overwrite = a.ov.overwrite;
     if (!a.job_file.empty()) {
       std::fprintf(stderr, "error: run: give a job file or -c CMD, not both\n");
       return kExitUsage;

@@ -296,6 +296,13 @@ Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& fol
     }
   } else {
     job.rows = fs::absolute(o.output, ec).lexically_normal().string();
+    // Said here, naming the option: the job file's own check would name the generated file.
+    if (const auto size = fs::file_size(job.rows, ec); !ec && size > 0 && !o.overwrite) {
+      return bad(
+          fmt::format("--output: {} holds {} bytes of an earlier job's rows; move it away, "
+                      "or add --overwrite to replace it",
+                      o.output, size));
+    }
   }
   job.stderr_file = base + ".stderr.txt";
   if (auto r = write_file_atomic(job.stderr_file, "", 0600); !r) {

@@ -54,6 +54,7 @@ struct AdhocOptions {
   std::string joblog{};               // --joblog FILE
   std::string results{};              // --results DIR
   std::string halt{};                 // --halt
+  bool overwrite = false;             // --overwrite: an --output file with rows may be replaced
 };
 
 // What an ad-hoc run wrote: the job file to run, the rows file to stream to stdout (empty when

@@ -64,6 +64,21 @@ std::string interchange_line(const store::JobStatus& s, const std::string& db,
   }
 }
 
+// A job whose interchange is gone, as the store shows it without what only a live interchange
+// could make true: nothing runs (its running mini-batches run again on resume), no pool is
+// connected, no ETA.
+store::JobStatus stalled_view(store::JobStatus s) {
+  s.state = "stalled";
+  s.reason = "its interchange is not running";
+  s.pending += s.running;
+  s.running = 0;
+  s.eta_s = -1;
+  for (auto& p : s.pools) {
+    if (p.state == "connected") p.state = "gone with the interchange";
+  }
+  return s;
+}
+
 }  // namespace
 
 int print_status(const std::string& db, std::uint64_t job_id, bool json) {
@@ -74,7 +89,14 @@ int print_status(const std::string& db, std::uint64_t job_id, bool json) {
   }
   const auto live = liveness_of(*s);
   if (json) {
-    std::string out = report::format_status_json(*s, json_liveness(live));
+    // The state stays the store's; the counts and ETA are those of a stalled job.
+    store::JobStatus shown = *s;
+    if (live && live->state == InterchangeLiveness::State::Dead) {
+      shown = stalled_view(*s);
+      shown.state = s->state;
+      shown.reason = s->reason;
+    }
+    std::string out = report::format_status_json(shown, json_liveness(live));
     // A Slurm launcher's pool jobs as one more key (docs/cluster.md).
     if (auto pos = out.rfind('}'); !s->log_dir.empty() && pos != std::string::npos) {
       auto jobs = slurm_status_json(std::filesystem::path(s->log_dir).parent_path().string());
@@ -82,13 +104,16 @@ int print_status(const std::string& db, std::uint64_t job_id, bool json) {
     }
     std::fputs(out.c_str(), stdout);
   } else {
-    std::fputs(report::format_status_text(*s).c_str(), stdout);
+    const bool dead = live && live->state == InterchangeLiveness::State::Dead;
+    // A dead interchange comes first, and nothing below claims the job is alive.
+    if (dead) std::fputs(interchange_line(*s, db, live).c_str(), stdout);
+    std::fputs(report::format_status_text(dead ? stalled_view(*s) : *s).c_str(), stdout);
     // A Slurm launcher's pool jobs, as squeue sees them now (docs/cluster.md).
     if (!s->log_dir.empty()) {
       auto line = slurm_status_line(std::filesystem::path(s->log_dir).parent_path().string());
       if (!line.empty()) std::printf("pools:    %s\n", line.c_str());
     }
-    std::fputs(interchange_line(*s, db, live).c_str(), stdout);
+    if (!dead) std::fputs(interchange_line(*s, db, live).c_str(), stdout);
   }
   return 0;
 }

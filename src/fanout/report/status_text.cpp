@@ -80,8 +80,10 @@ std::string format_status_text(const store::JobStatus& s) {
                      s.items_succeeded, s.items_failed, s.attempts, s.attempts_failed);
   out += fmt::format("  started {}, {} {:.1f} s; rate {:.3f} mini-batches/s, {:.3f} items/s",
                      s.started > 0 ? iso_utc(s.started) : std::string("-"),
-                     s.ended > 0 ? "ran" : "running for", s.elapsed_s, s.minibatches_per_s,
-                     s.items_per_s);
+                     s.ended > 0            ? "ran"
+                     : s.state == "running" ? "running for"
+                                            : "since then",
+                     s.elapsed_s, s.minibatches_per_s, s.items_per_s);
   if (s.eta_s >= 0) out += fmt::format("; eta {:.0f} s", s.eta_s);
   out += "\n";
   out += fmt::format("  pools: {}", s.pools.size());
