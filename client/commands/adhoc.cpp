@@ -209,6 +209,34 @@ Expected<void> save_items(const std::string& path, const std::vector<std::string
   return {};
 }
 
+// The rest of the job file's settings: the command's, the thresholds, the environment.
+void fill_spec(const AdhocOptions& o, const AdhocJob& job, std::size_t sources,
+               config::AdhocJob& spec) {
+  std::error_code ec;
+  spec.name = o.name.empty() ? program_name(o.command) : o.name;
+  spec.description = "fanout run -c " + o.command;
+  spec.shell = config::AdhocShell{.command = o.command,
+                                  .mini_batch_size = o.mini_batch_size,
+                                  .sources = sources,
+                                  .quote_all = o.quote_all,
+                                  .tag = o.tag,
+                                  .results = !o.results.empty()};
+  spec.output_path = job.rows;
+  spec.code = fs::current_path(ec).string();
+  spec.error_threshold = halt_threshold(job.halt, job.items, o.error_threshold);
+  spec.max_retries = o.max_retries;
+  spec.timeout_s = o.timeout_s;
+  spec.env.emplace_back("FANOUT_ADHOC_STDERR", job.stderr_file);
+  if (!o.results.empty()) {
+    spec.env.emplace_back("FANOUT_ADHOC_RESULTS",
+                          fs::absolute(o.results, ec).lexically_normal().string());
+  }
+  for (const auto& kv : o.env) {
+    const auto eq = kv.find('=');
+    spec.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+}
+
 }  // namespace
 
 Expected<HaltRule> parse_halt(const std::string& value) {
@@ -247,7 +275,6 @@ Expected<HaltRule> parse_halt(const std::string& value) {
   return h;
 }
 
-// Long: the checks of each option and the YAML they become, in the order the file reads.
 Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& folder) {
   if (auto r = check_options(o); !r) return Unexpected{r.error()};
   AdhocJob job;
@@ -309,28 +336,7 @@ Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& fol
     return bad("cannot make the stderr file: " + r.error().message);
   }
 
-  spec.name = o.name.empty() ? program_name(o.command) : o.name;
-  spec.description = "fanout run -c " + o.command;
-  spec.shell = config::AdhocShell{.command = o.command,
-                                  .mini_batch_size = o.mini_batch_size,
-                                  .sources = sources,
-                                  .quote_all = o.quote_all,
-                                  .tag = o.tag,
-                                  .results = !o.results.empty()};
-  spec.output_path = job.rows;
-  spec.code = fs::current_path(ec).string();
-  spec.error_threshold = halt_threshold(*halt, job.items, o.error_threshold);
-  spec.max_retries = o.max_retries;
-  spec.timeout_s = o.timeout_s;
-  spec.env.emplace_back("FANOUT_ADHOC_STDERR", job.stderr_file);
-  if (!o.results.empty()) {
-    spec.env.emplace_back("FANOUT_ADHOC_RESULTS",
-                          fs::absolute(o.results, ec).lexically_normal().string());
-  }
-  for (const auto& kv : o.env) {
-    const auto eq = kv.find('=');
-    spec.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
+  fill_spec(o, job, sources, spec);
   job.job_file = base + ".yaml";
   if (auto r = write_file_atomic(job.job_file, config::adhoc_job_yaml(spec), 0600); !r) {
     return bad("cannot write the ad-hoc job file: " + r.error().message);

@@ -8,6 +8,7 @@ status` of a job whose interchange was killed. Environment: FANOUT_BIN (set by t
 
 import glob
 import os
+import pty
 import select
 import signal
 import subprocess
@@ -132,7 +133,25 @@ def quiet_successes(tmp, db):
                stdin="1\n2\n3\n", cwd=tmp)
     if sorted(r.stdout.split(), key=int) != ["1", "4", "9"]:
         fail("values are quoted where the shell does not need it: %r" % r.stdout)
-    print("ok: empty stdin exits 0; a silent command succeeds; values quoted only where needed")
+    # A terminal on stdin: what is awaited is said first; Ctrl-D ends the items.
+    master, slave = pty.openpty()
+    p = subprocess.Popen([FANOUT, "run", "--db", db, "-c", "echo got {}", "--input", "-"],
+                         cwd=tmp, stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    os.close(slave)
+    err = ""
+    deadline = time.monotonic() + 60
+    while "reading the items from stdin" not in err and time.monotonic() < deadline:
+        r, _, _ = select.select([p.stderr], [], [], 1)
+        if r:
+            err += p.stderr.readline()
+    os.write(master, b"tty item\n\x04")
+    out, rest = p.communicate(timeout=240)
+    os.close(master)
+    if "reading the items from stdin" not in err or out != "got tty item\n":
+        fail("stdin on a terminal: said %r, printed %r: %s" % (err, out, rest))
+    print("ok: empty stdin exits 0; a silent command succeeds; values quoted only where needed; "
+          "a terminal on stdin is told what is awaited")
 
 
 def failures_and_next_steps(tmp, db):
@@ -154,13 +173,18 @@ def failures_and_next_steps(tmp, db):
                                                                                             db):
         fail("partial job: last line %r" % last_line(r.stderr))
     # Ctrl-C once the first row is out: the job is cancelled, and the summary says how to go on.
-    items = [str(i) for i in range(1, 41)]
-    p = subprocess.Popen([FANOUT, "run", "--db", db, "-j", "1", "-c", "echo {}; sleep 0.5",
+    # Items after the first wait for a file to go, so the job is surely running when it comes.
+    hold = os.path.join(tmp, "hold-cancel")
+    open(hold, "w").close()
+    items = [str(i) for i in range(1, 11)]
+    p = subprocess.Popen([FANOUT, "run", "--db", db, "-j", "1", "-c",
+                          "[ {} = 1 ] || while [ -e %s ]; do sleep 0.05; done; echo {}" % hold,
                           ":::", *items], cwd=tmp, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     read_line(p, 120, "a row before Ctrl-C")
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=240)
+    os.remove(hold)
     job = sql_int(db, "SELECT max(id) FROM jobs")
     want = "fanout: continue with: fanout resume %d --failed --db %s" % (job, db)
     if "cancelled" not in err or last_line(err) != want:
@@ -187,9 +211,12 @@ def errors_name_options(tmp, db):
 
 
 def dead_interchange_status(tmp, db):
-    items = [str(i) for i in range(1, 200)]
+    hold = os.path.join(tmp, "hold-dead")
+    open(hold, "w").close()
+    items = [str(i) for i in range(1, 11)]
     p = subprocess.Popen([FANOUT, "run", "--db", db, "-j", "1", "--name", "doomed", "-c",
-                          "echo {}; sleep 0.3", ":::", *items], cwd=tmp,
+                          "[ {} = 1 ] || while [ -e %s ]; do sleep 0.05; done; echo {}" % hold,
+                          ":::", *items], cwd=tmp,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     read_line(p, 120, "a row of the job whose interchange is killed")
     job = sql_int(db, "SELECT max(id) FROM jobs WHERE name = 'doomed'")
@@ -210,6 +237,7 @@ def dead_interchange_status(tmp, db):
             fail("status of a dead interchange claims %r:\n%s" % (claim, st.stdout))
     if "0 running" not in st.stdout:
         fail("status of a dead interchange counts mini-batches as running:\n%s" % st.stdout)
+    os.remove(hold)
     fanout("resume", str(job), "--db", db, "--quiet", timeout=240)
     print("ok: status of a job whose interchange died says so first, with no live claims")
 

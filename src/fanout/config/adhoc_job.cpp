@@ -150,6 +150,34 @@ constexpr std::string_view kPrefixFn = R"SH(fanout_prefix() {
 }
 )SH";
 
+// The lines that run the item's command line (fanout_cmd) and set fanout_rc to its status: its
+// stdout to ours (--tag: each line tagged) or to --results' files; its stderr to fanout_e.
+std::string run_lines(const AdhocShell& o) {
+  std::string s;
+  if (o.results) {
+    // GNU's layout: RESULTS/<source>/<value>/ for each source, then stdout, stderr and seq.
+    s += "  fanout_d=$FANOUT_ADHOC_RESULTS\n";
+    for (std::size_t k = 1; k <= o.sources; ++k) {
+      const std::string v = o.sources == 1 ? "$fanout_item" : "$fanout_f" + std::to_string(k);
+      s += "  fanout_v=$(printf '%s' \"" + v +
+           "\" | sed 's:\\\\:\\\\\\\\:g;s:/:\\\\057:g'; printf x); fanout_v=${fanout_v%x}\n";
+      s += "  case $fanout_v in ''|.|..) fanout_v=\"\\\\$fanout_v\" ;; esac\n";
+      s += "  fanout_d=\"$fanout_d/" + std::to_string(k) + "/$fanout_v\"\n";
+    }
+    s +=
+        "  mkdir -p \"$fanout_d\" && printf '%s\\n' \"$fanout_seq\" >\"$fanout_d/seq\" || exit 1\n";
+    s += "  (eval \"$fanout_cmd\") 3<&- 2>\"$fanout_e\" >\"$fanout_d/stdout\"; fanout_rc=$?\n";
+    s += "  cp \"$fanout_e\" \"$fanout_d/stderr\"\n";
+  } else if (o.tag) {
+    // The exit status comes back on fd 7, past the pipe into the prefixer.
+    s += "  fanout_rc=$( { { (eval \"$fanout_cmd\") 3<&- 7>&- 2>\"$fanout_e\"; echo $? >&7; } | "
+         "fanout_prefix >&6; } 7>&1 )\n";
+  } else {
+    s += "  (eval \"$fanout_cmd\") 3<&- 6>&- 2>\"$fanout_e\"; fanout_rc=$?\n";
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string gnu_quote(std::string_view v, bool quote_all) {
@@ -195,7 +223,6 @@ std::string adhoc_command_for(const std::string& command, const std::vector<std:
   return out;
 }
 
-// Long: one shell program, read top to bottom; the comments inside say what each part does.
 std::string adhoc_shell_line(const AdhocShell& o) {
   // The items come from the NUL-separated list, so a name holding a newline stays one item
   // (the one-per-line list would split it, and `rm {}` would remove a second file named by
@@ -242,27 +269,7 @@ std::string adhoc_shell_line(const AdhocShell& o) {
   s += "    *) fanout_base_noext=$fanout_base; fanout_noext=$fanout_item ;;\n";
   s += "  esac\n";
   s += command_assignment(pieces(o.command, o.sources), o.sources);
-  if (o.results) {
-    // GNU's layout: RESULTS/<source>/<value>/ for each source, then stdout, stderr and seq.
-    s += "  fanout_d=$FANOUT_ADHOC_RESULTS\n";
-    for (std::size_t k = 1; k <= o.sources; ++k) {
-      const std::string v = o.sources == 1 ? "$fanout_item" : "$fanout_f" + std::to_string(k);
-      s += "  fanout_v=$(printf '%s' \"" + v +
-           "\" | sed 's:\\\\:\\\\\\\\:g;s:/:\\\\057:g'; printf x); fanout_v=${fanout_v%x}\n";
-      s += "  case $fanout_v in ''|.|..) fanout_v=\"\\\\$fanout_v\" ;; esac\n";
-      s += "  fanout_d=\"$fanout_d/" + std::to_string(k) + "/$fanout_v\"\n";
-    }
-    s +=
-        "  mkdir -p \"$fanout_d\" && printf '%s\\n' \"$fanout_seq\" >\"$fanout_d/seq\" || exit 1\n";
-    s += "  (eval \"$fanout_cmd\") 3<&- 2>\"$fanout_e\" >\"$fanout_d/stdout\"; fanout_rc=$?\n";
-    s += "  cp \"$fanout_e\" \"$fanout_d/stderr\"\n";
-  } else if (o.tag) {
-    // The exit status comes back on fd 7, past the pipe into the prefixer.
-    s += "  fanout_rc=$( { { (eval \"$fanout_cmd\") 3<&- 7>&- 2>\"$fanout_e\"; echo $? >&7; } | "
-         "fanout_prefix >&6; } 7>&1 )\n";
-  } else {
-    s += "  (eval \"$fanout_cmd\") 3<&- 6>&- 2>\"$fanout_e\"; fanout_rc=$?\n";
-  }
+  s += run_lines(o);
   s += "  if [ -s \"$fanout_e\" ]; then\n";
   s += std::string("    ") + (o.tag ? "fanout_prefix <\"$fanout_e\"" : "cat \"$fanout_e\"") +
        " | if [ -n \"$FANOUT_ADHOC_STDERR\" ]; then tee -a \"$FANOUT_ADHOC_STDERR\"; else cat; "
