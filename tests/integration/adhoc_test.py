@@ -25,7 +25,7 @@ def main():
 
         # 1. A folder: its files are the items; rows are printed to stdout when the job ends.
         r = fanout("run", "-c", "printf '%s %s\\n' {/} $(wc -c < {})", "--input", data,
-                   "--db", db, "-j", "2", "-q", cwd=tmp, check=False)
+                   "--db", db, "-j", "2", "--quiet", cwd=tmp, check=False)
         if r.returncode != 0:
             fail(f"folder run exited {r.returncode}: {r.stderr}")
         rows = sorted(r.stdout.split("\n")[:-1])
@@ -38,7 +38,7 @@ def main():
         out = os.path.join(tmp, "out", "rows.txt")
         os.makedirs(os.path.dirname(out))
         r = fanout("run", "-c", "echo {#}:{}:{.}:{/}:{//}:{/.}", "--input", "-", "--output", out,
-                   "--mini-batch-size", "3", "--db", db, "-q", cwd=tmp, check=False,
+                   "--mini-batch-size", "3", "--db", db, "--quiet", cwd=tmp, check=False,
                    stdin="\n".join(items) + "\n\n")
         if r.returncode != 0:
             fail(f"stdin run exited {r.returncode}: {r.stderr}")
@@ -63,7 +63,7 @@ def main():
             f.write("".join(f"item{i}\n" for i in range(12)) + "bad\n")
         out3 = os.path.join(tmp, "out", "list.txt")
         r = fanout("run", "-c", "sh -c 'test \"$1\" != bad && echo \"ok $1\"' sh",
-                   "--input", listing, "--output", out3, "--name", "listjob", "--db", db, "-q",
+                   "--input", listing, "--output", out3, "--name", "listjob", "--db", db, "--quiet",
                    cwd=tmp, check=False)
         got = sorted(open(out3).read().splitlines())
         if got != sorted(f"ok item{i}" for i in range(12)):
@@ -97,7 +97,7 @@ def main():
             (["run", "job.yaml", "-c", "echo"], "not both"),
             (["run", "--input", data], "-c"),
         ]:
-            r = fanout(*args, "--db", db, "-q", cwd=tmp, check=False)
+            r = fanout(*args, "--db", db, "--quiet", cwd=tmp, check=False)
             if r.returncode != 2 or needle not in r.stderr:
                 fail(f"{args}: expected exit 2 naming {needle}, got {r.returncode}: {r.stderr}")
     print("PASS: folder, stdin and list inputs; replacement strings; failures; errors")

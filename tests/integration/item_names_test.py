@@ -45,7 +45,7 @@ def adhoc_rm(root):
     victims = [root]
     src = make_input(root, victims)
     db = os.path.join(root, "store", "fanout.db")
-    r = fanout("run", "-c", "rm -f {}", "--input", src, "--db", db, "-q", cwd=root, check=False)
+    r = fanout("run", "-c", "rm -f {}", "--input", src, "--db", db, "--quiet", cwd=root, check=False)
     check_victims(victims, "fanout run -c 'rm -f {}'")
     if r.returncode != 0:
         fail("fanout run -c: exit %d\n%s" % (r.returncode, r.stderr))
@@ -71,7 +71,7 @@ def command_job(root):
     support.write(os.path.join(root, "job.yaml"), support.job_yaml(
         "names", data="./in", mini_batch_size="10", retries=0,
         task="  type: command\n  code: ./code\n  command: |\n    %s\n" % line))
-    r = fanout("run", os.path.join(root, "job.yaml"), "--db", db, "-q", cwd=root, check=False)
+    r = fanout("run", os.path.join(root, "job.yaml"), "--db", db, "--quiet", cwd=root, check=False)
     check_victims(victims, "a command job reading {mini_batch} line by line")
     if r.returncode != 0:
         fail("command job: exit %d\n%s" % (r.returncode, r.stderr))

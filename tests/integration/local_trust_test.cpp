@@ -284,7 +284,7 @@ TEST_CASE("integration.local_trust.adhoc_files_are_private") {
   const std::string db = dir / "store/fanout.db";
   auto r = run_capture({"/bin/sh", "-c",
                         "printf 'a\\nb\\n' | \"$0\" run -c 'echo {}' --input - --env "
-                        "TOKEN=s3cret --db \"$1\" -q",
+                        "TOKEN=s3cret --db \"$1\" --quiet",
                         fanout_bin(), db},
                        dir.path());
   INFO("run stderr:\n" << r.err);
@@ -294,7 +294,7 @@ TEST_CASE("integration.local_trust.adhoc_files_are_private") {
   CHECK(mode_of(adhoc) == 0700);
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(adhoc)) files.push_back(e.path().string());
-  REQUIRE(files.size() == 3);  // the job file, the item list and the rows
+  REQUIRE(files.size() == 4);  // the job file, the item list, the rows and the commands' stderr
   for (const auto& f : files) {
     CAPTURE(f);
     CHECK(mode_of(f) == 0600);
