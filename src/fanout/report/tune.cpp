@@ -409,9 +409,15 @@ std::string format_tune(const ReportData& d, const std::vector<Recommendation>& 
     if (!r.figure.empty()) out += "  measured: " + r.figure + "\n";
     out += (r.verdict == Verdict::NoData ? "  why: " : "  effect: ") + r.effect + "\n";
   }
-  out += changes == 0 ? "\nno change: the settings fit what this job measured\n"
-                      : fmt::format("\n{} change(s), sized to be applied together (--write FILE)\n",
-                                    changes);
+  const auto unadvised = static_cast<std::size_t>(std::count_if(
+      recs.begin(), recs.end(), [](const auto& r) { return r.verdict == Verdict::NoData; }));
+  if (changes > 0) {
+    out += fmt::format("\n{} change(s), sized to be applied together (--write FILE)\n", changes);
+  } else if (unadvised == 0) {
+    out += "\nno change: the settings fit what this job measured\n";
+  } else {
+    out += fmt::format("\nno change; {} setting(s) without advice (see why above)\n", unadvised);
+  }
   return out;
 }
 
@@ -438,7 +444,9 @@ std::string tune_yaml(const ReportData& d, const std::vector<Recommendation>& re
       "  prefetch: {}{}\n"
       "  poll_ms: {}{}\n",
       d.job_id, d.job_id, d.name,
-      local_launcher(d) ? "\n# instance_count: local pools, which share this machine's cores" : "",
+      local_launcher(d)
+          ? "\n# (instance_count counts local pools here; they share this machine's cores)"
+          : "",
       value("mini_batch_size"), note("mini_batch_size"), value("instance_count"),
       note("instance_count"), value("workers"), note("workers"), value("prefetch"),
       note("prefetch"), value("poll_ms"), note("poll_ms"));

@@ -272,5 +272,6 @@ TEST_CASE("report.tune.written_block_retunes_to_no_change") {
     CAPTURE(r.effect);
     CHECK(r.verdict != Verdict::Change);
   }
+  INFO(report::format_tune(*d2, recs2));
   CHECK(report::format_tune(*d2, recs2).find("\nno change:") != std::string::npos);
 }
