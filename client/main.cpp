@@ -1,6 +1,7 @@
 // fanout: the client CLI. main() dispatches to one subcommand; each subcommand has a function
 // that declares its options (CLI11) and returns what runs it, which calls into client_core.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -11,7 +12,9 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -28,7 +31,9 @@
 #include "fanout/config/pipeline.hpp"
 #include "fanout/net/security.hpp"
 #include "fanout/protocol/exit_codes.hpp"
+#include "fanout/util/error.hpp"
 #include "fanout/util/log.hpp"
+#include "fanout/util/spelling.hpp"
 
 namespace {
 
@@ -83,6 +88,197 @@ CLI::Validator gnu_jobs() {
       "N|0|N%|+N|-N");
 }
 
+// ---- help layout and "did you mean" ----
+
+// --help laid out for an 80-column terminal: option names in a fixed margin with their
+// descriptions wrapped beside it; plain value names (N, PATH) instead of CLI11's validator
+// descriptions (INT:INT in [1 - 1000000]); a short set of allowed values shown as the value
+// (local|slurm), a longer one and the default at the end of the description; the option groups in
+// a fixed order (place_in_help). The man pages are made from this output
+// (tools/packaging/gen_man.sh), so they read the same.
+class HelpFormatter final : public CLI::Formatter {
+ public:
+  static constexpr std::size_t kWidth = 80;
+  static constexpr std::size_t kMargin = 30;  // "  --interchange-address ADDR" fits
+
+  HelpFormatter() { column_width(kMargin); }
+
+  std::string make_help(const CLI::App* app, std::string name,
+                        CLI::AppFormatMode mode) const override {
+    if (mode == CLI::AppFormatMode::Sub) return make_expanded(app);
+    return make_description(app) + make_usage(app, name) + make_positionals(app) +
+           ordered_groups(app) + make_subcommands(app, mode) + "\n" + make_footer(app);
+  }
+
+  std::string make_option(const CLI::Option* opt, bool positional) const override {
+    const std::string opts = positional ? std::string() : make_option_opts(opt);
+    return two_columns(make_option_name(opt, positional) + opts, make_option_desc(opt));
+  }
+  std::string make_subcommand(const CLI::App* sub) const override {
+    return two_columns(sub->get_name(), sub->get_description());
+  }
+  std::string make_description(const CLI::App* app) const override {
+    const std::string& d = app->get_description();
+    return d.empty() ? std::string() : wrapped(d, 0, kWidth) + "\n";
+  }
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    if (!opt->get_option_text().empty()) return " " + opt->get_option_text();
+    if (opt->get_type_size() == 0) return {};  // a flag
+    std::string value = base_type(*opt);
+    const std::string set = allowed_set(*opt);
+    if (!set.empty() && set.size() <= 20) {
+      value = set;
+      std::replace(value.begin(), value.end(), ',', '|');
+    }
+    if (opt->get_expected_max() >= CLI::detail::expected_max_vector_size) value += " ...";
+    return " " + value;
+  }
+  std::string make_option_desc(const CLI::Option* opt) const override {
+    std::string d = opt->get_description();
+    if (const std::string set = allowed_set(*opt); set.size() > 20) {
+      std::string listed = set;
+      for (std::size_t p = listed.find(','); p != std::string::npos; p = listed.find(',', p + 2)) {
+        listed.insert(p + 1, " ");
+      }
+      d += " (one of: " + listed + ")";
+    }
+    if (!opt->get_default_str().empty() && d.find("default") == std::string::npos) {
+      d += " (default: " + opt->get_default_str() + ")";
+    }
+    return d;
+  }
+
+ private:
+  // CLI11's default group first, then groups of other names (in the order declared), then these.
+  static std::size_t rank(const std::string& group) {
+    static const std::array<const char*, 6> kOrder = {"Input",    "Output",  "Workers",
+                                                      "Failures", "Cluster", "Advanced"};
+    if (group == "Options") return 0;
+    const auto* it = std::find(kOrder.begin(), kOrder.end(), group);
+    return it == kOrder.end() ? 1 : 2 + static_cast<std::size_t>(it - kOrder.begin());
+  }
+  std::string ordered_groups(const CLI::App* app) const {
+    std::vector<std::string> groups = app->get_groups();
+    std::stable_sort(groups.begin(), groups.end(),
+                     [](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+    std::string out;
+    for (const std::string& g : groups) {
+      auto opts = app->get_options(
+          [&g](const CLI::Option* o) { return o->get_group() == g && o->nonpositional(); });
+      if (!g.empty() && !opts.empty()) out += make_group(g, false, opts);
+    }
+    return out;
+  }
+  // The value's own name: what type_name() set, or CLI11's type with N for its integer types.
+  static std::string base_type(const CLI::Option& opt) {
+    std::string t = opt.get_type_name();
+    t = t.substr(0, t.find(':'));
+    if (t == "INT" || t == "UINT") return "N";
+    if (t == "FLOAT") return "NUMBER";
+    return t;
+  }
+  // "a,b,c" for an option checked with CLI::IsMember, else empty.
+  static std::string allowed_set(const CLI::Option& opt) {
+    const std::string t = opt.get_type_name();
+    const std::size_t open = t.find(":{");
+    const std::size_t close = t.find('}', open == std::string::npos ? 0 : open);
+    if (open == std::string::npos || close == std::string::npos) return {};
+    return t.substr(open + 2, close - open - 2);
+  }
+  // `text` in lines of at most `width` columns, each after the first indented by `indent`.
+  static std::string wrapped(const std::string& text, std::size_t indent, std::size_t width) {
+    std::string out, line;
+    std::istringstream words(text);
+    for (std::string w; words >> w;) {
+      if (!line.empty() && indent + line.size() + 1 + w.size() > width) {
+        out += line + "\n" + std::string(indent, ' ');
+        line.clear();
+      }
+      line += (line.empty() ? "" : " ") + w;
+    }
+    return out + line;
+  }
+  static std::string two_columns(const std::string& name, const std::string& desc) {
+    std::string out = "  " + name;
+    if (desc.empty()) return out + "\n";
+    out += out.size() + 1 > kMargin ? "\n" + std::string(kMargin, ' ')
+                                    : std::string(kMargin - out.size(), ' ');
+    return out + wrapped(desc, kMargin, kWidth) + "\n";
+  }
+};
+
+// Lists each option of `cmd` under a help group, with the value name help shows for it (nullptr:
+// the formatter's own). Every name must be declared: a renamed option fails here, not silently.
+struct HelpPlace {
+  const char* option;
+  const char* group;
+  const char* value = nullptr;
+};
+void place_in_help(CLI::App* cmd, std::initializer_list<HelpPlace> places) {
+  for (const HelpPlace& p : places) {
+    CLI::Option* o = cmd->get_option_no_throw(p.option);
+    FANOUT_ASSERT(o != nullptr);
+    o->group(p.group);
+    if (p.value != nullptr) o->type_name(p.value);
+  }
+}
+
+// A mistyped subcommand, before CLI11 parses (it would only say that a subcommand is required):
+// prints the error, with the nearest subcommand when one is near, and returns true.
+bool unknown_subcommand(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return false;
+  const std::string word = argv[1];
+  std::vector<std::string_view> names;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == word) return false;
+    names.push_back(sub->get_name());
+  }
+  const std::string_view best = fanout::nearest_word(word, names);
+  if (best.empty()) {
+    std::fprintf(stderr, "error: unknown command '%s' (fanout --help lists them)\n", word.c_str());
+  } else {
+    std::fprintf(stderr, "error: unknown command '%s'; did you mean '%.*s'?\n", word.c_str(),
+                 static_cast<int>(best.size()), best.data());
+  }
+  return true;
+}
+
+// After CLI11 refused the command line: the first --option the subcommand does not have, with
+// the nearest one it has. Prints the error and returns true, or returns false (nothing of the
+// kind) to leave the error to CLI11.
+bool unknown_option(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* cmd = &app;
+  std::string where = "fanout";
+  int first = 1;
+  if (argc > 1 && argv[1][0] != '-') {
+    cmd = app.get_subcommand(argv[1]);  // unknown_subcommand() has checked the name
+    where += std::string(" ") + argv[1];
+    first = 2;
+  }
+  std::vector<std::string> longs;
+  for (const CLI::Option* o : cmd->get_options()) {
+    for (const std::string& n : o->get_lnames()) longs.push_back("--" + n);
+  }
+  for (int i = first; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;  // the rest are values
+    if (arg.rfind("--", 0) != 0) continue;
+    const std::string name = arg.substr(0, arg.find('='));
+    if (std::find(longs.begin(), longs.end(), name) != longs.end()) continue;
+    const std::string_view best =
+        fanout::nearest_word(name, std::vector<std::string_view>(longs.begin(), longs.end()));
+    if (best.empty()) {
+      std::fprintf(stderr, "error: %s: unknown option '%s' (%s --help lists them)\n", where.c_str(),
+                   name.c_str(), where.c_str());
+    } else {
+      std::fprintf(stderr, "error: %s: unknown option '%s'; did you mean '%.*s'?\n", where.c_str(),
+                   name.c_str(), static_cast<int>(best.size()), best.data());
+    }
+    return true;
+  }
+  return false;
+}
+
 // Curve keys for a tcp:// --interchange (docs/security.md).
 void add_key_options(CLI::App* cmd, fanout::net::Security& sec) {
   cmd->add_option("--keys", sec.keys_dir,
@@ -91,6 +287,8 @@ void add_key_options(CLI::App* cmd, fanout::net::Security& sec) {
   cmd->add_option("--key", sec.key_name, "this client's key pair in it (default: client)");
   cmd->add_flag("--insecure", sec.insecure,
                 "plaintext, unauthenticated tcp:// (loopback addresses only)");
+  place_in_help(
+      cmd, {{"--keys", "Cluster", "DIR"}, {"--key", "Cluster", "NAME"}, {"--insecure", "Cluster"}});
 }
 
 // ---- run ----
@@ -366,6 +564,28 @@ Subcommand add_run(CLI::App& app, std::string& log_level) {
   a->cmd->add_flag("--share-with-group", a->ov.share_with_group,
                    "create the store and the run folder readable by the group too (default: the "
                    "owner only; the output file keeps your umask)");
+  place_in_help(a->cmd, {{"--db", "Output", "PATH"},
+                         {"--run-dir", "Output", "DIR"},
+                         {"--overwrite", "Output"},
+                         {"--share-with-group", "Output"},
+                         {"--quiet", "Output"},
+                         {"--json", "Output"},
+                         {"--log-level", "Output", "LEVEL"},
+                         {"--workers", "Workers", "N"},
+                         {"--pools", "Workers", "N"},
+                         {"--python", "Workers", "PATH"},
+                         {"--priority", "Workers", "N"},
+                         {"--allow-partial", "Failures"},
+                         {"--interchange", "Cluster", "ENDPOINT"},
+                         {"--launcher", "Cluster"},
+                         {"--nodes", "Cluster", "N"},
+                         {"--min-nodes", "Cluster", "N"},
+                         {"--max-nodes", "Cluster", "N"},
+                         {"--interchange-address", "Cluster", "ADDR"},
+                         {"--exit-with-client", "Cluster"},
+                         {"--prefetch", "Advanced", "N"},
+                         {"--poll-ms", "Advanced", "MS"},
+                         {"--window", "Advanced", "N"}});
   return {a->cmd, [a](const Logger& log) { return run_command(*a, log); }};
 }
 
@@ -380,6 +600,9 @@ Subcommand add_keygen(CLI::App& app) {
   cmd->add_option("--add-client", ko->add_client,
                   "add and authorise a client key NAME (repeatable)");
   cmd->add_option("--add-pool", ko->add_pool, "add and authorise a pool key NAME (repeatable)");
+  place_in_help(cmd, {{"--dir", "Options", "DIR"},
+                      {"--add-client", "Options", "NAME"},
+                      {"--add-pool", "Options", "NAME"}});
   return {cmd, [ko](const Logger&) { return client::keygen(*ko); }};
 }
 
@@ -403,6 +626,9 @@ Subcommand add_history(CLI::App& app) {
   cmd->add_option("--state", a->state, "only jobs in this state")
       ->check(CLI::IsMember({"running", "succeeded", "partial", "failed", "cancelled"}));
   cmd->add_flag("--json", a->json, "machine-readable output");
+  place_in_help(
+      cmd,
+      {{"--db", "Options", "PATH"}, {"--limit", "Options", "N"}, {"--state", "Options", "STATE"}});
   return {cmd, [a](const Logger&) {
             return client::print_history(store_or_default(a->db), a->limit, a->state, a->json);
           }};
@@ -427,6 +653,7 @@ Subcommand add_follow(CLI::App& app, bool cancel) {
     cmd->add_flag("--allow-partial", a->fo.allow_partial, "exit 0 when the job ends partial");
   }
   add_key_options(cmd, a->fo.security);
+  place_in_help(cmd, {{"--db", "Options", "PATH"}, {"--interchange", "Cluster", "ENDPOINT"}});
   return {cmd, [a, cancel](const Logger& log) {
             fanout::net::warn_if_insecure(a->fo.security, log);
             a->fo.db = store_or_default(a->fo.db);
@@ -460,6 +687,14 @@ Subcommand add_resume(CLI::App& app) {
   cmd->add_flag("--accept-changed-input", a->ro.accept_changed_input,
                 "resume even when the job's input no longer lists as it was submitted (files "
                 "added or removed, a table changed); recorded in the store");
+  place_in_help(cmd, {{"--db", "Output", "PATH"},
+                      {"--quiet", "Output"},
+                      {"--python", "Workers", "PATH"},
+                      {"--workers", "Workers", "N"},
+                      {"--pools", "Workers", "N"},
+                      {"--allow-partial", "Failures"},
+                      {"--failed", "Failures"},
+                      {"--accept-changed-input", "Input"}});
   return {cmd, [a](const Logger& log) {
             a->ro.db = store_or_default(a->ro.db);
             return client::resume_job(a->job_id, a->ro, log);
@@ -479,6 +714,7 @@ Subcommand add_status(CLI::App& app) {
   cmd->add_option("job", a->job_id, "the job id")->required()->check(job_ids());
   cmd->add_option("--db", a->db, "SQLite store");
   cmd->add_flag("--json", a->json, "machine-readable output");
+  place_in_help(cmd, {{"--db", "Options", "PATH"}});
   return {cmd, [a](const Logger&) {
             return client::print_status(store_or_default(a->db), a->job_id, a->json);
           }};
@@ -496,6 +732,7 @@ Subcommand add_report(CLI::App& app) {
   cmd->add_option("--out", a->out, "folder to write to (default: the job's logs folder)");
   cmd->add_option("--db", a->db, "SQLite store");
   cmd->add_flag("--html", a->html, "write report.html (--out: the file) instead");
+  place_in_help(cmd, {{"--out", "Options", "PATH"}, {"--db", "Options", "PATH"}});
   return {cmd, [a](const Logger&) {
             const std::string db = store_or_default(a->db);
             return a->html ? client::write_html_report(db, a->job_id, a->out)
@@ -513,6 +750,7 @@ Subcommand add_compare(CLI::App& app) {
   cmd->add_option("jobs", a->ids, "job ids")->required()->check(job_ids());
   cmd->add_option("--html", a->html, "also write the comparison page to this file");
   cmd->add_option("--db", a->db, "SQLite store");
+  place_in_help(cmd, {{"--html", "Options", "FILE"}, {"--db", "Options", "PATH"}});
   return {cmd, [a](const Logger&) {
             return client::compare_jobs(store_or_default(a->db), a->ids, a->html);
           }};
@@ -535,6 +773,10 @@ Subcommand add_tune(CLI::App& app) {
       ->check(counts());
   cmd->add_option("--write", a->write, "write the suggested settings (YAML) to this file");
   cmd->add_option("--db", a->db, "SQLite store");
+  place_in_help(cmd, {{"--target-duration", "Options", "SECONDS"},
+                      {"--cores", "Options", "N"},
+                      {"--write", "Options", "FILE"},
+                      {"--db", "Options", "PATH"}});
   return {cmd, [a](const Logger&) {
             return client::tune_job(store_or_default(a->db), a->job_id, a->to, a->write);
           }};
@@ -596,6 +838,26 @@ Subcommand add_perf(CLI::App& app) {
                  "UNSAFE: measure over plaintext TCP loopback instead of private ipc://; while it "
                  "runs, any local user can submit jobs that run as you");
   perf->add_option("--keep", po.keep_dir, "keep the store and logs in this folder");
+  place_in_help(perf, {{"--tasks", "Input", "N"},
+                       {"--time", "Input", "SECONDS"},
+                       {"--runtime", "Input"},
+                       {"--sleep-ms", "Input", "MS"},
+                       {"--items-per-batch", "Input", "N"},
+                       {"--json", "Output"},
+                       {"--keep", "Output", "DIR"},
+                       {"--log-level", "Output", "LEVEL"},
+                       {"--python", "Workers", "PATH"},
+                       {"--workers", "Workers", "N"},
+                       {"--pools", "Workers", "N"},
+                       {"--curve", "Cluster"},
+                       {"--encrypted", "Cluster"},
+                       {"--insecure-tcp", "Cluster"},
+                       {"--prefetch", "Advanced", "N"},
+                       {"--poll-ms", "Advanced", "MS"},
+                       {"--window", "Advanced", "N"},
+                       {"--sweep", "Advanced"},
+                       {"--no-ceiling", "Advanced"},
+                       {"--no-baseline", "Advanced"}});
   return {perf, [a](const Logger& log) {
             a->po.ceiling = !a->no_ceiling;
             a->po.baseline = !a->no_baseline;
@@ -650,7 +912,9 @@ std::optional<std::vector<std::string>> split_adhoc_argv(int argc, char** argv) 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fanout: run a program over a large input in parallel"};
+  // Named, so help and the man pages say `fanout`, never the path it was started by.
+  CLI::App app{"fanout: run a program over a large input in parallel", "fanout"};
+  app.formatter(std::make_shared<HelpFormatter>());  // before the subcommands: they copy it
   app.require_subcommand(1);
   app.set_version_flag("--version", FANOUT_VERSION);
   std::string log_level = "warning";  // the client's own; only `run` takes --log-level
@@ -662,10 +926,13 @@ int main(int argc, char** argv) {
   if (!args) return kExitUsage;
   std::vector<char*> cargs;
   for (auto& a : *args) cargs.push_back(a.data());
+  const int cargc = static_cast<int>(cargs.size());
+  if (unknown_subcommand(app, cargc, cargs.data())) return kExitUsage;
   try {
-    app.parse(static_cast<int>(cargs.size()), cargs.data());
+    app.parse(cargc, cargs.data());
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every command-line error exits 2 (README, exit status).
+    if (e.get_exit_code() != 0 && unknown_option(app, cargc, cargs.data())) return kExitUsage;
     return app.exit(e) == 0 ? fanout::proto::kExitOk : kExitUsage;
   }
   auto level = fanout::parse_log_level(log_level);

@@ -72,7 +72,9 @@ void add_options(CLI::App& app, fanout::ix::Options& opts, CliValues& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fanout-interchange: brokers mini-batches between clients and worker pools"};
+  // Named, so help and the man page say fanout-interchange, never the path it was started by.
+  CLI::App app{"fanout-interchange: brokers mini-batches between clients and worker pools",
+               "fanout-interchange"};
   app.set_version_flag("--version", FANOUT_VERSION);
   fanout::ix::Options opts;
   CliValues v;

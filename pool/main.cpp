@@ -64,7 +64,9 @@ std::optional<double> apply_test_clock_offset() {
 
 // Long: one line per command-line option, each bound to a local the rest of main reads.
 int main(int argc, char** argv) {
-  CLI::App app{"fanout-pool: runs mini-batches from an interchange in worker processes"};
+  // Named, so help and the man page say fanout-pool, never the path it was started by.
+  CLI::App app{"fanout-pool: runs mini-batches from an interchange in worker processes",
+               "fanout-pool"};
   app.set_version_flag("--version", FANOUT_VERSION);
   fanout::pool::Options opts;
   std::string log_level = "info", log_file;

@@ -6,6 +6,19 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 bash tools/install-deps.sh
 bash tools/build.sh --programs
+# The man pages (help2man, from tools/deps-debian.txt), and build/bin: links to the programs beside
+# build/share/man, so one PATH entry gives both `fanout` and `man fanout` (man-db looks for
+# ../share/man next to each folder on PATH). Nothing is installed outside the clone, and a later
+# build updates what PATH finds.
+ninja -C build tools/packaging/fanout.1 tools/packaging/fanout-interchange.1 \
+  tools/packaging/fanout-pool.1
+mkdir -p build/bin build/share/man/man1
+for p in client/fanout interchange/fanout-interchange pool/fanout-pool pool/fanout-worker; do
+  ln -sfn "../$p" "build/bin/$(basename "$p")"
+done
+for m in fanout fanout-interchange fanout-pool; do
+  ln -sfn "../../../tools/packaging/$m.1" "build/share/man/man1/$m.1"
+done
 example=docs/examples/file-scoring
 db=${FANOUT_DB:-$top/runs/fanout.db}
 rm -f "$example/out/word_counts.txt"
@@ -18,3 +31,6 @@ echo "== fanout history --db $db"
 build/client/fanout history --db "$db" --limit 5
 echo "== sqlite3 $db 'select id, name, state from jobs order by id desc limit 3'"
 sqlite3 "$db" 'select id, name, state from jobs order by id desc limit 3'
+echo "== next: put the programs on PATH (add the line to ~/.bashrc to keep it), then"
+echo "   \`fanout --help\`, \`man fanout\` and the README's commands work from any folder:"
+echo "   export PATH=\"$top/build/bin:\$PATH\""

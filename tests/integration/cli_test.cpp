@@ -1,13 +1,16 @@
 // The command line as people meet it: every parse error exits 2 with
 // CLI11's message, validators refuse values out of range, --version on the three programs, -q
-// silences note: lines, and an empty store file is a new store. Real binaries; only the -q case
-// runs a (built-in no-op) job.
+// silences note: lines, and an empty store file is a new store; mistyped subcommands and options
+// get a "did you mean", --help fits 80 columns, the man page names `fanout`. Real binaries; only
+// the -q case runs a (built-in no-op) job.
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "fanout/util/fs.hpp"
 #include "harness.hpp"
 
 using namespace fanout::test;
@@ -122,4 +125,100 @@ task:
   auto hj = fanout_cli(dir, {"history", "--db", db, "--json"});
   CHECK(hj.out.find("\"ended\":null") == std::string::npos);
   CHECK(hj.out.find("\"state\":\"succeeded\"") != std::string::npos);
+}
+
+TEST_CASE("integration.cli.typos_get_suggestions") {
+  TempDir dir("cli-typos");
+  // A mistyped subcommand is named, with the nearest one (CLI11 said "A subcommand is required").
+  auto sub = fanout_cli(dir, {"staus", "3"});
+  CHECK(sub.status.code == 2);
+  CHECK(sub.err.find("unknown command 'staus'; did you mean 'status'?") != std::string::npos);
+  auto far = fanout_cli(dir, {"frobnicate"});
+  CHECK(far.status.code == 2);
+  CHECK(far.err.find("unknown command 'frobnicate'") != std::string::npos);
+  CHECK(far.err.find("did you mean") == std::string::npos);
+  // A mistyped option of a subcommand, separate from its value or joined with '='.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "job.yaml", "--wokers", "4"},
+        std::vector<std::string>{"run", "--wokers=4", "job.yaml"}}) {
+    auto opt = fanout_cli(dir, args);
+    INFO(opt.err);
+    CHECK(opt.status.code == 2);
+    CHECK(opt.err.find("fanout run: unknown option '--wokers'; did you mean '--workers'?") !=
+          std::string::npos);
+  }
+  auto status_opt = fanout_cli(dir, {"status", "3", "--jsno"});
+  CHECK(status_opt.err.find("did you mean '--json'?") != std::string::npos);
+  // Other errors keep CLI11's own message.
+  auto bad_value = fanout_cli(dir, {"run", "job.yaml", "--workers", "abc"});
+  CHECK(bad_value.status.code == 2);
+  CHECK(bad_value.err.find("--workers") != std::string::npos);
+  CHECK(bad_value.err.find("did you mean") == std::string::npos);
+}
+
+TEST_CASE("integration.cli.help_fits_80_columns_with_plain_value_names") {
+  TempDir dir("cli-help-width");
+  auto top = fanout_cli(dir, {"--help"});
+  REQUIRE(top.status.code == 0);
+  // Every subcommand, as `fanout --help` lists them (a line of its own, indented by two).
+  std::vector<std::string> commands;
+  std::istringstream lines(top.out);
+  bool listing = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line == "Subcommands:") listing = true;
+    if (listing && line.size() > 2 && line.rfind("  ", 0) == 0 && line[2] != ' ') {
+      commands.push_back(line.substr(2, line.find(' ', 2) - 2));
+    }
+  }
+  CHECK(commands.size() >= 11);
+  std::vector<std::vector<std::string>> helps = {{"--help"}};
+  for (const auto& c : commands) helps.push_back({c, "--help"});
+  for (const auto& args : helps) {
+    auto h = fanout_cli(dir, args);
+    CAPTURE(args.front());
+    CHECK(h.status.code == 0);
+    std::istringstream text(h.out);
+    for (std::string line; std::getline(text, line);) {
+      CAPTURE(line);
+      CHECK(line.size() <= 80);
+    }
+    // Value names, not CLI11's validator text ("INT:INT in [-1 - 9223372036854775807]").
+    CHECK(h.out.find(" in [") == std::string::npos);
+    for (const char* cli11 : {"INT:", " INT ", " UINT", " FLOAT"}) {
+      CAPTURE(cli11);
+      CHECK(h.out.find(cli11) == std::string::npos);
+    }
+    CHECK(h.out.find("Usage: fanout") != std::string::npos);
+  }
+  auto run = fanout_cli(dir, {"run", "--help"});
+  for (const char* want :
+       {"\nOutput:\n", "\nWorkers:\n", "\nFailures:\n", "\nCluster:\n", "\nAdvanced:\n",
+        "--workers N ", "--db PATH ", "--poll-ms MS ", "--launcher local|slurm "}) {
+    CAPTURE(want);
+    CHECK(run.out.find(want) != std::string::npos);
+  }
+  CHECK(run.out.find("\nOutput:\n") < run.out.find("\nAdvanced:\n"));
+}
+
+TEST_CASE("integration.cli.man_page_names_the_program_not_a_build_path") {
+  TempDir dir("cli-man");
+  // The page as the build makes it (tools/packaging/meson.build), from this build's program.
+  const std::string tools = env_or("FANOUT_TOOLS_DIR", "tools");
+  auto which = run_capture({"sh", "-c", "command -v help2man"}, dir.path());
+  if (which.status.code != 0) {
+    MESSAGE("SKIP: help2man is not installed (tools/deps-debian.txt)");
+    return;
+  }
+  const std::string page = dir / "fanout.1";
+  auto gen =
+      run_capture({"bash", tools + "/packaging/gen_man.sh", fanout_bin(), "0.0", page}, dir.path());
+  INFO(gen.err);
+  REQUIRE(gen.status.code == 0);
+  auto text = fanout::read_file(page);
+  REQUIRE(text.has_value());
+  const std::string bin_dir = std::filesystem::path(fanout_bin()).parent_path().string();
+  CHECK(text->find(bin_dir) == std::string::npos);
+  CHECK(text->find("/build/") == std::string::npos);
+  CHECK(text->find("Usage: fanout run [OPTIONS]") != std::string::npos);
+  CHECK(text->find(".SS \"fanout perf\"") != std::string::npos);
 }

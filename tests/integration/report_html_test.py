@@ -5,7 +5,10 @@ Runs real jobs with the real binaries, then opens each page in Debian's `chromiu
 must log no error, every chart must have drawn data (`data-points` on each canvas, read back
 with --dump-dom), and a screenshot must not be blank (distinct colours of the PNG, decoded with
 zlib). Covered: a small job, a job with failures and resource samples, a running job (a
-snapshot), a cancelled job, a job with 0 attempts, and compare.
+snapshot), a cancelled job, a job with 0 attempts, and compare. The charts read at a glance:
+throughput bins no narrower than a task, an items-done line, whole-number ticks on counts,
+distinct histogram labels, no negative overhead, and compare naming the faster run with each
+run's progress and rate on one time axis (read back from attributes the drawing script sets).
 
 Exit 77 (meson: skipped) when chromium is missing, naming why. Environment: FANOUT_BIN,
 FANOUT_SOURCE_ROOT (set by tests/meson.build).
@@ -153,6 +156,46 @@ def check_page(chromium, page, min_charts, label):
         fail("%s: screenshot nearly blank (%d colours)" % (label, colours))
     print("ok: %s: %d charts with data, %d colours in the screenshot" %
           (label, len(canvases), colours))
+    return dom
+
+
+def chart_attr(dom, chart, attr, label):
+    """An attribute the drawing script set on the canvas `chart` (its series, an axis's ticks)."""
+    tag = re.search(r'<canvas[^>]*id="%s"[^>]*>' % chart, dom)
+    if not tag:
+        fail("%s: no canvas %s" % (label, chart))
+    m = re.search(r'%s="([^"]*)"' % attr, tag.group(0))
+    if not m:
+        fail("%s: canvas %s has no %s: %s" % (label, chart, attr, tag.group(0)))
+    return m.group(1).split("|")
+
+
+def check_integer_ticks(dom, chart, axis, label):
+    ticks = chart_attr(dom, chart, "data-ticks-" + axis, label)
+    if any("." in t for t in ticks):
+        fail("%s: %s counts on axis %s with ticks %s" % (label, chart, axis, ticks))
+
+
+def check_job_charts(page, dom, min_bin_s, label):
+    """The throughput bins, the items-done line, whole-number ticks on counts, distinct
+    histogram labels, and no negative overhead."""
+    html = open(page).read()
+    bin_s = float(re.search(r'"series":\{"bin_s":([0-9.e+-]+)', html).group(1))
+    if bin_s < min_bin_s:
+        fail("%s: throughput bins of %g s, narrower than a task (%g s)" % (label, bin_s, min_bin_s))
+    if "items done" not in chart_attr(dom, "chart-throughput", "data-series", label):
+        fail("%s: the throughput chart has no items-done line" % label)
+    check_integer_ticks(dom, "chart-throughput", "y1", label)
+    check_integer_ticks(dom, "chart-inflight", "y", label)
+    for hist in ("chart-run-hist", "chart-overhead-hist"):
+        check_integer_ticks(dom, hist, "y", label)
+        ticks = chart_attr(dom, hist, "data-ticks-x", label)
+        if len(set(ticks)) != len(ticks):
+            fail("%s: %s repeats tick labels: %s" % (label, hist, ticks))
+    lo = float(re.search(r'"overhead_hist":\{"lo":([0-9.e+-]+)', html).group(1))
+    if lo < 0:
+        fail("%s: the overhead histogram starts below 0 (%g s)" % (label, lo))
+    print("ok: %s: bins of %g s, items done drawn, whole-number counts" % (label, bin_s))
 
 
 def main():
@@ -174,7 +217,8 @@ def main():
         page = os.path.join(log_dir, "report.html")
         if not os.path.exists(page):
             fail("no report.html in " + log_dir)
-        check_page(chromium, page, 6, "small job")
+        dom = check_page(chromium, page, 6, "small job")
+        check_job_charts(page, dom, 0, "small job")
 
         # Failures and resource samples.
         job = make_job(root, "failing", 16, bad=3, args="--resource_monitor_interval 1",
@@ -188,7 +232,10 @@ def main():
                        "ValueError", "exhausted their tries"):
             if needle not in html:
                 fail("failing job: the page lacks " + needle)
-        check_page(chromium, page, 10, "job with failures and samples")
+        dom = check_page(chromium, page, 10, "job with failures and samples")
+        # run() sleeps 0.3 s: no bin is narrower than that (200 bins of the job would be).
+        check_job_charts(page, dom, 0.3, "job with failures and samples")
+        check_integer_ticks(dom, "chart-failures", "x", "job with failures and samples")
 
         # A running job gives a snapshot; cancelled, it renders too.
         job = make_job(root, "slow", 200, mini_batch_size=1, sleep=0.5)
@@ -237,7 +284,23 @@ def main():
         p = fanout("compare", str(small), str(failing), "--html", page, "--db", db)
         if "mini_batch_size" not in p.stdout or "items/s" not in p.stdout:
             fail("compare: the table lacks the differing setting or the rate:\n" + p.stdout)
-        check_page(chromium, page, 2, "compare")
+        dom = check_page(chromium, page, 2, "compare")
+        faster = re.search(r'<p id="faster"><b>([^<]*)</b>', dom)
+        # The small job (no sleep) did its items far faster than the one sleeping 0.3 s each.
+        if not faster or not faster.group(1).startswith("job %d (small) was the faster" % small):
+            fail("compare: the page does not name the faster run:\n" + dom[:3000])
+        for chart in ("chart-compare-items", "chart-compare-minibatches"):
+            series = chart_attr(dom, chart, "data-series", "compare")
+            what = "items" if chart.endswith("items") else "minibatches"
+            for j in (small, failing):
+                for kind in (" done", "/s"):
+                    if not any(x.startswith("job %d " % j) and x.endswith(what + kind)
+                               for x in series):
+                        fail("compare: %s lacks job %d's %s%s: %s" % (chart, j, what, kind,
+                                                                       series))
+            check_integer_ticks(dom, chart, "y", "compare")
+        if "was the faster" not in p.stdout:
+            fail("compare: the text does not name the faster run:\n" + p.stdout)
         print("all report pages render")
         return 0
 

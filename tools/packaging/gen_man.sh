@@ -16,8 +16,9 @@ verbatim() { sed -e 's/\\/\\e/g' -e "s/^\([.']\)/\\\\\&\1/"; }
   echo "fanout(1), fanout-interchange(1), fanout-pool(1); the guides in /usr/share/doc/fanout."
   if [ "$name" = fanout ]; then
     echo "[COMMANDS]"
-    # The subcommands are the lines under "Subcommands:" in `fanout --help`.
-    "$prog" --help | awk '/^Subcommands:/{on=1; next} on && NF {print $1}' | while read -r sub; do
+    # The subcommands are the lines under "Subcommands:" in `fanout --help` (a wrapped description
+    # goes on indented lines of its own).
+    "$prog" --help | awk '/^Subcommands:/{on=1; next} on && /^  [^ ]/ {print $1}' | while read -r sub; do
       echo ".SS \"fanout $sub\""
       echo ".nf"
       "$prog" "$sub" --help | tail -n +2 | verbatim

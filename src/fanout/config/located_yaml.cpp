@@ -10,27 +10,12 @@
 #include <utility>
 
 #include "fanout/util/fs.hpp"
+#include "fanout/util/spelling.hpp"
 
 namespace fanout::config::detail {
 namespace {
 
 constexpr std::int64_t kMaxU32 = std::numeric_limits<std::uint32_t>::max();
-
-// Edit distance, for "did you mean" on unknown keys.
-std::size_t distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 std::string with_line(const std::string& file, int mark_line) {
   return mark_line >= 0 ? file + ":" + std::to_string(mark_line + 1) : file;
@@ -201,15 +186,8 @@ void YamlReader::reject_unknown(const Fields& f,
   for (const auto& e : f.entries) {
     if (std::find(allowed.begin(), allowed.end(), e.name) != allowed.end()) continue;
     std::string what = "unknown key";
-    std::string_view best;
-    std::size_t best_d = 3;  // suggest only near misses: up to two edits
-    for (std::string_view a : allowed) {
-      std::size_t d = distance(e.name, a);
-      if (d < best_d) {
-        best_d = d;
-        best = a;
-      }
-    }
+    // Suggest only near misses: up to two edits.
+    const std::string_view best = nearest_word(e.name, {allowed.begin(), allowed.end()});
     if (!best.empty()) what += " (did you mean " + std::string(best) + "?)";
     fail({e.key, line_of(e.key_node)}, what);
   }

@@ -48,12 +48,24 @@ constexpr std::string_view kScript = R"js(
   function make(id, config, points) {
     const canvas = document.getElementById(id);
     if (!canvas) return;
-    new Chart(canvas, config);
+    const chart = new Chart(canvas, config);
     canvas.setAttribute('data-points', String(points));
+    // What a reader sees, for the page's own tests: the series and each axis's tick labels.
+    canvas.setAttribute('data-series', chart.data.datasets.map((d) => d.label).join('|'));
+    Object.entries(chart.scales).forEach(([key, scale]) => canvas.setAttribute('data-ticks-' + key,
+      scale.ticks.map((t) => String(t.label)).join('|')));
     drawn += 1;
   }
   const xy = (t, v) => t.map((x, i) => ({x: x, y: v[i]}));
   const linear = (title) => ({type: 'linear', title: {display: true, text: title}});
+  // An axis of counts: whole-number ticks only.
+  const counting = (title) => Object.assign(linear(title), {beginAtZero: true, ticks: {precision: 0}});
+  // Items done by the end of each bin (the job's end for the last), from 0 at the start.
+  const progress = (t, done, w, end) => [{x: 0, y: 0}].concat(t.filter((x) => x < end || x === 0)
+    .map((x, i) => ({x: Math.min(x + w, end), y: done[i]})));
+  // Rates drawn at the middle of their bin; none for a bin after the job's end.
+  const rate = (t, v, w, end) => t.map((x, i) => ({x: x + w / 2, y: v[i]}))
+    .filter((p, i) => t[i] < end || i === 0);
   function lines(id, series, xtitle, ytitle, extra) {
     const points = series.reduce((n, s) => n + s.data.length, 0);
     const options = {scales: {x: linear(xtitle), y: Object.assign(linear(ytitle), {beginAtZero: true})},
@@ -61,13 +73,22 @@ constexpr std::string_view kScript = R"js(
     if (extra) extra(options);
     make(id, {type: 'line', data: {datasets: series}, options: options}, points);
   }
+  // Bin centres in ms with as many digits as it takes to tell them apart (103.1, 103.2, not
+  // 103, 103).
+  function bin_labels(h) {
+    const centres = h.counts.map((_, i) => 1000 * (h.lo + (i + 0.5) * h.width));
+    for (let digits = 3; digits <= 9; digits += 1) {
+      const labels = centres.map((c) => String(Number(c.toPrecision(digits))));
+      if (new Set(labels).size === labels.length) return labels;
+    }
+    return centres.map(String);
+  }
   function histogram(id, h, title) {
     if (!h || !h.counts.length) return;
-    const labels = h.counts.map((_, i) => (1000 * (h.lo + (i + 0.5) * h.width)).toPrecision(3));
-    make(id, {type: 'bar', data: {labels: labels, datasets: [{label: 'successful attempts',
+    make(id, {type: 'bar', data: {labels: bin_labels(h), datasets: [{label: 'successful attempts',
       data: h.counts, backgroundColor: '#0969da', barPercentage: 1, categoryPercentage: 1}]},
       options: {scales: {x: {title: {display: true, text: title + ' (ms, bin centre)'}},
-        y: {beginAtZero: true, title: {display: true, text: 'attempts'}}}}}, h.counts.length);
+        y: counting('attempts')}}}, h.counts.length);
   }
   function job() {
     const T = R.timeline;
@@ -89,18 +110,31 @@ constexpr std::string_view kScript = R"js(
     }
     const S = R.series;
     if (S && S.t.length && R.job.worker_attempts > 0) {
-      lines('chart-throughput', [
-        {label: 'mini-batches/s', data: xy(S.t, S.minibatches_per_s), borderColor: '#0969da', yAxisID: 'y'},
-        {label: 'failed attempts/s', data: xy(S.t, S.failed_per_s), borderColor: '#cf222e', yAxisID: 'y'},
-        {label: 'items/s', data: xy(S.t, S.items_per_s), borderColor: '#2da44e', yAxisID: 'y1'}],
-        'seconds since the job started', 'per second', (o) => {
-          o.scales.y1 = Object.assign(linear('items/s'), {position: 'right', beginAtZero: true,
-            grid: {drawOnChartArea: false}});
-        });
+      // Rates on the left, all per second; the items done so far on the right. Mini-batches/s
+      // only where it differs from items/s, failed attempts/s only where any failed.
+      const end = R.job.duration_s > 0 ? R.job.duration_s : Infinity;
+      const rates = [{label: 'items/s', data: rate(S.t, S.items_per_s, S.bin_s, end),
+        borderColor: '#2da44e', yAxisID: 'y'}];
+      if (S.minibatches_per_s.some((v, i) => v !== S.items_per_s[i])) {
+        rates.push({label: 'mini-batches/s', data: rate(S.t, S.minibatches_per_s, S.bin_s, end),
+          borderColor: '#0969da', yAxisID: 'y'});
+      }
+      if (S.failed_per_s.some((v) => v > 0)) {
+        rates.push({label: 'failed attempts/s', data: rate(S.t, S.failed_per_s, S.bin_s, end),
+          borderColor: '#cf222e', yAxisID: 'y'});
+      }
+      rates.push({label: 'items done', data: progress(S.t, S.items_done, S.bin_s, end),
+        borderColor: '#1b7c83', borderWidth: 3, yAxisID: 'y1'});
+      lines('chart-throughput', rates, 'seconds since the job started', 'per second', (o) => {
+        o.scales.y1 = Object.assign(counting('items done'), {position: 'right',
+          grid: {drawOnChartArea: false}});
+      });
       lines('chart-inflight', [
         {label: 'running in workers', data: xy(S.t, S.running), borderColor: '#8250df', stepped: true},
         {label: 'queued (not finished, not running)', data: xy(S.t, S.queued), borderColor: '#e16f24', stepped: true}],
-        'seconds since the job started', 'mini-batches');
+        'seconds since the job started', 'mini-batches', (o) => {
+          o.scales.y = counting('mini-batches');
+        });
     }
     const U = R.utilisation;
     if (U && U.length) {
@@ -116,7 +150,8 @@ constexpr std::string_view kScript = R"js(
       make('chart-failures', {type: 'bar', data: {labels: F.by_status.map((s) => s[0]),
         datasets: [{label: 'failed attempts', data: F.by_status.map((s) => s[1]),
           backgroundColor: F.by_status.map((s, i) => colour(s[0], i))}]},
-        options: {indexAxis: 'y', plugins: {legend: {display: false}}}}, F.by_status.length);
+        options: {indexAxis: 'y', scales: {x: counting('failed attempts')},
+          plugins: {legend: {display: false}}}}, F.by_status.length);
     }
     const N = R.nodes || [], P = R.processes || [];
     if (N.length) {
@@ -132,15 +167,30 @@ constexpr std::string_view kScript = R"js(
         borderColor: palette[i % palette.length]})), 'seconds since the job started', 'RSS MB');
     }
   }
+  // One time axis for all the runs: what each has done so far (solid, left) and its rate
+  // (dashed, right), in the run's colour; the title names the faster run.
+  function compare_chart(id, J, what) {
+    const series = [];
+    J.forEach((j, i) => {
+      const c = palette[i % palette.length], name = 'job ' + j.id + ' ' + j.name;
+      const end = j.duration_s > 0 ? j.duration_s : Infinity;
+      series.push({label: name + ': ' + what + ' done', data: progress(j.t, j[what + '_done'],
+        j.bin_s, end), borderColor: c, borderWidth: 3, yAxisID: 'y'});
+      series.push({label: name + ': ' + what + '/s', data: rate(j.t, j[what + '_per_s'], j.bin_s,
+        end), borderColor: c, borderDash: [6, 4], borderWidth: 1, yAxisID: 'y1'});
+    });
+    lines(id, series, 'seconds since the job started', what + ' done', (o) => {
+      o.scales.y = counting(what + ' done');
+      o.scales.y1 = Object.assign(linear(what + '/s'), {position: 'right', beginAtZero: true,
+        grid: {drawOnChartArea: false}});
+      o.plugins.title = {display: !!R.faster, text: R.faster};
+    });
+  }
   function compare() {
     const J = R.jobs.filter((j) => j.t.length);
     if (!J.length) return;
-    lines('chart-compare-items', J.map((j, i) => ({label: 'job ' + j.id + ' ' + j.name,
-      data: xy(j.t, j.items_per_s), borderColor: palette[i % palette.length]})),
-      'seconds since the job started', 'items/s');
-    lines('chart-compare-minibatches', J.map((j, i) => ({label: 'job ' + j.id + ' ' + j.name,
-      data: xy(j.t, j.minibatches_per_s), borderColor: palette[i % palette.length]})),
-      'seconds since the job started', 'mini-batches/s');
+    compare_chart('chart-compare-items', J, 'items');
+    compare_chart('chart-compare-minibatches', J, 'minibatches');
   }
   try {
     if (R.kind === 'compare') compare(); else job();
@@ -257,6 +307,35 @@ std::string failures_html(const ReportData& d) {
   return o;
 }
 
+// The run() and overhead histograms, with their figures and a note on any clamped overhead.
+std::string histograms_html(const ReportData& d) {
+  std::string o;
+  o += "<h2>run() time and overhead per mini-batch</h2>\n";
+  if (d.run_hist.n == 0) {
+    o += "<p class=\"note\">No successful attempt yet.</p>\n";
+  } else {
+    o += fmt::format(
+        "<p class=\"note\">{} successful attempts. run(): min {:.4g} ms, mean {:.4g} ms, max "
+        "{:.4g} ms. Overhead (attempt time − run() time): min {:.4g} ms, mean {:.4g} ms, max "
+        "{:.4g} ms.</p>\n",
+        d.run_hist.n, d.run_hist.min * 1000, d.run_hist.mean * 1000, d.run_hist.max * 1000,
+        d.overhead_hist.min * 1000, d.overhead_hist.mean * 1000, d.overhead_hist.max * 1000);
+    if (d.overhead_hist.clamped > 0) {
+      o += fmt::format(
+          "<p class=\"note\" id=\"overhead-clamped\">{} attempt(s) had a run() time above their "
+          "attempt time (run() is timed inside the worker, the attempt by the pool, each rounded "
+          "when stored): their overhead counts as 0.</p>\n",
+          d.overhead_hist.clamped);
+    }
+    o += "<div class=\"grid\"><div>";
+    canvas(o, "chart-run-hist", 260);
+    o += "</div><div>";
+    canvas(o, "chart-overhead-hist", 260);
+    o += "</div></div>\n";
+  }
+  return o;
+}
+
 // The workers and the timeline's bars: "workers":[...],"timeline":{...}.
 void timeline_json(std::string& j, const ReportData& d) {
   j += ",\"workers\":[";
@@ -279,12 +358,15 @@ void timeline_json(std::string& j, const ReportData& d) {
 // The time series and the pools' utilisation: "series":{...},"utilisation":[...].
 void series_json(std::string& j, const ReportData& d, const JobFigures& f) {
   // Time series: rates per bin, and the running and queued counts at each bin's start.
-  std::vector<double> t, mb, items, failed, running, queued;
+  std::vector<double> t, mb, items, failed, running, queued, items_done;
   const double w = d.bin_s > 0 ? d.bin_s : 1;
+  std::uint64_t done = 0;
   for (const auto& b : d.bins) {
     t.push_back(b.t);
     mb.push_back(static_cast<double>(b.succeeded) / w);
     items.push_back(static_cast<double>(b.items) / w);
+    done += b.items;
+    items_done.push_back(static_cast<double>(done));
     failed.push_back(static_cast<double>(b.failed) / w);
     running.push_back(static_cast<double>(b.running));
     queued.push_back(static_cast<double>(b.queued));
@@ -295,6 +377,8 @@ void series_json(std::string& j, const ReportData& d, const JobFigures& f) {
   append_json_numbers(j, mb);
   j += ",\"items_per_s\":";
   append_json_numbers(j, items);
+  j += ",\"items_done\":";
+  append_json_numbers(j, items_done);
   j += ",\"failed_per_s\":";
   append_json_numbers(j, failed);
   j += ",\"running\":";
@@ -471,7 +555,11 @@ std::string render_job_html(const ReportData& d) {
   if (d.worker_attempts == 0) {
     b += "<p class=\"note\">No attempt yet.</p>\n";
   } else {
-    b += fmt::format("<p class=\"note\">In bins of {:.4g} s.</p>\n", d.bin_s);
+    b += fmt::format(
+        "<p class=\"note\">Rates in bins of {:.4g} s (from the job's duration, and never "
+        "shorter than the median attempt, so that a bin holds several completions); the thick "
+        "line, on the right axis, is the items done so far.</p>\n",
+        d.bin_s);
     canvas(b, "chart-throughput", 300);
     canvas(b, "chart-inflight", 260);
   }
@@ -485,22 +573,7 @@ std::string render_job_html(const ReportData& d) {
         f.span_s);
     canvas(b, "chart-utilisation", 260);
   }
-  b += "<h2>run() time and overhead per mini-batch</h2>\n";
-  if (d.run_hist.n == 0) {
-    b += "<p class=\"note\">No successful attempt yet.</p>\n";
-  } else {
-    b += fmt::format(
-        "<p class=\"note\">{} successful attempts. run(): min {:.4g} ms, mean {:.4g} ms, max "
-        "{:.4g} ms. Overhead (attempt time − run() time): min {:.4g} ms, mean {:.4g} ms, max "
-        "{:.4g} ms.</p>\n",
-        d.run_hist.n, d.run_hist.min * 1000, d.run_hist.mean * 1000, d.run_hist.max * 1000,
-        d.overhead_hist.min * 1000, d.overhead_hist.mean * 1000, d.overhead_hist.max * 1000);
-    b += "<div class=\"grid\"><div>";
-    canvas(b, "chart-run-hist", 260);
-    b += "</div><div>";
-    canvas(b, "chart-overhead-hist", 260);
-    b += "</div></div>\n";
-  }
+  b += histograms_html(d);
   b += failures_html(d);
   b += "<h2>Resources</h2>\n";
   if (d.node_series.empty() && d.process_series.empty()) {

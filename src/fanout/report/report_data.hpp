@@ -66,6 +66,7 @@ struct ReportData {
     std::vector<std::uint64_t> counts{};
     std::uint64_t n = 0;
     double min = 0, max = 0, mean = 0;
+    std::uint64_t clamped = 0;  // values below 0 counted as 0 (overhead: see fill_histograms)
   };
   struct FailureGroup {
     std::string status{}, category{};

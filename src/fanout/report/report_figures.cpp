@@ -134,14 +134,55 @@ std::size_t bin_index(double t, double t0, double width, std::size_t nbins) {
                                static_cast<std::int64_t>(nbins) - 1));
 }
 
+// The median time of the attempts that ran (0 when none did).
+double median_elapsed(const std::deque<AttemptPoint>& points) {
+  std::vector<float> e;
+  e.reserve(points.size());
+  for (const auto& p : points) {
+    if (p.elapsed > 0) e.push_back(p.elapsed);
+  }
+  if (e.empty()) return 0;
+  std::nth_element(e.begin(), e.begin() + static_cast<std::ptrdiff_t>(e.size() / 2), e.end());
+  return e[e.size() / 2];
+}
+
+// `w` rounded up to 1, 2 or 5 × 10^k, so that bins read as 0.2 s, 5 s, 10 s.
+double nice_width(double w) {
+  const double decade = std::pow(10.0, std::floor(std::log10(w)));
+  for (double step : {1.0, 2.0, 5.0, 10.0}) {
+    if (step * decade >= w * (1 - 1e-6)) return step * decade;  // 1e-6: float timings
+  }
+  return 10 * decade;
+}
+
+// How many time bins the series gets: limits.series_bins at most, and few enough that a bin of
+// the stretch where attempts ran (first start to last end) holds about 3 of its `attempts`, a
+// rate rather than a comb of 0 and 1; a start-up before the first attempt adds bins, not width.
+std::uint32_t series_bin_count(std::size_t attempts, const ReportLimits& limits,
+                               const ReportData& r) {
+  const double active = std::max(r.last_end - r.first_start, 1e-3);
+  const double t0 = r.started > 0 && r.first_start > 0 ? std::min(r.started, r.first_start)
+                                                       : std::max(r.started, r.first_start);
+  const double whole = std::max(r.last_end, r.ended > 0 ? r.ended : r.snapshot) - t0;
+  const double n = static_cast<double>(attempts) / 3 * std::max(whole, active) / active;
+  return static_cast<std::uint32_t>(
+      std::clamp(n, 1.0, static_cast<double>(std::max<std::uint32_t>(limits.series_bins, 1))));
+}
+
 }  // namespace
 
 void fill_histograms(const std::deque<AttemptPoint>& points, std::uint32_t nbins,
                      ReportData::Histogram& rh, ReportData::Histogram& oh) {
   double run_sum = 0, over_sum = 0;
+  // run() is timed inside the worker, the attempt by the pool, each rounded when stored: for an
+  // attempt with next to no overhead the worker's figure can be the larger. No time is negative.
+  auto overhead = [](const AttemptPoint& p) {
+    return std::max(0.0, static_cast<double>(p.elapsed) - p.run);
+  };
   for (const auto& p : points) {
     if (!p.measured) continue;
-    const double run = p.run, over = static_cast<double>(p.elapsed) - p.run;
+    const double run = p.run, over = overhead(p);
+    oh.clamped += static_cast<double>(p.elapsed) < p.run ? 1 : 0;
     rh.min = rh.n == 0 ? run : std::min(rh.min, run);
     rh.max = rh.n == 0 ? run : std::max(rh.max, run);
     oh.min = oh.n == 0 ? over : std::min(oh.min, over);
@@ -160,7 +201,7 @@ void fill_histograms(const std::deque<AttemptPoint>& points, std::uint32_t nbins
   for (const auto& p : points) {
     if (!p.measured) continue;
     count_in(rh, p.run);
-    count_in(oh, static_cast<double>(p.elapsed) - p.run);
+    count_in(oh, overhead(p));
   }
 }
 
@@ -169,8 +210,10 @@ void fill_series_bins(const std::deque<AttemptPoint>& points, std::uint32_t nbin
   r.t0 = r.started > 0 ? r.started : r.first_start;
   if (r.first_start > 0) r.t0 = std::min(r.t0, r.first_start);
   const double end = std::max(r.last_end, r.ended > 0 ? r.ended : r.snapshot);
-  r.bin_s = std::max(end - r.t0, 1e-3) / nbins;
-  r.bins.resize(nbins + 1);  // the end itself falls into one more bin
+  const double span = std::max(end - r.t0, 1e-3);
+  r.bin_s = nice_width(std::max(span / nbins, median_elapsed(points)));
+  // The end itself falls into one more bin.
+  r.bins.resize(static_cast<std::size_t>(std::ceil(span / r.bin_s - 1e-6)) + 1);
   for (std::size_t i = 0; i < r.bins.size(); ++i) r.bins[i].t = static_cast<double>(i) * r.bin_s;
   for (const auto& p : points) {
     ++r.bins[bin_index(p.start, r.t0, r.bin_s, r.bins.size())].started;
@@ -300,7 +343,7 @@ void finish_tally(AttemptTally& tally, const ReportLimits& limits, std::uint32_t
   r.run_elapsed_s = tally.run_elapsed_s;
   order_workers(tally, r);
   fill_histograms(tally.points, limits.histogram_bins, r.run_hist, r.overhead_hist);
-  fill_series_bins(tally.points, limits.series_bins, max_retries, r);
+  fill_series_bins(tally.points, series_bin_count(tally.points.size(), limits, r), max_retries, r);
   fill_timeline(tally.points, tally.statuses, limits, r);
   rank_failures(tally, r);
 }

@@ -63,14 +63,17 @@ struct AttemptTally {
 void order_workers(AttemptTally& tally, ReportData& r);
 
 // The run() and overhead histograms of the measured points, `nbins` equal bins from the
-// minimum to the maximum (one bin when they are equal).
+// minimum to the maximum (one bin when they are equal). An overhead below 0 (run() timed by the
+// worker longer than the attempt timed by the pool) counts as 0 and in overhead.clamped.
 void fill_histograms(const std::deque<AttemptPoint>& points, std::uint32_t nbins,
                      ReportData::Histogram& run, ReportData::Histogram& overhead);
 
-// r.t0 and the series' `nbins` + 1 time bins (r.bin_s, r.bins) from t0 to the job's end (or
-// r.snapshot), from r.started, r.ended, r.first_start, r.last_end and r.total/r.submitted. A
-// mini-batch counts as finished by an attempt that succeeded or whose try is above
-// `max_retries` (the job's retry policy, store::JobSettings::max_retries).
+// r.t0 and the series' time bins (r.bin_s, r.bins) from t0 to the job's end (or r.snapshot):
+// at most `nbins` + 1, each as wide as the median attempt at least (a narrower bin holds 0 or 1
+// completions and draws a comb of spikes), the width rounded up to 1, 2 or 5 × 10^k s; from
+// r.started, r.ended, r.first_start, r.last_end and r.total/r.submitted. A mini-batch counts as
+// finished by an attempt that succeeded or whose try is above `max_retries` (the job's retry
+// policy, store::JobSettings::max_retries).
 void fill_series_bins(const std::deque<AttemptPoint>& points, std::uint32_t nbins,
                       std::uint32_t max_retries, ReportData& r);
 

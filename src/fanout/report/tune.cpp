@@ -144,6 +144,23 @@ Recommendation mini_batch_size(const ReportData& d, const JobFigures& f) {
 
 std::uint32_t local_cores() { return std::max(1U, std::thread::hardware_concurrency()); }
 
+// The local launcher runs every pool on this machine, so its pools share one set of cores; the
+// job records a launcher only when it is not the local one.
+bool local_launcher(const ReportData& d) { return d.setting("launcher", "local") == "local"; }
+
+// The most workers any pool of `d` had.
+std::uint64_t largest_pool(const ReportData& d) {
+  std::uint64_t per_pool = 0;
+  for (const auto& p : d.pools) per_pool = std::max(per_pool, p.workers);
+  return per_pool;
+}
+
+// Workers per pool once the advice `w` is applied: what the other settings are sized with, so
+// that the written block holds together.
+std::uint64_t workers_after(const Recommendation& w, std::uint64_t per_pool) {
+  return w.verdict == Verdict::Change ? to_u64(w.suggested, per_pool) : to_u64(w.current, per_pool);
+}
+
 Recommendation workers(const ReportData& d, const JobFigures& f, const TuneOptions& opt) {
   // Workers per node: the largest pool's count, as max_concurrency_per_instance sets them all.
   std::uint64_t per_pool = 0;
@@ -166,6 +183,16 @@ Recommendation workers(const ReportData& d, const JobFigures& f, const TuneOptio
   }
   const double per_node = nodes.empty() ? 0 : static_cast<double>(f.workers) / nodes.size();
   const double used = nodes.empty() ? 0 : f.cores_used / static_cast<double>(nodes.size());
+  // `workers` is per pool, and the pools of a node (all of them, on the local launcher) share
+  // its cores: a count for the node is split between them, at least one worker each.
+  const double pools_per_node =
+      nodes.empty() ? 1.0 : std::max(1.0, static_cast<double>(d.pools.size()) / nodes.size());
+  auto split = [&](double for_node, bool round_up) {
+    const double each = for_node / pools_per_node;
+    return static_cast<std::uint64_t>(std::max(1.0, round_up ? std::ceil(each) : std::floor(each)));
+  };
+  const std::string shared =
+      pools_per_node > 1 ? fmt::format(" ({:.3g} pools share them)", pools_per_node) : "";
   Recommendation r{.setting = "workers", .verdict = Verdict::Keep, .current = cur};
   r.figure = fmt::format(
       "run() uses {:.2f} CPU seconds per second (CPU share {}); {:.3g} workers per node keep "
@@ -182,41 +209,40 @@ Recommendation workers(const ReportData& d, const JobFigures& f, const TuneOptio
   // Why each branch: more CPU-bound workers than cores only time-share the cores; workers that
   // mostly wait leave cores idle that more workers could fill; CPU-bound workers fewer than the
   // cores leave whole cores idle.
-  if (per_node > c && used >= kSaturated * c) {
+  if (per_node > c && used >= kSaturated * c && split(c, false) < w) {
     r.verdict = Verdict::Change;
-    r.suggested = std::to_string(cores);
+    r.suggested = std::to_string(split(c, false));
     r.effect = fmt::format(
-        "the cores are saturated: {} workers share {} cores, so each run() takes about {:.2g}x "
+        "the cores are saturated: {} workers share {} cores{}, so each run() takes about {:.2g}x "
         "longer than alone; {} workers give the same throughput with less memory and switching",
-        per_node, cores, per_node / c, cores);
+        per_node, cores, shared, per_node / c, cores);
   } else if (f.cpu_share > 0 && f.cpu_share < kWaitBound && used < kRoomLeft * c) {
-    const auto n = static_cast<std::uint64_t>(std::min(std::ceil(c / f.cpu_share), 4 * c));
-    if (n > w) {
+    const double n = std::min(std::ceil(c / f.cpu_share), 4 * c);
+    if (split(n, true) > w) {
       r.verdict = Verdict::Change;
-      r.suggested = std::to_string(n);
+      r.suggested = std::to_string(split(n, true));
       r.effect = fmt::format(
-          "run() waits {} of its time (I/O or sleep) and {:.2f} of {} cores are busy: {} workers "
-          "overlap the waits, up to {:.2g}x the throughput if the data source keeps up",
-          pct(1 - f.cpu_share), used, cores, n, static_cast<double>(n) / std::max<double>(w, 1));
+          "run() waits {} of its time (I/O or sleep) and {:.2f} of {} cores are busy{}: {} "
+          "workers overlap the waits, up to {:.2g}x the throughput if the data source keeps up",
+          pct(1 - f.cpu_share), used, cores, shared, n, n / std::max(per_node, 1.0));
     }
-  } else if (f.cpu_share >= kCpuBound && per_node < c && used < kRoomLeft * c) {
+  } else if (f.cpu_share >= kCpuBound && per_node < c && used < kRoomLeft * c &&
+             split(c, false) > w) {
     r.verdict = Verdict::Change;
-    r.suggested = std::to_string(cores);
+    r.suggested = std::to_string(split(c, false));
     r.effect = fmt::format(
-        "run() is CPU-bound and {:.2f} of {} cores are busy: up to {:.2g}x the "
+        "run() is CPU-bound and {:.2f} of {} cores are busy{}: up to {:.2g}x the "
         "throughput with one worker per core",
-        used, cores, c / std::max(per_node, 1.0));
+        used, cores, shared, c / std::max(per_node, 1.0));
   }
   if (r.verdict == Verdict::Keep) r.effect = "the workers match the cores and how run() uses them";
   return r;
 }
 
-Recommendation prefetch(const ReportData& d, const JobFigures& f) {
-  std::uint64_t pool_prefetch = 0, per_pool = 0;
-  for (const auto& p : d.pools) {
-    pool_prefetch = std::max(pool_prefetch, p.prefetch);
-    per_pool = std::max(per_pool, p.workers);
-  }
+// `per_pool`: the workers per pool once the workers advice is applied.
+Recommendation prefetch(const ReportData& d, const JobFigures& f, std::uint64_t per_pool) {
+  std::uint64_t pool_prefetch = 0;
+  for (const auto& p : d.pools) pool_prefetch = std::max(pool_prefetch, p.prefetch);
   const std::string cur = d.setting("prefetch", std::to_string(pool_prefetch));
   const std::uint64_t p = to_u64(cur, pool_prefetch);
   if (f.gaps == 0) return no_data("prefetch", cur, "no worker ran two tasks: no idle gap measured");
@@ -280,21 +306,38 @@ Recommendation poll(const ReportData& d, const JobFigures& f, const Recommendati
   return r;
 }
 
-Recommendation nodes(const ReportData& d, const JobFigures& f, const TuneOptions& opt) {
+// `processes`: the workers per pool once the workers advice is applied, so that the node count
+// and the workers written together make the duration aimed at.
+Recommendation nodes(const ReportData& d, const JobFigures& f, const TuneOptions& opt,
+                     std::uint64_t processes) {
   const std::string cur =
       d.setting("instance_count", std::to_string(std::max<std::size_t>(d.pools.size(), 1)));
-  if (opt.target_duration_s <= 0) {
+  const bool local = local_launcher(d);
+  if (opt.target_duration_s <= 0 && !local) {
     return no_data("instance_count", cur, "give --target-duration S for a node count");
   }
-  std::uint64_t per_pool = 0;
-  for (const auto& p : d.pools) per_pool = std::max(per_pool, p.workers);
-  const std::uint64_t processes = to_u64(d.setting("max_concurrency_per_instance", ""), per_pool);
   const std::uint64_t mbs = d.total_known ? d.total : d.submitted;
   if (processes == 0 || mbs == 0) return no_data("instance_count", cur, "no mini-batches measured");
   // ParallelRunStep's rule: nodes × processes = total mini-batch time / desired duration, with
   // a mini-batch's time as a worker sees it: its attempt plus the gap before the next one.
   const double per_mb = f.mean_run_s + f.mean_overhead_s + f.mean_gap_s;
   const double total_s = per_mb * static_cast<double>(mbs);
+  if (local) {
+    // The local launcher's pools all run here: more of them add no cores, and the workers
+    // advice has already sized them for this machine.
+    const std::uint64_t pools = std::max<std::uint64_t>(1, to_u64(cur, 1));
+    Recommendation r{.setting = "instance_count", .verdict = Verdict::Keep, .current = cur};
+    r.figure = fmt::format(
+        "{} mini-batches × {} each = {:.3g} s of worker time; {} pool(s) × {} workers share "
+        "this machine's cores",
+        mbs, ms(per_mb), total_s, pools, processes);
+    r.effect = fmt::format(
+        "about {:.3g} s, plus start-up, if the cores keep up; on the local launcher more pools "
+        "add no cores (the workers advice sizes them for this machine): a shorter run needs more "
+        "machines (--launcher slurm)",
+        total_s / static_cast<double>(pools * processes));
+    return r;
+  }
   const auto n = static_cast<std::uint64_t>(
       std::max(1.0, std::ceil(total_s / (opt.target_duration_s * static_cast<double>(processes)))));
   Recommendation r{.setting = "instance_count",
@@ -303,7 +346,7 @@ Recommendation nodes(const ReportData& d, const JobFigures& f, const TuneOptions
   r.suggested = r.verdict == Verdict::Change ? std::to_string(n) : std::string();
   r.figure = fmt::format(
       "{} mini-batches × {} each = {:.3g} s of worker time; {} processes per "
-      "node; target {} s",
+      "node (the workers advised); target {} s",
       mbs, ms(per_mb), total_s, processes, opt.target_duration_s);
   r.effect = fmt::format("about {:.3g} s with {} node(s), plus start-up",
                          total_s / static_cast<double>(n * processes), n);
@@ -339,18 +382,24 @@ std::vector<Recommendation> tune(const ReportData& d, const TuneOptions& opt) {
             no_data("instance_count", d.setting("instance_count", "?"), why)};
   }
   std::vector<Recommendation> out;
+  // Applied together: prefetch and the node count are sized with the workers advised.
   out.push_back(mini_batch_size(d, f));
   out.push_back(workers(d, f, opt));
-  out.push_back(prefetch(d, f));
+  const std::uint64_t per_pool = workers_after(out.back(), largest_pool(d));
+  out.push_back(prefetch(d, f, per_pool));
   out.push_back(poll(d, f, out.back()));
-  out.push_back(nodes(d, f, opt));
+  out.push_back(nodes(d, f, opt, per_pool));
   return out;
 }
 
 std::string format_tune(const ReportData& d, const std::vector<Recommendation>& recs) {
   std::string out = fmt::format("job {} ({}): {}\n", d.job_id, d.name, d.state);
+  std::size_t changes = 0;
   for (const auto& r : recs) {
-    out += fmt::format("\n{}: {}", r.setting, to_string(r.verdict));
+    changes += r.verdict == Verdict::Change ? 1 : 0;
+    const bool pools = r.setting == "instance_count" && local_launcher(d);
+    out +=
+        fmt::format("\n{}{}: {}", r.setting, pools ? " (local pools)" : "", to_string(r.verdict));
     if (r.verdict == Verdict::Change) {
       out += fmt::format(" {} -> {}", r.current, r.suggested);
     } else {
@@ -359,6 +408,15 @@ std::string format_tune(const ReportData& d, const std::vector<Recommendation>& 
     out += "\n";
     if (!r.figure.empty()) out += "  measured: " + r.figure + "\n";
     out += (r.verdict == Verdict::NoData ? "  why: " : "  effect: ") + r.effect + "\n";
+  }
+  const auto unadvised = static_cast<std::size_t>(std::count_if(
+      recs.begin(), recs.end(), [](const auto& r) { return r.verdict == Verdict::NoData; }));
+  if (changes > 0) {
+    out += fmt::format("\n{} change(s), sized to be applied together (--write FILE)\n", changes);
+  } else if (unadvised == 0) {
+    out += "\nno change: the settings fit what this job measured\n";
+  } else {
+    out += fmt::format("\nno change; {} setting(s) without advice (see why above)\n", unadvised);
   }
   return out;
 }
@@ -377,7 +435,7 @@ std::string tune_yaml(const ReportData& d, const std::vector<Recommendation>& re
     return std::string();
   };
   return fmt::format(
-      "# Suggested by `fanout tune {}` from job {} ({}); merge into the job file.\n"
+      "# Suggested by `fanout tune {}` from job {} ({}); merge into the job file.{}\n"
       "mini_batch_size: \"{}\"{}\n"
       "resources:\n"
       "  instance_count: {}{}\n"
@@ -385,9 +443,13 @@ std::string tune_yaml(const ReportData& d, const std::vector<Recommendation>& re
       "  workers: {}{}\n"
       "  prefetch: {}{}\n"
       "  poll_ms: {}{}\n",
-      d.job_id, d.job_id, d.name, value("mini_batch_size"), note("mini_batch_size"),
-      value("instance_count"), note("instance_count"), value("workers"), note("workers"),
-      value("prefetch"), note("prefetch"), value("poll_ms"), note("poll_ms"));
+      d.job_id, d.job_id, d.name,
+      local_launcher(d)
+          ? "\n# (instance_count counts local pools here; they share this machine's cores)"
+          : "",
+      value("mini_batch_size"), note("mini_batch_size"), value("instance_count"),
+      note("instance_count"), value("workers"), note("workers"), value("prefetch"),
+      note("prefetch"), value("poll_ms"), note("poll_ms"));
 }
 
 }  // namespace fanout::report

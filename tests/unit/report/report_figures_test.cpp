@@ -119,7 +119,8 @@ TEST_CASE("report.report_figures.a_mini_batch_finishes_on_success_or_on_its_last
 }
 
 TEST_CASE("report.report_figures.series_bins_count_starts_ends_and_running") {
-  // From t0 = 1000 to the end at 1010: 10 bins of 1 s, and one more for the end itself.
+  // From t0 = 1000 to the end at 1010; 10 bins asked for, but the median attempt takes 2 s: 5
+  // bins of 2 s, and one more for the end itself.
   Job j({row(1, 1, "RUN_DONE", "w", 1000.5, 2, 1), row(2, 1, "RUN_DONE", "w", 1004.5, 5, 1),
          row(3, 1, "RUN_EXCEPTION", "w", 1009.5, 0.5, 0.1)},
         3);
@@ -127,17 +128,51 @@ TEST_CASE("report.report_figures.series_bins_count_starts_ends_and_running") {
   report::order_workers(j.tally, j.r);
   report::fill_series_bins(j.tally.points, 10, 0, j.r);
   CHECK(j.r.t0 == 1000);
-  CHECK(j.r.bin_s == doctest::Approx(1));
-  REQUIRE(j.r.bins.size() == 11);
+  CHECK(j.r.bin_s == doctest::Approx(2));
+  REQUIRE(j.r.bins.size() == 6);
   CHECK(j.r.bins[0].started == 1);
-  CHECK(j.r.bins[2].ended == 1);
-  CHECK(j.r.bins[2].items == 10);
+  CHECK(j.r.bins[1].ended == 1);  // 1000.5 + 2
+  CHECK(j.r.bins[1].items == 10);
   CHECK(j.r.bins[1].running == 1);  // started in bin 0, not ended before bin 1
-  CHECK(j.r.bins[5].running == 1);
-  CHECK(j.r.bins[9].ended == 1);  // 1004.5 + 5
-  CHECK(j.r.bins[10].failed == 1);
+  CHECK(j.r.bins[3].running == 1);
+  CHECK(j.r.bins[4].ended == 1);  // 1004.5 + 5
+  CHECK(j.r.bins[5].failed == 1);
   CHECK(sum(j.r.bins, &report::ReportData::Bin::started) == 3);
-  CHECK(j.r.bins[10].queued == 0);
+  CHECK(j.r.bins[5].queued == 0);
+}
+
+TEST_CASE("report.report_figures.series_bins_are_never_narrower_than_the_typical_task") {
+  // 100 ms attempts on 2 workers for 2 s: 200 bins of 10 ms would hold 0 or 1 completion each
+  // (a comb from 0 to 100/s); bins of 100 ms hold 2.
+  std::vector<store::AttemptRow> rows;
+  for (int i = 0; i < 40; ++i) {
+    rows.push_back(row(static_cast<std::uint64_t>(i + 1), 1, "RUN_DONE", i % 2 ? "w1" : "w0",
+                       1000 + 0.1 * (i / 2), 0.1, 0.09));
+  }
+  Job j(rows, 40);
+  j.r.ended = 1002;
+  report::order_workers(j.tally, j.r);
+  report::fill_series_bins(j.tally.points, 200, 0, j.r);
+  CHECK(j.r.bin_s == doctest::Approx(0.1));
+  CHECK(j.r.bins.size() == 21);
+  CHECK(sum(j.r.bins, &report::ReportData::Bin::succeeded) == 40);
+  // A long job keeps its duration-based bins, rounded to 1, 2 or 5 × 10^k s.
+  j.r.ended = 1000 + 3000;
+  report::fill_series_bins(j.tally.points, 200, 0, j.r);
+  CHECK(j.r.bin_s == doctest::Approx(20));  // 3000 / 200 = 15, rounded up
+}
+
+TEST_CASE("report.report_figures.overhead_is_never_negative") {
+  // The worker timed run() 3 ms longer than the pool timed the attempt.
+  Job j(
+      {row(1, 1, "RUN_DONE", "w", 1000, 0.100, 0.103), row(2, 1, "RUN_DONE", "w", 1001, 0.1, 0.09)},
+      2);
+  report::ReportData::Histogram run, over;
+  report::fill_histograms(j.tally.points, 10, run, over);
+  CHECK(over.min == doctest::Approx(0));
+  CHECK(over.lo >= 0);
+  CHECK(over.clamped == 1);
+  CHECK(over.max == doctest::Approx(0.01));
 }
 
 TEST_CASE("report.report_figures.timeline_is_binned_above_the_attempt_limit") {

@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,20 @@ std::vector<Recommendation> tune_history(const History& h, report::TuneOptions o
 const std::string kSettings =
     R"({"mini_batch_size":"10","max_concurrency_per_instance":4,"prefetch":0,"poll_ms":10,)"
     R"("instance_count":1,"max_retries":3})";
+
+const std::string kClusterSettings =
+    R"({"mini_batch_size":"10","max_concurrency_per_instance":4,"prefetch":0,"poll_ms":10,)"
+    R"("instance_count":1,"max_retries":3,"launcher":"slurm"})";
+
+// The value of `key` in a block tune_yaml() wrote (the text after "key: ", quotes dropped).
+std::string written(const std::string& yaml, const std::string& key) {
+  const auto at = yaml.find(key + ": ");
+  REQUIRE(at != std::string::npos);
+  std::string v = yaml.substr(
+      at + key.size() + 2, yaml.find_first_of(" \n", at + key.size() + 2) - (at + key.size() + 2));
+  v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+  return v;
+}
 
 }  // namespace
 
@@ -143,8 +158,9 @@ TEST_CASE("report.tune.not_enough_data_says_so") {
 
 TEST_CASE("report.tune.nodes_follow_parallel_run_steps_rule") {
   // 200 mini-batches of 10.2 ms (+0.1 ms gap) = 2.06 s of worker time; 4 processes per node
-  // and a 0.25 s target: ceil(2.06 / (0.25 × 4)) = 3 nodes.
-  const auto h = uniform(4, 50, kSettings, {});
+  // and a 0.25 s target: ceil(2.06 / (0.25 × 4)) = 3 nodes. A cluster launcher: the local one's
+  // pools share one machine.
+  const auto h = uniform(4, 50, kClusterSettings, {});
   SUBCASE("with a target") {
     const auto recs = tune_history(h, {.target_duration_s = 0.25});
     const auto& n = find(recs, "instance_count");
@@ -185,4 +201,77 @@ TEST_CASE("report.job_figures.idle_gap_and_utilisation") {
   CHECK(f.mean_overhead_s == doctest::Approx(0.002));
   // 11 tasks of 10 ms with 10 gaps of 10 ms: run() is 88 ms of 210 ms.
   CHECK(f.run_share == doctest::Approx(0.088 / 0.210).epsilon(1e-6));
+}
+
+TEST_CASE("report.tune.local_pools_and_nodes_are_sized_with_the_workers_advised") {
+  // The case that wrote `workers: 8` beside `instance_count: 3` sized for 2 processes per node:
+  // run() waits 90% of its time, 2 workers on 2 cores, 40 mini-batches of 10.3 ms = 0.412 s.
+  History h = uniform(2, 20, kSettings, {.cpu_per_s = 0.1});
+  SUBCASE("local launcher: the pools share this machine, their count stays") {
+    h.settings = R"({"mini_batch_size":"10","max_concurrency_per_instance":2,"prefetch":0,)"
+                 R"("poll_ms":10,"instance_count":1})";
+    const auto recs = tune_history(h, {.target_duration_s = 0.05, .cores = 2});
+    CHECK(find(recs, "workers").suggested == "8");  // 2 / 0.1 = 20, capped at 4 per core
+    const auto& n = find(recs, "instance_count");
+    CHECK(n.verdict == Verdict::Keep);
+    CHECK(n.figure.find("1 pool(s) × 8 workers") != std::string::npos);
+    CHECK(n.effect.find("node") == std::string::npos);
+  }
+  SUBCASE("local launcher, two pools: the workers advised are split between them") {
+    h.pools = 2;
+    h.settings = R"({"mini_batch_size":"10","max_concurrency_per_instance":1,"prefetch":0,)"
+                 R"("poll_ms":10,"instance_count":2})";
+    h.workers_per_pool = 1;
+    h.runs[1].pool_id = 2;
+    const auto recs = tune_history(h, {.target_duration_s = 0.05, .cores = 2});
+    CHECK(find(recs, "workers").suggested == "4");  // 8 for the machine, 4 in each pool
+    CHECK(find(recs, "instance_count").verdict == Verdict::Keep);
+  }
+  SUBCASE("cluster: nodes counted with the workers advised") {
+    h.settings = R"({"mini_batch_size":"10","max_concurrency_per_instance":2,"prefetch":0,)"
+                 R"("poll_ms":10,"instance_count":1,"launcher":"slurm"})";
+    const auto recs = tune_history(h, {.target_duration_s = 0.05, .cores = 2});
+    CHECK(find(recs, "workers").suggested == "8");
+    const auto& n = find(recs, "instance_count");
+    CHECK(n.suggested == "2");  // ceil(0.412 / (0.05 × 8)); with 2 processes it said 5
+    CHECK(n.figure.find("8 processes per node") != std::string::npos);
+  }
+}
+
+TEST_CASE("report.tune.written_block_retunes_to_no_change") {
+  // A job whose run() waits (more workers) and whose workers wait 4 ms between tasks (prefetch);
+  // its written block applied, the same tasks measured again, tune has nothing left to change.
+  const WorkerRun shape{.run_s = 0.010, .gap_s = 0.004, .cpu_per_s = 0.1};
+  History first = uniform(2, 20, kSettings, shape);
+  first.settings = R"({"mini_batch_size":"10","max_concurrency_per_instance":2,"prefetch":0,)"
+                   R"("poll_ms":10,"instance_count":1})";
+  fanout::test::ScratchDir dir("tune-retune");
+  auto d1 = report::read_report_data(write_store(dir, first), 1);
+  REQUIRE(d1);
+  const auto recs1 = report::tune(*d1, {.cores = 2});
+  const std::string yaml = report::tune_yaml(*d1, recs1);
+  INFO(yaml);
+  CHECK(report::format_tune(*d1, recs1).find("change(s), sized to be applied together") !=
+        std::string::npos);
+  const int workers = std::stoi(written(yaml, "workers"));
+  CHECK(workers == 8);
+  History second = uniform(workers, 40 / workers, kSettings, shape);
+  second.workers_per_pool = workers;
+  second.prefetch = std::stoi(written(yaml, "prefetch"));
+  second.settings = R"({"mini_batch_size":")" + written(yaml, "mini_batch_size") +
+                    R"(","max_concurrency_per_instance":)" + written(yaml, "workers") +
+                    R"(,"prefetch":)" + written(yaml, "prefetch") + R"(,"poll_ms":)" +
+                    written(yaml, "poll_ms") + R"(,"instance_count":)" +
+                    written(yaml, "instance_count") + "}";
+  fanout::test::ScratchDir dir2("tune-retune2");
+  auto d2 = report::read_report_data(write_store(dir2, second), 1);
+  REQUIRE(d2);
+  const auto recs2 = report::tune(*d2, {.cores = 2});
+  for (const auto& r : recs2) {
+    CAPTURE(r.setting);
+    CAPTURE(r.effect);
+    CHECK(r.verdict != Verdict::Change);
+  }
+  INFO(report::format_tune(*d2, recs2));
+  CHECK(report::format_tune(*d2, recs2).find("\nno change:") != std::string::npos);
 }
