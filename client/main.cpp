@@ -333,6 +333,9 @@ void add_gnu_parallel_options(CLI::App* run, RunArgs& a) {
                   "with -c: save each item's stdout, stderr and seq under DIR/1/VALUE/ (not "
                   "printed)")
       ->group(group);
+  place_in_help(run, {{"--joblog", group.c_str(), "FILE"},
+                      {"--halt", group.c_str(), "WHEN"},
+                      {"--results", group.c_str(), "DIR"}});
 }
 
 // The options of an ad-hoc run without a job file, as with GNU parallel
