@@ -12,10 +12,12 @@
 
 #include "client/commands/adhoc.hpp"
 #include "client/commands/client.hpp"
+#include "client/commands/executor_serve.hpp"
 #include "client/commands/follow.hpp"
 #include "client/commands/keygen.hpp"
 #include "client/commands/perf.hpp"
 #include "client/commands/pipeline.hpp"
+#include "client/commands/python_cmd.hpp"
 #include "client/commands/report_cmds.hpp"
 #include "client/commands/status.hpp"
 #include "fanout/config/batch_deployment.hpp"
@@ -478,6 +480,31 @@ Subcommand add_perf(CLI::App& app) {
           }};
 }
 
+// ---- python, executor-serve: the Python package (docs/python.md) ----
+
+Subcommand add_python(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "python",
+      "run a Python program with `import fanout` available: fanout python [FILE | -c CODE | -m "
+      "MODULE] [ARGS...] (interpreter: $FANOUT_PYTHON, else python3)");
+  cmd->prefix_command();  // everything after `python` is the interpreter's
+  return {cmd, [cmd](const Logger&) { return client::exec_python(cmd->remaining()); }};
+}
+
+// Hidden: the process a fanout.Executor starts (client/commands/executor_serve.hpp).
+Subcommand add_executor_serve(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  a->cmd = app.add_subcommand("executor-serve", "");
+  a->cmd->group("");
+  a->cmd->add_option("job", a->job_file, "the job file the Executor wrote")->required();
+  add_run_options(a->cmd, a->ov);
+  add_key_options(a->cmd, a->ov.security);
+  return {a->cmd, [a](const Logger& log) {
+            fanout::net::warn_if_insecure(a->ov.security, log);
+            return client::serve_executor(a->job_file, a->ov, log);
+          }};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -489,6 +516,7 @@ int main(int argc, char** argv) {
       add_run(app, log_level), add_keygen(app), add_history(app), add_follow(app, false),
       add_follow(app, true),   add_resume(app), add_status(app),  add_report(app),
       add_compare(app),        add_tune(app),   add_perf(app)};
+  const std::vector<Subcommand> python_commands = {add_python(app), add_executor_serve(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -502,6 +530,9 @@ int main(int argc, char** argv) {
   }
   auto log = fanout::make_logger("client", *level);
   for (const Subcommand& c : commands) {
+    if (c.app->parsed()) return c.run(log);
+  }
+  for (const Subcommand& c : python_commands) {
     if (c.app->parsed()) return c.run(log);
   }
   return kExitUsage;
