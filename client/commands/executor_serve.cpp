@@ -39,6 +39,8 @@ class Feeder final {
 
   // Returns whether no mini-batch was sent (JobFeeder's contract).
   bool run() {
+    // Refused (the reason goes to stderr as for `fanout run`): no "accepted" line.
+    if (s_.policy().job_id() == 0) return true;
     const auto& acc = s_.policy().accepted();
     emit({{"event", "accepted"},
           {"job", s_.policy().job_id()},

@@ -16,7 +16,7 @@ namespace fanout::client {
 //   "=end"        no more: SubmitEnd, then the job is followed to its end
 //   end of file   the Executor went away: the job is cancelled
 // and writes JSON lines on stdout as the job goes:
-//   {"event":"accepted","job":ID,"db":PATH,"log_dir":PATH}
+//   {"event":"accepted","job":ID,"db":PATH,"log_dir":PATH}  first; none when the job is refused
 //   {"event":"failed","index":N,"tries":T,"error":TEXT}   a mini-batch out of tries
 //   {"event":"ended","state":STATE,"reason":TEXT}        last line; STATE "" when it did not end
 // The rows of the mini-batches that succeed go to the job's append_row file as in any job.

@@ -76,6 +76,14 @@ def _exception(info):
     return exc
 
 
+def _fail(chunk, reason, running=True):
+    for f in chunk.futures:
+        if not running:
+            f.set_running_or_notify_cancel()
+        if not f.done():
+            f.set_exception(CallFailed(reason))
+
+
 class _Chunk:
     """Calls sent as one mini-batch: the futures of submit() (one) or of a map() chunk."""
 
@@ -93,12 +101,14 @@ class Executor(cf.Executor):
     Client; launcher, nodes: where the pools run (`fanout run --launcher slurm --nodes 4`);
     retries: tries after the first for a call whose worker crashed or timed out; timeout:
     seconds one mini-batch (one submit(), or one map() chunk) may run (default: no limit);
-    python: the workers' interpreter (default: this one); name: the job's name; other keyword
-    arguments are `fanout run` options (pools=2, prefetch=8)."""
+    python: the workers' interpreter (default: this one); name: the job's name; work_dir: where
+    the job's folder (its job file and result rows) is made (default: $TMPDIR; with a shared
+    interchange, a folder it writes, under its --write-root, that this host reads too); other
+    keyword arguments are `fanout run` options (pools=2, prefetch=8)."""
 
     def __init__(self, max_workers=None, *, db=None, interchange=None, keys=None, launcher=None,
                  nodes=None, retries=0, timeout=None, python=None, name="executor", fanout=None,
-                 **options):
+                 work_dir=None, **options):
         self._fanout = find_fanout(fanout)
         self._max_workers = max_workers
         self._lock = threading.Lock()
@@ -107,11 +117,13 @@ class Executor(cf.Executor):
         self._queue = queue.Queue()
         self._shutdown = False
         self._ended = None  # the "ended" event
+        self._over = False  # the job ended and its rows were read: calls fail at once
         self.rows_read = 0  # result rows read; those of no call waiting for one:
         self.rows_unexpected = 0
         self.job_id = None
         self.db = None
-        self._dir = tempfile.mkdtemp(prefix="fanout-executor-")
+        self._dir = tempfile.mkdtemp(prefix="fanout-executor-",
+                                     dir=os.fspath(work_dir) if work_dir is not None else None)
         self._results = os.path.join(self._dir, "results.txt")
         job = self._write_job(name, retries, timeout, python)
         cmd = [self._fanout, "executor-serve", job, "--quiet"]
@@ -191,8 +203,9 @@ class Executor(cf.Executor):
 
     def _write_loop(self):
         """Sends the queued chunks, as many as are queued in one write; None ends the
-        submission."""
+        submission. Once the job is over (or executor-serve gone), what is left fails."""
         out = self._proc.stdin
+        broken = False
         while True:
             item = self._queue.get()
             batch = [item]
@@ -214,20 +227,25 @@ class Executor(cf.Executor):
                 chunk, payload = it
                 if not any([f.set_running_or_notify_cancel() for f in chunk.futures]):
                     continue  # all cancelled: never sent
-                # The line's number is the mini-batch's index, which a failure event names.
-                ident = next(self._ids)
                 with self._lock:
+                    if broken or self._over:
+                        _fail(chunk, self._over_reason())
+                        continue
+                    # The line's number is the mini-batch's index, which a failure names.
+                    ident = next(self._ids)
                     self._chunks[ident] = chunk
                 lines.append(b"%d:%s\n" % (ident, payload))
             if end:
                 lines.append(b"=end\n")
-            try:
-                out.write(b"".join(lines))
-                out.flush()
-                if end:
-                    out.close()
-                    return
-            except (BrokenPipeError, ValueError, OSError):
+            if not broken:
+                try:
+                    out.write(b"".join(lines))
+                    out.flush()
+                    if end:
+                        out.close()
+                except (BrokenPipeError, ValueError, OSError):
+                    broken = True  # executor-serve is gone: the result thread fails the rest
+            if end:
                 return
 
     def _event_loop(self):
@@ -312,17 +330,19 @@ class Executor(cf.Executor):
             idle = min(idle * 2, 0.05)
         if f is not None:
             f.close()
-        reason = "fanout job %s ended %s%s without a result for this call" % (
-            self.job_id, self._ended.get("state") or "(did not end)",
-            ": " + self._ended["reason"] if self._ended.get("reason") else "")
         with self._lock:
+            self._over = True
             left = list(self._chunks.values())
             self._chunks.clear()
         for chunk in left:
-            for fut in chunk.futures:
-                if not fut.done():
-                    fut.set_exception(CallFailed(reason))
+            _fail(chunk, self._over_reason())
         self._cleanup()
+
+    def _over_reason(self):
+        ended = self._ended or {}
+        return "fanout job %s ended %s%s without a result for this call" % (
+            self.job_id, ended.get("state") or "(did not end)",
+            ": " + ended["reason"] if ended.get("reason") else "")
 
     def _cleanup(self):
         if not os.environ.get("FANOUT_KEEP_TMP"):
@@ -335,6 +355,9 @@ class Executor(cf.Executor):
         with self._lock:
             if self._shutdown:
                 raise RuntimeError("cannot schedule new futures after shutdown")
+            if self._over:  # the job ended early (its interchange went away, cancelled)
+                _fail(_Chunk(futures), self._over_reason(), running=False)
+                return
             self._queue.put((_Chunk(futures), payload))
 
     def submit(self, fn, /, *args, **kwargs):
