@@ -8,8 +8,11 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <deque>
+#include <iterator>
 #include <limits>
 #include <set>
+#include <string>
 
 #include "client/commands/client.hpp"
 #include "client/session/session.hpp"
@@ -47,13 +50,21 @@ class Feeder final {
           {"db", acc.db_path.empty() ? db_ : acc.db_path},
           {"log_dir", acc.log_dir}});
     ::fcntl(STDIN_FILENO, F_SETFL, ::fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
-    while (s_.policy().keep_going()) {
+    for (;;) {
+      // A probe found the interchange knowing fewer mini-batches than were sent (it restarted,
+      // or a frame is still on its way): send again from there; it drops what it has.
+      if (auto from = s_.policy().take_resubmit()) {
+        if (!resend_from(*from)) break;
+        continue;
+      }
+      if (!s_.policy().keep_going()) break;
       const bool read_some =
           !done_reading() && lines_.empty() && s_.policy().credit() > 0 && read_stdin();
       send_lines();
       if (stdin_ended_ && !sent_end_) end_submission();
       // Without calls to read, wait on the interchange a little; stdin is polled again then.
       (void)s_.pump(std::chrono::milliseconds(read_some || !lines_.empty() ? 0 : 2));
+      forget_known();
       report_failures(false);
     }
     report_failures(true);
@@ -106,6 +117,35 @@ class Feeder final {
     return any;
   }
 
+  // Drops the copies of the mini-batches the interchange reported as known.
+  void forget_known() {
+    const std::uint64_t known = s_.policy().progress().submitted;
+    while (!sent_.empty() && sent_base_ < known) {
+      sent_.pop_front();
+      ++sent_base_;
+    }
+  }
+
+  // Queues again the mini-batches from index `from` on. False (the job is cancelled) when their
+  // copies were already dropped: calls would be lost.
+  bool resend_from(std::uint64_t from) {
+    if (from < sent_base_) {
+      const std::string why = "executor: the interchange lost mini-batches from " +
+                              std::to_string(from) + " on, which were no longer kept";
+      s_.cancel(why);
+      s_.policy().fail(why);
+      return false;
+    }
+    const auto keep =
+        static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(from - sent_base_, sent_.size()));
+    lines_.insert(lines_.begin(), std::make_move_iterator(sent_.begin() + keep),
+                  std::make_move_iterator(sent_.end()));
+    sent_.erase(sent_.begin() + keep, sent_.end());
+    next_index_ = from;
+    sent_end_ = false;  // take_resubmit() counted the sent ones back to `from`
+    return true;
+  }
+
   // Sends the lines read as mini-batches of one item each, as many as the window takes.
   void send_lines() {
     if (lines_.empty()) return;
@@ -154,7 +194,9 @@ class Feeder final {
   Session& s_;
   std::string db_;
   std::string partial_{};
-  std::vector<std::string> lines_{};
+  std::deque<std::string> lines_{};  // read, not sent yet
+  std::deque<std::string> sent_{};   // sent, from index sent_base_, until known to be there
+  std::uint64_t sent_base_ = 0;
   std::uint64_t next_index_ = 0;
   std::set<std::uint64_t> reported_{};
   bool stdin_ended_ = false, sent_end_ = false, cancelled_ = false, store_unreadable_ = false;

@@ -88,6 +88,15 @@ def embedded(tmp):
                     fail("the segfaulting call raised %r, expected fanout.CallFailed" % (err,))
             elif f.exception() is not None or f.result() != i:
                 fail("call %d beside the segfault: %r" % (i, f.exception()))
+        # A lambda has no importable name: it travels by value when cloudpickle is there.
+        lambdas = 0
+        try:
+            import cloudpickle  # noqa: F401
+            if ex.submit(lambda x: x + 1, 1).result(timeout=120) != 2:
+                fail("a lambda sent with cloudpickle gave a wrong result")
+            lambdas = 1
+        except ImportError:
+            pass
         # map raises a call's exception at its place.
         it = ex.map(boom, [1])
         try:
@@ -96,7 +105,7 @@ def embedded(tmp):
         except ValueError:
             pass
     # 300 / 16 per chunk (2 workers) -> 19 chunks + 50 + 40 + 1 + 8 (one failed) + 1
-    chunks = -(-300 // max(1, min(1024, 300 // 16))) + 50 + 40 + 1 + 7 + 1
+    chunks = -(-300 // max(1, min(1024, 300 // 16))) + 50 + 40 + 1 + 7 + 1 + lambdas
     check_once(ex, db, chunks, "embedded")
     if ex.state != "partial":
         fail("the executor's job ended %r, expected partial (one call crashed)" % ex.state)
