@@ -11,6 +11,7 @@
 #include <deque>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -26,6 +27,7 @@ namespace fanout::client {
 namespace {
 
 constexpr std::string_view kEndLine = "=end";  // '=' never starts a base64 line
+constexpr auto kEndRefusedAfter = std::chrono::seconds(3);
 
 void emit(const nlohmann::ordered_json& event) {
   const std::string text =
@@ -65,6 +67,7 @@ class Feeder final {
       // Without calls to read, wait on the interchange a little; stdin is polled again then.
       (void)s_.pump(std::chrono::milliseconds(read_some || !lines_.empty() ? 0 : 2));
       forget_known();
+      if (end_not_taken() && !resend_from(s_.policy().progress().submitted)) break;
       report_failures(false);
     }
     report_failures(true);
@@ -124,6 +127,29 @@ class Feeder final {
       sent_.pop_front();
       ++sent_base_;
     }
+  }
+
+  // True when SubmitEnd was sent and the interchange has said for kEndRefusedAfter that it knows
+  // fewer mini-batches than were sent and no total: it refused the end for the missing ones
+  // (they were lost on the way) and waits for them.
+  bool end_not_taken() {
+    const auto& p = s_.policy().progress();
+    if (!sent_end_ || p.total != 0 || p.submitted >= s_.policy().submitted()) {
+      short_since_.reset();
+      return false;
+    }
+    const auto now = Clock::now();
+    if (!short_since_) short_since_ = now;
+    if (now - *short_since_ < kEndRefusedAfter) return false;
+    short_since_.reset();
+    std::fprintf(stderr,
+                 "warning: executor: job %llu: the interchange knows %llu of %llu "
+                 "mini-batches after the end was sent; sending the rest again\n",
+                 static_cast<unsigned long long>(s_.policy().job_id()),
+                 static_cast<unsigned long long>(p.submitted),
+                 static_cast<unsigned long long>(s_.policy().submitted()));
+    s_.policy().resume_submission(p.submitted, s_.policy().accepted().window);
+    return true;
   }
 
   // Queues again the mini-batches from index `from` on. False (the job is cancelled) when their
@@ -199,6 +225,7 @@ class Feeder final {
   std::uint64_t sent_base_ = 0;
   std::uint64_t next_index_ = 0;
   std::set<std::uint64_t> reported_{};
+  std::optional<Clock::time_point> short_since_{};  // see end_not_taken()
   bool stdin_ended_ = false, sent_end_ = false, cancelled_ = false, store_unreadable_ = false;
 };
 
