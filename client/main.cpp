@@ -20,10 +20,12 @@
 
 #include "client/commands/adhoc.hpp"
 #include "client/commands/client.hpp"
+#include "client/commands/executor_serve.hpp"
 #include "client/commands/follow.hpp"
 #include "client/commands/keygen.hpp"
 #include "client/commands/perf.hpp"
 #include "client/commands/pipeline.hpp"
+#include "client/commands/python_cmd.hpp"
 #include "client/commands/report_cmds.hpp"
 #include "client/commands/status.hpp"
 #include "fanout/config/batch_deployment.hpp"
@@ -878,6 +880,8 @@ std::optional<std::vector<std::string>> split_adhoc_argv(int argc, char** argv) 
   auto is_source = [](std::string_view a) {
     return a == ":::" || a == ":::+" || a == "::::" || a == "::::+";
   };
+  std::vector<std::string> args = {argv, argv + argc};
+  if (argc < 2 || std::string_view(argv[1]) != "run") return args;  // e.g. `fanout python -c`
   bool adhoc = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
@@ -885,7 +889,7 @@ std::optional<std::vector<std::string>> split_adhoc_argv(int argc, char** argv) 
       adhoc = true;
     }
   }
-  std::vector<std::string> args = {argv[0]};
+  args = {argv[0]};
   bool files = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -912,6 +916,31 @@ std::optional<std::vector<std::string>> split_adhoc_argv(int argc, char** argv) 
   return args;
 }
 
+// ---- python, executor-serve: the Python package (docs/python.md) ----
+
+Subcommand add_python(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "python",
+      "run a Python program with `import fanout` available: fanout python [FILE | -c CODE | -m "
+      "MODULE] [ARGS...] (interpreter: $FANOUT_PYTHON, else python3)");
+  cmd->prefix_command();  // everything after `python` is the interpreter's
+  return {cmd, [cmd](const Logger&) { return client::exec_python(cmd->remaining()); }};
+}
+
+// Hidden: the process a fanout.Executor starts (client/commands/executor_serve.hpp).
+Subcommand add_executor_serve(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  a->cmd = app.add_subcommand("executor-serve", "");
+  a->cmd->group("");
+  a->cmd->add_option("job", a->job_file, "the job file the Executor wrote")->required();
+  add_run_options(a->cmd, a->ov);
+  add_key_options(a->cmd, a->ov.security);
+  return {a->cmd, [a](const Logger& log) {
+            fanout::net::warn_if_insecure(a->ov.security, log);
+            return client::serve_executor(a->job_file, a->ov, log);
+          }};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -925,6 +954,7 @@ int main(int argc, char** argv) {
       add_run(app, log_level), add_keygen(app), add_history(app), add_follow(app, false),
       add_follow(app, true),   add_resume(app), add_status(app),  add_report(app),
       add_compare(app),        add_tune(app),   add_perf(app)};
+  const std::vector<Subcommand> python_commands = {add_python(app), add_executor_serve(app)};
   auto args = split_adhoc_argv(argc, argv);
   if (!args) return kExitUsage;
   std::vector<char*> cargs;
@@ -945,6 +975,9 @@ int main(int argc, char** argv) {
   }
   auto log = fanout::make_logger("client", *level);
   for (const Subcommand& c : commands) {
+    if (c.app->parsed()) return c.run(log);
+  }
+  for (const Subcommand& c : python_commands) {
     if (c.app->parsed()) return c.run(log);
   }
   return kExitUsage;

@@ -443,6 +443,11 @@ int lay_out_model(const config::JobConfig& cfg, const RunPaths& paths, proto::Jo
 }  // namespace
 
 int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
+  return run_job(cfg, ov, std::move(log), JobFeeder{});
+}
+
+int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log,
+            const JobFeeder& feed) {
   std::error_code cwd_ec;
   RunPaths paths = plan_paths(cfg, ov,
                               RunFacts{.cwd = fs::current_path(cwd_ec).string(),
@@ -473,7 +478,7 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   // 1. Submit the job and wait for its id. 2. Stream the input. 3. Follow the job to its end.
   if (int rc = connect_and_submit(ctx, c); rc != proto::kExitOk) return rc;
   record_accepted(ctx, c);
-  const bool empty_input = stream_and_follow(cfg, *c.session);
+  const bool empty_input = feed ? feed(*c.session, paths.db) : stream_and_follow(cfg, *c.session);
   return finish_run(ctx, c, empty_input);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "client/launch/run_settings.hpp"
@@ -23,6 +24,16 @@ std::string default_db_path();
 // Runs a prepared job to its end. Returns the process exit code: 0 succeeded, 1 failed or
 // cancelled, 3 infrastructure failure (interchange died, could not start).
 int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log);
+
+class Session;
+// What sends a job's mini-batches instead of listing its input (`fanout executor-serve`): called
+// once the job is accepted, with the session and the store's path; it sends the mini-batches and
+// SubmitEnd and follows the job until the session is over. Returns whether no mini-batch was sent.
+using JobFeeder = std::function<bool(Session& session, const std::string& db)>;
+
+// As run_job, with `feed` sending the mini-batches.
+int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log,
+            const JobFeeder& feed);
 
 // Prints recent jobs. Returns an exit code.
 int print_history(const std::string& db, std::size_t limit, const std::string& state, bool json);

@@ -51,6 +51,14 @@ rows=$(wc -l < "$work/job/out/word_counts.txt")
 [ "$rows" -eq "$files" ] || fail "$rows rows for $files input files"
 echo "installed fanout ran file-scoring: $rows rows for $files files"
 
+# The Python package: on Debian's system Python's path, and what `fanout python` imports.
+got=$("${env_clean[@]}" /usr/bin/python3 -c 'import fanout; print(fanout.__file__)')
+[ "$got" = /usr/lib/python3/dist-packages/fanout/__init__.py ] || fail "import fanout gave: $got"
+got=$("${env_clean[@]}" fanout python -c 'import fanout, os; print(fanout.__file__, os.environ["FANOUT_BIN"])')
+[ "$got" = "/usr/lib/python3/dist-packages/fanout/__init__.py /usr/bin/fanout" ] ||
+  fail "fanout python imported: $got"
+[ -f /usr/share/fanout/python-sdk/README.md ] || fail "the SDK folder is not installed"
+
 for m in fanout fanout-interchange fanout-pool; do
   zcat "/usr/share/man/man1/$m.1.gz" | grep -q '^\.SH OPTIONS' || fail "man page $m.1 has no OPTIONS"
 done

@@ -1,0 +1,82 @@
+"""The entry script of a fanout.Executor's job (python/fanout/executor.py): each item of a
+mini-batch is "ID:BASE64" of a pickled (fn, [(args, kwargs), ...]); its row is "ID BASE64" of the
+pickled list of outcomes, one per call: (True, value) or (False, (exception pickled or None,
+traceback text, "Type: message")). A call's exception is its outcome; only a crash or a timeout
+fails the mini-batch. Standard library only (plus cloudpickle when the caller used it)."""
+
+import base64
+import os
+import pickle
+import sys
+import traceback
+
+_main_loaded = False
+
+
+def _load_callers_main():
+    """Makes the caller's functions importable as multiprocessing's spawn does: the caller's
+    sys.path, and its main script run as __mp_main__ (its `if __name__ == "__main__":` block
+    does not run) and seen as __main__, so functions pickled as __main__.f are found."""
+    global _main_loaded
+    if _main_loaded:
+        return
+    _main_loaded = True
+    for p in reversed(os.environ.get("FANOUT_EXECUTOR_PATH", "").split(os.pathsep)):
+        if p and p not in sys.path:
+            sys.path.append(p)
+    main_path = os.environ.get("FANOUT_EXECUTOR_MAIN", "")
+    if main_path:
+        import runpy
+        import types
+        mod = types.ModuleType("__mp_main__")
+        mod.__file__ = main_path
+        sys.modules["__mp_main__"] = mod
+        sys.modules["__main__"] = mod
+        mod.__dict__.update(runpy.run_path(main_path, run_name="__mp_main__"))
+
+
+def _failure(e):
+    tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    try:
+        exc = pickle.dumps(e, pickle.HIGHEST_PROTOCOL)
+        pickle.loads(exc)  # one that does not load on the caller's side is sent as text only
+    except Exception:
+        exc = None
+    return (False, (exc, tb, "%s: %s" % (type(e).__name__, e)))
+
+
+def _dumps(obj):
+    try:
+        return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        import cloudpickle  # a value only cloudpickle pickles (a lambda returned)
+        return cloudpickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+
+
+def _call_all(payload):
+    try:
+        _load_callers_main()
+        fn, calls = pickle.loads(base64.b64decode(payload))
+    except Exception as e:
+        return [_failure(e)]
+    out = []
+    for args, kwargs in calls:
+        try:
+            out.append((True, fn(*args, **kwargs)))
+        except BaseException as e:  # SystemExit, KeyboardInterrupt too: the call's outcome
+            out.append(_failure(e))
+    return out
+
+
+def run(mini_batch):
+    rows = []
+    for item in mini_batch:
+        ident, _, payload = item.partition(":")
+        outcomes = _call_all(payload)
+        try:
+            data = _dumps(outcomes)
+        except Exception as e:  # a result that does not pickle fails its calls, as text
+            data = _dumps([(False, (None, "", "result not picklable: %s: %s" % (
+                type(e).__name__, e)))] * len(outcomes))
+        rows.append(ident + " " + base64.b64encode(data).decode("ascii"))
+    return rows

@@ -1,0 +1,442 @@
+"""fanout.Executor: a concurrent.futures.Executor whose calls run as the mini-batches of one
+fanout job. It starts `fanout executor-serve` (client/commands/executor_serve.hpp), which opens
+the job as `fanout run` does (the embedded default, --interchange with keys, the launchers) and
+sends each line written to its stdin as a mini-batch; the job's entry script
+(_entry/fanout_executor_entry.py) runs the pickled calls, and their pickled outcomes come back as
+the job's append_row rows, read here as they are written. See docs/python.md."""
+
+import atexit
+import base64
+import concurrent.futures as cf
+import itertools
+import json
+import os
+import pickle
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+
+from fanout._cli import FanoutError, error_message, find_fanout
+
+try:  # what pickle cannot send by reference (lambdas, closures) travels by value with it
+    import cloudpickle as _cloudpickle
+except ImportError:
+    _cloudpickle = None
+
+_ENTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_entry",
+                      "fanout_executor_entry.py")
+_NO_TIMEOUT_S = 10 * 365 * 24 * 3600  # retry_settings.timeout must be > 0
+_live = weakref.WeakSet()
+
+
+class CallFailed(Exception):
+    """A call that returned nothing: its worker crashed (a segfault, killed, out of memory) or
+    it ran out of tries. `status` is the last attempt's status in the store (e.g.
+    PROCESS_CRASHED, RUN_TIMEOUT), `tries` how many it had."""
+
+    def __init__(self, message, status="", tries=0):
+        super().__init__(message)
+        self.status = status
+        self.tries = tries
+
+
+class CallTimeout(CallFailed, TimeoutError):
+    """A call that ran past Executor(timeout=...) in each of its tries."""
+
+
+class _RemoteTraceback(Exception):
+    """The traceback of a call's exception in its worker, as its __cause__ (as
+    ProcessPoolExecutor does)."""
+
+    def __init__(self, tb):
+        super().__init__(tb)
+        self.tb = tb
+
+    def __str__(self):
+        return self.tb
+
+
+def _exception(info):
+    exc_bytes, tb, text = info
+    exc = None
+    if exc_bytes is not None:
+        try:
+            exc = pickle.loads(exc_bytes)
+        except Exception:
+            exc = None
+    if not isinstance(exc, BaseException):
+        exc = CallFailed(text)
+    if tb:
+        exc.__cause__ = _RemoteTraceback('\n"""\n%s"""' % tb)
+    return exc
+
+
+def _dumps(obj):
+    """By reference, as multiprocessing does (fast, and small); by value with cloudpickle, when
+    it is importable, for what has no importable name."""
+    try:
+        return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        if _cloudpickle is None:
+            raise
+        return _cloudpickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+
+
+def _fail(chunk, reason, running=True):
+    for f in chunk.futures:
+        if not running:
+            f.set_running_or_notify_cancel()
+        if not f.done():
+            f.set_exception(CallFailed(reason))
+
+
+class _Chunk:
+    """Calls sent as one mini-batch: the futures of submit() (one) or of a map() chunk."""
+
+    __slots__ = ("futures",)
+
+    def __init__(self, futures):
+        self.futures = futures
+
+
+class Executor(cf.Executor):
+    """A concurrent.futures.Executor running each call as (part of) a mini-batch of one fanout
+    job, recorded in the store like any job (`fanout history`, report, compare, tune).
+
+    max_workers: worker processes per pool (default: the CPUs); db, interchange, keys: as
+    Client; launcher, nodes: where the pools run (`fanout run --launcher slurm --nodes 4`);
+    retries: tries after the first for a call whose worker crashed or timed out; timeout:
+    seconds one mini-batch (one submit(), or one map() chunk) may run (default: no limit);
+    python: the workers' interpreter (default: this one); name: the job's name; work_dir: where
+    the job's folder (its job file and result rows) is made (default: $TMPDIR; with a shared
+    interchange, a folder it writes, under its --write-root, that this host reads too); other
+    keyword arguments are `fanout run` options (pools=2, prefetch=8)."""
+
+    def __init__(self, max_workers=None, *, db=None, interchange=None, keys=None, launcher=None,
+                 nodes=None, retries=0, timeout=None, python=None, name="executor", fanout=None,
+                 work_dir=None, **options):
+        self._fanout = find_fanout(fanout)
+        self._max_workers = max_workers
+        self._lock = threading.Lock()
+        self._chunks = {}  # id -> _Chunk, sent and not yet answered
+        self._ids = itertools.count()  # mini-batch indexes, as sent
+        self._queue = queue.Queue()
+        self._shutdown = False
+        self._ended = None  # the "ended" event
+        self._over = False  # the job ended and its rows were read: calls fail at once
+        self.rows_read = 0  # result rows read; those of no call waiting for one:
+        self.rows_unexpected = 0
+        self.job_id = None
+        self.db = None
+        self._dir = tempfile.mkdtemp(prefix="fanout-executor-",
+                                     dir=os.fspath(work_dir) if work_dir is not None else None)
+        self._results = os.path.join(self._dir, "results.txt")
+        job = self._write_job(name, retries, timeout, python)
+        cmd = [self._fanout, "executor-serve", job, "--quiet"]
+        for flag, value in (("--db", db), ("--interchange", interchange), ("--keys", keys),
+                            ("--launcher", launcher), ("--nodes", nodes),
+                            ("--workers", max_workers)):
+            if value is not None:
+                cmd += [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
+        for key, value in options.items():
+            if value is True:
+                cmd.append("--" + key.replace("_", "-"))
+            elif value is not None and value is not False:
+                cmd += ["--" + key.replace("_", "-"), str(value)]
+        self._cmd = cmd
+        self._err = open(os.path.join(self._dir, "serve.err"), "w+")
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=self._err, cwd=os.getcwd())
+        accepted = self._read_accepted()
+        if accepted is None:
+            rc = self._proc.wait()
+            self._err.seek(0)
+            msg = error_message(self._err.read(), "fanout executor-serve: exit status %d" % rc)
+            self._cleanup()
+            raise FanoutError(msg, rc, cmd)
+        self.job_id = accepted["job"]
+        self.db = accepted.get("db")
+        self._threads = [threading.Thread(target=f, name="fanout-executor-" + n, daemon=True)
+                         for f, n in ((self._write_loop, "send"), (self._event_loop, "events"),
+                                      (self._result_loop, "results"))]
+        for t in self._threads:
+            t.start()
+        _live.add(self)
+
+    # ---- the job ----
+
+    def _write_job(self, name, retries, timeout, python):
+        os.makedirs(os.path.join(self._dir, "calls"))
+        main = getattr(sys.modules.get("__main__"), "__file__", None)
+        env = {
+            "FANOUT_EXECUTOR_PATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)),
+            "FANOUT_EXECUTOR_MAIN": os.path.abspath(main) if main and main.endswith(".py") else "",
+        }
+        job = {
+            "type": "parallel",
+            "name": name,
+            "inputs": {"calls": {"type": "uri_folder", "path": os.path.join(self._dir, "calls")}},
+            "outputs": {"results": {"type": "uri_file", "path": self._results}},
+            "input_data": "${{inputs.calls}}",
+            "mini_batch_size": "1",
+            "error_threshold": -1,
+            "mini_batch_error_threshold": -1,
+            "retry_settings": {"max_retries": int(retries),
+                               "timeout": timeout if timeout is not None else _NO_TIMEOUT_S},
+            "environment_variables": env,
+            "task": {"type": "run_function", "code": os.getcwd(), "entry_script": _ENTRY,
+                     "append_row_to": "${{outputs.results}}"},
+            "fanout": {"python": python or sys.executable},
+        }
+        path = os.path.join(self._dir, "job.yml")
+        with open(path, "w") as f:
+            json.dump(job, f, indent=1)  # JSON is YAML
+        return path
+
+    def _read_accepted(self):
+        for line in self._proc.stdout:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev.get("event") == "accepted":
+                return ev
+            if ev.get("event") == "ended":
+                return None
+        return None
+
+    # ---- the threads ----
+
+    def _write_loop(self):
+        """Sends the queued chunks, as many as are queued in one write; None ends the
+        submission. Once the job is over (or executor-serve gone), what is left fails."""
+        out = self._proc.stdin
+        broken = False
+        while True:
+            item = self._queue.get()
+            batch = [item]
+            size = len(item[1]) if item is not None else 0
+            try:
+                # Calls left queued stay cancellable (shutdown(cancel_futures=True)).
+                while item is not None and len(batch) < 4096 and size < (256 << 10):
+                    item = self._queue.get_nowait()
+                    batch.append(item)
+                    size += len(item[1]) if item is not None else 0
+            except queue.Empty:
+                pass
+            lines = []
+            end = False
+            for it in batch:
+                if it is None:
+                    end = True
+                    break
+                chunk, payload = it
+                if not any([f.set_running_or_notify_cancel() for f in chunk.futures]):
+                    continue  # all cancelled: never sent
+                with self._lock:
+                    if broken or self._over:
+                        _fail(chunk, self._over_reason())
+                        continue
+                    # The line's number is the mini-batch's index, which a failure names.
+                    ident = next(self._ids)
+                    self._chunks[ident] = chunk
+                lines.append(b"%d:%s\n" % (ident, payload))
+            if end:
+                lines.append(b"=end\n")
+            if not broken:
+                try:
+                    out.write(b"".join(lines))
+                    out.flush()
+                    if end:
+                        out.close()
+                except (BrokenPipeError, ValueError, OSError):
+                    broken = True  # executor-serve is gone: the result thread fails the rest
+            if end:
+                return
+
+    def _event_loop(self):
+        for line in self._proc.stdout:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            kind = ev.get("event")
+            if kind == "failed":
+                self._fail_chunk(ev)
+            elif kind == "ended":
+                self._ended = ev
+        self._proc.wait()
+        if self._ended is None:
+            self._err.seek(0)
+            self._ended = {"state": "", "reason": error_message(
+                self._err.read(), "fanout executor-serve: exit status %s" % self._proc.returncode)}
+
+    def _fail_chunk(self, ev):
+        ident = ev["index"]
+        with self._lock:
+            chunk = self._chunks.pop(ident, None)
+        if chunk is None:
+            return
+        last = ev.get("error", "")
+        status = last.split(":", 1)[0]
+        cls = CallTimeout if "TIMEOUT" in status.upper() else CallFailed
+        msg = "fanout job %s, mini-batch %d, after %d tries: %s" % (
+            self.job_id, ident, ev.get("tries", 0), last)
+        for f in chunk.futures:
+            if not f.done():
+                f.set_exception(cls(msg, status, ev.get("tries", 0)))
+
+    def _take_rows(self, data):
+        lines = data.split(b"\n")
+        for line in lines:
+            ident, _, payload = line.partition(b" ")
+            try:
+                ident = int(ident)
+                outcomes = pickle.loads(base64.b64decode(payload))
+            except Exception:
+                continue  # not a row of ours (it cannot be: the job file is this executor's)
+            with self._lock:
+                chunk = self._chunks.pop(ident, None)
+                self.rows_read += 1
+            if chunk is None:
+                self.rows_unexpected += 1  # a row twice, or of no call: never, tests check
+                continue
+            if len(outcomes) != len(chunk.futures):  # the chunk itself failed to load
+                outcomes = [outcomes[0]] * len(chunk.futures)
+            for f, (ok, value) in zip(chunk.futures, outcomes):
+                if f.done():
+                    continue
+                if ok:
+                    f.set_result(value)
+                else:
+                    f.set_exception(_exception(value))
+
+    def _result_loop(self):
+        """Reads the rows as the interchange appends them (a row is whole once its newline is
+        there), until the job ended and its file was read to the end."""
+        pending = b""
+        idle = 0.001
+        f = None
+        while True:
+            ended = self._ended is not None
+            if f is None and os.path.exists(self._results):
+                f = open(self._results, "rb")
+            data = f.read() if f is not None else b""
+            if data:
+                pending += data
+                cut = pending.rfind(b"\n")
+                if cut >= 0:
+                    self._take_rows(pending[:cut])
+                    pending = pending[cut + 1:]
+                idle = 0.001
+                continue
+            if ended:
+                break
+            time.sleep(idle)
+            idle = min(idle * 2, 0.05)
+        if f is not None:
+            f.close()
+        with self._lock:
+            self._over = True
+            left = list(self._chunks.values())
+            self._chunks.clear()
+        for chunk in left:
+            _fail(chunk, self._over_reason())
+        self._cleanup()
+
+    def _over_reason(self):
+        ended = self._ended or {}
+        return "fanout job %s ended %s%s without a result for this call" % (
+            self.job_id, ended.get("state") or "(did not end)",
+            ": " + ended["reason"] if ended.get("reason") else "")
+
+    def _cleanup(self):
+        if not os.environ.get("FANOUT_KEEP_TMP"):
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+    # ---- concurrent.futures.Executor ----
+
+    def _send(self, fn, calls, futures):
+        payload = base64.b64encode(_dumps((fn, calls)))
+        with self._lock:
+            if self._shutdown:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            if self._over:  # the job ended early (its interchange went away, cancelled)
+                _fail(_Chunk(futures), self._over_reason(), running=False)
+                return
+            self._queue.put((_Chunk(futures), payload))
+
+    def submit(self, fn, /, *args, **kwargs):
+        f = cf.Future()
+        self._send(fn, [(args, kwargs)], [f])
+        return f
+
+    def map(self, fn, *iterables, timeout=None, chunksize=None):
+        """As Executor.map: the results in order, each call's exception raised at its place.
+        Calls travel `chunksize` to a mini-batch (default: about 8 mini-batches per worker of
+        this machine, at most 1024 calls each)."""
+        calls = [(args, {}) for args in zip(*iterables)]
+        if chunksize is None:
+            slots = 8 * (self._max_workers or os.cpu_count() or 1)
+            chunksize = max(1, min(1024, len(calls) // slots))
+        if chunksize < 1:
+            raise ValueError("chunksize must be >= 1")
+        futures = []
+        for i in range(0, len(calls), chunksize):
+            part = [cf.Future() for _ in calls[i:i + chunksize]]
+            self._send(fn, calls[i:i + chunksize], part)
+            futures += part
+        end = None if timeout is None else time.monotonic() + timeout
+
+        def results():
+            try:
+                futures.reverse()
+                while futures:
+                    f = futures.pop()
+                    if end is None:
+                        yield f.result()
+                    else:
+                        yield f.result(end - time.monotonic())
+            finally:
+                for f in futures:
+                    f.cancel()
+
+        return results()
+
+    def shutdown(self, wait=True, *, cancel_futures=False):
+        """Ends the job's submission: no more calls. `cancel_futures`: the calls not yet sent are
+        cancelled. `wait`: returns once every call has its outcome and the job ended."""
+        with self._lock:
+            first = not self._shutdown
+            self._shutdown = True
+            if first and cancel_futures:
+                try:
+                    while True:
+                        item = self._queue.get_nowait()
+                        for f in item[0].futures:
+                            f.cancel()
+                except queue.Empty:
+                    pass
+            if first:
+                self._queue.put(None)
+        if wait:
+            for t in self._threads:
+                t.join()
+            self._proc.wait()
+            _live.discard(self)
+
+    @property
+    def state(self):
+        """The job's end state once it ended (after shutdown), else None."""
+        return self._ended.get("state") if self._ended else None
+
+
+@atexit.register
+def _end_all():
+    for ex in list(_live):
+        ex.shutdown(wait=True)
