@@ -86,9 +86,8 @@ std::string format_memory(std::uint64_t bytes) {
   return fmt::format("{:.0f} MB", b / kMiB);
 }
 
-std::map<std::int64_t, std::uint64_t> group_rss_bytes(const std::vector<std::int64_t>& groups,
-                                                      double page_bytes) {
-  std::map<std::int64_t, std::uint64_t> out;
+GroupScan scan_groups(const std::vector<std::int64_t>& groups, double page_bytes) {
+  GroupScan out;
   if (groups.empty()) return out;
   // The workers' process groups are what the pool kills (SpawnOptions::kill_group), so they are
   // what is measured: the worker and every process it started that stayed in its group.
@@ -99,7 +98,8 @@ std::map<std::int64_t, std::uint64_t> group_rss_bytes(const std::vector<std::int
     ProcCounters c;
     parse_pid_stat(read_proc_file(std::string("/proc/") + e->d_name + "/stat"), c);
     if (!c.ok || std::find(groups.begin(), groups.end(), c.pgrp) == groups.end()) continue;
-    out[c.pgrp] += static_cast<std::uint64_t>(static_cast<double>(c.rss_pages) * page_bytes);
+    out.rss[c.pgrp] += static_cast<std::uint64_t>(static_cast<double>(c.rss_pages) * page_bytes);
+    out.members[c.pgrp].push_back(std::strtoll(e->d_name, nullptr, 10));
   }
   ::closedir(dir);
   return out;
@@ -119,12 +119,38 @@ std::vector<MemoryGuard::Overrun> MemoryGuard::check(Clock::time_point now,
   std::vector<std::int64_t> groups;
   groups.reserve(workers.size());
   for (const auto& w : workers) groups.push_back(w.pid);
-  const auto rss = group_rss_bytes(groups, page_bytes_);
+  const auto rss = measure(now, groups);
   for (const auto& w : workers) {
     const auto it = rss.find(w.pid);
     if (it != rss.end() && it->second > limit_bytes_) over.push_back(Overrun{w.slot, it->second});
   }
   return over;
+}
+
+// A pass over /proc reads every process's stat file (hundreds on a busy node): it is made once a
+// kListPeriod, and each check in between reads only the few files of the workers' groups.
+std::map<std::int64_t, std::uint64_t> MemoryGuard::measure(
+    Clock::time_point now, const std::vector<std::int64_t>& groups) {
+  const bool new_group = std::any_of(groups.begin(), groups.end(),
+                                     [&](std::int64_t g) { return members_.count(g) == 0; });
+  if (now >= next_list_ || new_group) {
+    next_list_ = now + kListPeriod;
+    GroupScan scan = scan_groups(groups, page_bytes_);
+    members_.clear();
+    for (const auto g : groups) members_[g] = std::move(scan.members[g]);  // empty: none left
+    return std::move(scan.rss);
+  }
+  std::map<std::int64_t, std::uint64_t> rss;
+  for (const auto g : groups) {
+    for (const auto pid : members_[g]) {
+      ProcCounters c;
+      parse_pid_stat(read_proc_file("/proc/" + std::to_string(pid) + "/stat"), c);
+      // Gone, or the pid reused by a process of another group: not counted.
+      if (!c.ok || c.pgrp != g) continue;
+      rss[g] += static_cast<std::uint64_t>(static_cast<double>(c.rss_pages) * page_bytes_);
+    }
+  }
+  return rss;
 }
 
 void MemoryGuard::worker_started(std::int64_t pid) {

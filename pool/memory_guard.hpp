@@ -88,18 +88,32 @@ class MemoryGuard final {
   [[nodiscard]] std::uint64_t limit_bytes() const noexcept { return limit_bytes_; }
 
   static constexpr std::chrono::milliseconds kCheckPeriod{150};
+  // How often the members of the workers' groups are listed again (a pass over /proc); in
+  // between only the known members' stat files are read. A process a worker starts is counted
+  // from the next listing at the latest.
+  static constexpr std::chrono::milliseconds kListPeriod{1000};
 
  private:
   std::uint64_t limit_bytes_;
+  // The RSS of each group in `groups`: listed afresh when due (or a group is new), else summed
+  // over the members last listed.
+  std::map<std::int64_t, std::uint64_t> measure(Clock::time_point now,
+                                                const std::vector<std::int64_t>& groups);
+
   Clock::time_point next_check_{};
+  Clock::time_point next_list_{};
+  std::map<std::int64_t, std::vector<std::int64_t>> members_{};  // pids by process group
   MemInfo last_{};
   std::map<std::int64_t, std::uint64_t> oom_baseline_{};  // by pid
   double page_bytes_ = 4096;
 };
 
-// The RSS in bytes of each process group in `groups`, summed over every process of /proc whose
-// group it is (one pass). Groups with no process left are absent.
-[[nodiscard]] std::map<std::int64_t, std::uint64_t> group_rss_bytes(
-    const std::vector<std::int64_t>& groups, double page_bytes);
+// The processes of each group in `groups` and their RSS in bytes, from one pass over /proc. A
+// group with no process left has no members and no RSS entry.
+struct GroupScan {
+  std::map<std::int64_t, std::uint64_t> rss{};
+  std::map<std::int64_t, std::vector<std::int64_t>> members{};
+};
+[[nodiscard]] GroupScan scan_groups(const std::vector<std::int64_t>& groups, double page_bytes);
 
 }  // namespace fanout::pool

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 using namespace fanout::pool;
@@ -92,8 +93,12 @@ TEST_CASE("pool.memory_guard.formats_sizes_as_the_limit_is_written") {
 
 TEST_CASE("pool.memory_guard.measures_a_process_group") {
   // This test's own group holds at least this process, whose RSS is more than nothing.
-  const auto rss = group_rss_bytes({static_cast<std::int64_t>(::getpgrp())}, 4096);
-  REQUIRE(rss.count(::getpgrp()) == 1);
-  CHECK(rss.at(::getpgrp()) > 0);
-  CHECK(group_rss_bytes({}, 4096).empty());
+  const std::int64_t group = ::getpgrp();
+  const auto scan = scan_groups({group}, 4096);
+  REQUIRE(scan.rss.count(group) == 1);
+  CHECK(scan.rss.at(group) > 0);
+  REQUIRE(scan.members.count(group) == 1);
+  const auto& pids = scan.members.at(group);
+  CHECK(std::find(pids.begin(), pids.end(), static_cast<std::int64_t>(::getpid())) != pids.end());
+  CHECK(scan_groups({}, 4096).rss.empty());
 }
