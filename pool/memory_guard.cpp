@@ -81,9 +81,15 @@ std::string kernel_oom_message(const std::string& process, std::int64_t pid,
 }
 
 std::string format_memory(std::uint64_t bytes) {
+  // Whole units as the limit is written ("200 MB"); a measured size keeps a decimal, so that one
+  // just over a limit never reads as equal to it.
   const auto b = static_cast<double>(bytes);
-  if (b >= kGiB) return fmt::format("{:.1f} GB", b / kGiB);
-  return fmt::format("{:.0f} MB", b / kMiB);
+  const auto gib = static_cast<std::uint64_t>(kGiB), mib = static_cast<std::uint64_t>(kMiB);
+  if (bytes >= gib) {
+    return bytes % gib == 0 ? fmt::format("{} GB", bytes / gib)
+                            : fmt::format("{:.1f} GB", b / kGiB);
+  }
+  return bytes % mib == 0 ? fmt::format("{} MB", bytes / mib) : fmt::format("{:.1f} MB", b / kMiB);
 }
 
 GroupScan scan_groups(const std::vector<std::int64_t>& groups, double page_bytes) {

@@ -53,7 +53,8 @@ inline constexpr double kLowMemoryPercent = 5.0;
 [[nodiscard]] std::string kernel_oom_message(const std::string& process, std::int64_t pid,
                                              const LostWorkerFacts& f, const std::string& how);
 
-// "612 MB" (MiB, as "200mb" is read), "1.5 GB" from 1 GiB up.
+// "200 MB" (MiB, as "200mb" is read), "612.3 MB", "1.5 GB" from 1 GiB up: whole units without a
+// decimal.
 [[nodiscard]] std::string format_memory(std::uint64_t bytes);
 
 // The /proc readings behind the rules above. Owned by the Pool; not thread-safe.

@@ -82,12 +82,15 @@ TEST_CASE("pool.memory_guard.the_kernel_oom_message_names_the_worker_and_the_evi
   CHECK(m.rfind("OUT_OF_MEMORY (likely the kernel's OOM killer)", 0) == 0);
   CHECK(m.find("process002 (pid 4242)") != std::string::npos);
   CHECK(m.find("oom_kill count rose by 1") != std::string::npos);
-  CHECK(m.find("MemAvailable 300 MB of MemTotal 16.0 GB (1.8 %)") != std::string::npos);
+  CHECK(m.find("MemAvailable 300 MB of MemTotal 16 GB (1.8 %)") != std::string::npos);
 }
 
 TEST_CASE("pool.memory_guard.formats_sizes_as_the_limit_is_written") {
   CHECK(format_memory(200ull * 1024 * 1024) == "200 MB");
-  CHECK(format_memory(612ull * 1024 * 1024 + 5) == "612 MB");
+  CHECK(format_memory(4ull * 1024 * 1024 * 1024) == "4 GB");
+  // A measured size just over a limit does not read as the limit.
+  CHECK(format_memory(200ull * 1024 * 1024 + 400 * 1024) == "200.4 MB");
+  CHECK(format_memory(612ull * 1024 * 1024 + 5) == "612.0 MB");
   CHECK(format_memory(3ull * 1024 * 1024 * 1024 / 2) == "1.5 GB");
 }
 
