@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "fanout/config/job_spec.hpp"
 #include "fanout/net/security.hpp"
 #include "fanout/protocol/exit_codes.hpp"
 #include "fanout/util/fs.hpp"
@@ -59,6 +60,20 @@ std::optional<double> apply_test_clock_offset() {
     return *v;
   }
   return 0.0;
+}
+// The memory and recycling options (docs/resources.md); the size is parsed after the command line.
+void add_memory_options(CLI::App& app, fanout::pool::Options& opts, std::string& memory_limit) {
+  app.add_option("--mem-per-worker", opts.mem_per_worker_gib,
+                 "GiB of MemAvailable each worker is given: no more workers are started than it "
+                 "holds (0: no bound)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--worker-memory-limit", memory_limit,
+                 "a worker whose process group's RSS passes this size (\"200mb\", \"4gb\") is "
+                 "stopped and its mini-batch fails OUT_OF_MEMORY");
+  app.add_option("--max-minibatches-per-worker", opts.max_minibatches_per_worker,
+                 "replace a worker after it ran this many mini-batches (0: never)")
+      ->capture_default_str();
 }
 }  // namespace
 
@@ -124,6 +139,8 @@ int main(int argc, char** argv) {
                  "that ask for it)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  std::string worker_memory_limit;
+  add_memory_options(app, opts, worker_memory_limit);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -135,6 +152,14 @@ int main(int argc, char** argv) {
   if (!level) {
     std::fprintf(stderr, "error: --log-level: %s\n", level.error().message.c_str());
     return fanout::proto::kExitUsage;
+  }
+  if (!worker_memory_limit.empty()) {
+    auto bytes = fanout::config::parse_memory_size(worker_memory_limit);
+    if (!bytes) {
+      std::fprintf(stderr, "error: --worker-memory-limit: %s\n", bytes.error().message.c_str());
+      return fanout::proto::kExitUsage;
+    }
+    opts.worker_memory_limit_bytes = *bytes;
   }
   opts.poll = std::chrono::milliseconds(poll_ms);
   opts.heartbeat_period = std::chrono::milliseconds(hb_ms);

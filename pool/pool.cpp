@@ -48,23 +48,41 @@ std::string category_of(const std::string& text, const char* fallback) {
   return first.substr(0, colon);
 }
 
+// The worker count `opts` asks for, bounded by the node's MemAvailable at mem_per_worker_gib
+// each; a bound that lowers it is said once, at start.
+std::uint32_t memory_capped_workers(const Options& opts, const Logger& log) {
+  if (opts.mem_per_worker_gib <= 0) return opts.workers;
+  const MemInfo mem = parse_meminfo(read_proc_file("/proc/meminfo"));
+  const auto n = cap_workers_by_memory(opts.workers, opts.mem_per_worker_gib, mem.available_kb);
+  if (n < opts.workers) {
+    log->warn(
+        "starting {} workers, not {}: MemAvailable is {} and each worker is given {} GiB "
+        "(mem_per_worker)",
+        n, opts.workers, format_memory(mem.available_kb * 1024), opts.mem_per_worker_gib);
+  }
+  return n;
+}
+
 // The options with their defaults filled in (name, node, workers).
-Options with_defaults(Options opts) {
+Options with_defaults(Options opts, const Logger& log) {
   if (opts.name.empty()) opts.name = fmt::format("{}-{}", host_name(), ::getpid());
   if (opts.node.empty()) opts.node = host_name();
   if (opts.workers == 0) opts.workers = std::max(1u, std::thread::hardware_concurrency());
+  opts.workers = memory_capped_workers(opts, log);
   return opts;
 }
 
 }  // namespace
 
 Pool::Pool(Options opts, Logger log)
-    : opts_(with_defaults(std::move(opts))),
+    : opts_(with_defaults(std::move(opts), log)),
       log_(std::move(log)),
       sock_(ctx_, net::Socket::Kind::Dealer, opts_.name),
       hb_period_(opts_.heartbeat_period),
       hb_threshold_(opts_.heartbeat_threshold),
-      planner_(PlannerConfig{opts_.workers, opts_.prefetch, opts_.poll}) {
+      planner_(PlannerConfig{opts_.workers, opts_.prefetch, opts_.poll,
+                             opts_.max_minibatches_per_worker}),
+      memory_(opts_.worker_memory_limit_bytes) {
   slots_.resize(opts_.workers);
   if (const auto n = test_hooks::env("FANOUT_TEST_SWALLOW_TASKS")) {
     swallow_ = std::strtoull(std::string(*n).c_str(), nullptr, 10);
@@ -157,6 +175,7 @@ int Pool::run() {
     const auto now = Clock::now();
     reap_ended(now);
     check_deadlines(now);
+    check_memory(now);
     cap_user_logs(now);
     assign();
     run_monitor(now);
@@ -448,6 +467,7 @@ std::string Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
     return w.error().message;
   }
   ++stats_.workers_started;
+  memory_.worker_started(w->pid());
   SPDLOG_LOGGER_DEBUG(log_, "started {} (pid {}) for job {}", process, w->pid(), job_id);
   if (opts_.max_user_log_mb > 0) {
     for (const auto& f : {l.stdout_file, l.stderr_file}) {
@@ -476,7 +496,8 @@ std::vector<SlotView> Pool::slot_views() const {
                         t.queued().size(),
                         t.queued_bytes(),
                         t.stale(),
-                        t.kill_at().has_value()};
+                        t.kill_at().has_value(),
+                        t.finished()};
   }
   return views;
 }
@@ -486,7 +507,9 @@ std::vector<SlotView> Pool::slot_views() const {
 // (a missing interpreter, a folder that cannot be entered) ends every queued task of its job in
 // this turn. Each new round has failed a task, so the rounds end.
 void Pool::assign() {
-  if (planner_.queue().empty()) return;  // every loop turn: nothing to place, nothing buffered
+  // Every loop turn: nothing to place, nothing buffered (with max_minibatches_per_worker the
+  // planner may still retire a spent worker).
+  if (planner_.queue().empty() && opts_.max_minibatches_per_worker == 0) return;
   bool again = true;
   while (again) {
     again = false;
@@ -531,6 +554,11 @@ bool Pool::execute(PoolAction& a) {
       return true;
     }
     case PoolAction::Kind::RetireWorker:
+      if (planner_.spent(slot_views()[a.slot])) {
+        ++stats_.workers_recycled;
+        SPDLOG_LOGGER_DEBUG(log_, "{} ran {} mini-batches: replaced", slots_[a.slot]->name(),
+                            slots_[a.slot]->tasks().finished());
+      }
       slots_[a.slot]->retire(Clock::now() + opts_.kill_grace);
       return false;
     case PoolAction::Kind::FailTask:
@@ -630,13 +658,17 @@ void Pool::on_worker_gone(std::size_t slot) {
   if (w.state() == Worker::State::Starting) {
     on_start_failed(w, how);
   } else if (const auto& task = w.tasks().task()) {
-    // A task it was running when it ended: stopped for a bound it overran, else lost.
-    const auto cause = w.tasks().stop_cause().value_or(StopCause::WorkerLost);
-    const std::string msg = lost_task_message(w, cause, how);
+    // A task it was running when it ended: stopped for a bound it overran, else lost (or killed
+    // for memory by someone else).
+    auto [cause, msg] =
+        w.tasks().stop_cause()
+            ? std::pair{*w.tasks().stop_cause(), lost_task_message(w, *w.tasks().stop_cause(), how)}
+            : classify_loss(w, *st);
     if (cause == StopCause::WorkerLost) ++stats_.workers_lost;
     log_->warn("job {} mini-batch {}: {}", w.job_id(), task->index, msg);
     fail_task(*task, cause, msg, w.name(), w.pid(), w.tasks().clock().start_unix);
   }
+  memory_.worker_gone(w.pid());
   // Tasks waiting in its pipe never started: they go back to the front of the queue, no try used.
   planner_.tasks_returned(w.take_queued());
   slots_[slot].reset();
@@ -671,8 +703,40 @@ std::string Pool::lost_task_message(const Worker& w, StopCause cause,
           w.tasks().clock().run_started ? "after run() returned, writing its rows"
                                         : "before run() was called, loading the mini-batch",
           how);
+    case StopCause::OutOfMemory:
+      return w.memory_note();
     default:
       return fmt::format("worker process {} (pid {}) died: {}", w.name(), w.pid(), how);
+  }
+}
+
+std::pair<StopCause, std::string> Pool::classify_loss(const Worker& w, const ExitStatus& st) {
+  const LostWorkerFacts facts = memory_.facts(w.pid(), st.signal);
+  if (classify_lost_worker(facts) == LossKind::KernelOom) {
+    ++stats_.out_of_memory;
+    return {StopCause::OutOfMemory, kernel_oom_message(w.name(), w.pid(), facts, st.describe())};
+  }
+  return {StopCause::WorkerLost, lost_task_message(w, StopCause::WorkerLost, st.describe())};
+}
+
+void Pool::check_memory(Clock::time_point now) {
+  if (!memory_.due(now)) return;
+  std::vector<MemoryGuard::Watched> watched;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    const auto& w = slots_[i];
+    // A worker already stopped is not stopped twice; one killed waits to be reaped.
+    if (w && w->state() != Worker::State::Stopping) watched.push_back({i, w->pid()});
+  }
+  if (watched.empty()) return;  // no worker: the node's memory concerns no task
+  for (const auto& o : memory_.check(now, watched)) {
+    Worker& w = *slots_[o.slot];
+    ++stats_.out_of_memory;
+    std::string note = fmt::format(
+        "worker {} (pid {}) reached {} of memory (the RSS of its process "
+        "group), over its limit of {} (fanout.worker_memory_limit); stopped with SIGKILL",
+        w.name(), w.pid(), format_memory(o.rss_bytes), format_memory(memory_.limit_bytes()));
+    log_->warn("{}", note);
+    w.stop_for_memory(std::move(note), now);
   }
 }
 
@@ -889,10 +953,11 @@ void Pool::log_stats(bool force) {
   logged_stats_ = stats_;
   log_->info(
       "stats: tasks {}, results {}, workers started {}, lost {}, timeouts {}, "
-      "init failures {}, bad frames {}, registrations {}, jobs dropped {}, resource samples {}",
+      "init failures {}, bad frames {}, registrations {}, jobs dropped {}, resource samples {}, "
+      "out of memory {}, recycled {}",
       stats_.tasks, stats_.results, stats_.workers_started, stats_.workers_lost, stats_.timeouts,
       stats_.init_failures, stats_.bad_frames, stats_.registrations, stats_.jobs_dropped,
-      stats_.resource_samples);
+      stats_.resource_samples, stats_.out_of_memory, stats_.workers_recycled);
 }
 
 }  // namespace fanout::pool

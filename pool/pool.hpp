@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fanout/net/security.hpp"
@@ -21,6 +22,7 @@
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/log.hpp"
+#include "pool/memory_guard.hpp"
 #include "pool/pool_planner.hpp"
 #include "pool/resource_monitor.hpp"
 #include "pool/worker.hpp"
@@ -55,12 +57,19 @@ struct Options {
   // Resource monitor period in seconds; 0: only while running a job that asks for one
   // (JobSpec::resource_monitor_interval_s). The smallest non-zero period wins.
   double resource_monitor_interval_s = 0;
+  // Memory and recycling (docs/resources.md). Each worker's share of MemAvailable in GiB: the
+  // pool starts no more workers than it holds (0: no bound). The RSS of a worker's process group
+  // past which it is stopped with SIGKILL and its task fails OUT_OF_MEMORY (0: none). Tasks a
+  // worker runs before it is replaced by a fresh one (0: never).
+  double mem_per_worker_gib = 0;
+  std::uint64_t worker_memory_limit_bytes = 0;
+  std::uint32_t max_minibatches_per_worker = 0;
 };
 
 struct PoolStats {
   std::uint64_t tasks = 0, results = 0, workers_started = 0, workers_lost = 0, timeouts = 0;
   std::uint64_t init_failures = 0, bad_frames = 0, registrations = 0, jobs_dropped = 0;
-  std::uint64_t resource_samples = 0;
+  std::uint64_t resource_samples = 0, out_of_memory = 0, workers_recycled = 0;
   bool operator==(const PoolStats&) const = default;
 };
 
@@ -148,6 +157,13 @@ class Pool final {
   double monitor_interval_s() const;
   // Starts, stops or samples the monitor as its period and deadline say.
   void run_monitor(Clock::time_point now);
+  // Every MemoryGuard::kCheckPeriod while workers run: samples the node's memory and stops the
+  // workers whose process group passed worker_memory_limit_bytes.
+  void check_memory(Clock::time_point now);
+  // The cause and message of the task a worker died with, not stopped by the pool: OUT_OF_MEMORY
+  // when the memory guard's facts say the kernel's OOM killer, else WORKER_LOST.
+  [[nodiscard]] std::pair<StopCause, std::string> classify_loss(const Worker& w,
+                                                                const ExitStatus& st);
 
   Options opts_;
   Logger log_;
@@ -192,6 +208,7 @@ class Pool final {
   PoolStats stats_{}, logged_stats_{};
   Clock::time_point last_stats_{};
   std::optional<ResourceMonitor> monitor_{};
+  MemoryGuard memory_;
   // Test hook (test builds only): how many more tasks received are dropped unreported, as a
   // broken pool would (FANOUT_TEST_SWALLOW_TASKS=N in the environment).
   std::uint64_t swallow_ = 0;

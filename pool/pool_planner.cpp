@@ -111,14 +111,41 @@ std::size_t PoolPlanner::pipeline_room(const SlotView& s) const {
   auto m = mean_task_s_.find(s.job_id);
   if (m == mean_task_s_.end() || m->second <= 0 || m->second >= kPipelineMaxTaskS) return 0;
   const std::size_t depth = pipeline_depth(m->second);
-  return depth > s.queued ? depth - s.queued : 0;
+  // A worker to be replaced after its max_tasks_per_worker never holds a task it would not run:
+  // the tasks in its pipe are all within its count, so none is left behind when it exits.
+  return std::min(depth > s.queued ? depth - s.queued : 0, tasks_left(s));
+}
+
+bool PoolPlanner::spent(const SlotView& s) const noexcept {
+  return config_.max_tasks_per_worker > 0 && s.finished >= config_.max_tasks_per_worker;
+}
+
+std::size_t PoolPlanner::tasks_left(const SlotView& s) const noexcept {
+  if (config_.max_tasks_per_worker == 0) return SIZE_MAX;
+  const std::uint64_t given = s.finished + (s.running ? 1 : 0) + s.queued;
+  return given >= config_.max_tasks_per_worker
+             ? 0
+             : static_cast<std::size_t>(config_.max_tasks_per_worker - given);
+}
+
+void PoolPlanner::retire_spent(std::vector<SlotView>& slots, std::vector<PoolAction>& out) const {
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    SlotView& s = slots[i];
+    if (!s.occupied || s.state != WorkerTasks::State::Idle || !spent(s)) continue;
+    s.state = WorkerTasks::State::Stopping;
+    s.kill_pending = true;
+    out.push_back(PoolAction{PoolAction::Kind::RetireWorker, i, s.job_id});
+  }
 }
 
 std::vector<PoolAction> PoolPlanner::assign(const std::vector<SlotView>& given) {
   std::vector<PoolAction> out;
-  if (queue_.empty() || draining_) return out;  // draining: what is queued is handed back
+  if (draining_) return out;  // draining: what is queued is handed back
   // The walk updates its own copy of the slots as if each action succeeded.
   std::vector<SlotView> slots = given;
+  // Spent workers go first, whether or not tasks wait: recycling is for memory a worker keeps.
+  if (config_.max_tasks_per_worker > 0) retire_spent(slots, out);
+  if (queue_.empty()) return out;
   // With no idle worker and no free slot nothing below can act on any task: stop at once
   // instead of walking the whole prefetched queue (it holds up to workers + prefetch tasks, so
   // the walk would be O(prefetch x workers) per result).
@@ -133,7 +160,7 @@ std::vector<PoolAction> PoolPlanner::assign(const std::vector<SlotView>& given) 
 
 // One task of the walk, by the first rule that applies:
 // 1. its job is unknown (tasks arrive after their JobInfo): it fails, it cannot run;
-// 2. an Idle worker of its job takes it;
+// 2. an Idle worker of its job takes it (a spent one was retired at the start of assign());
 // 3. a free slot gets a worker for its job, and the task is looked at again (so one task fills
 //    every free slot with workers of its job: they are ready together);
 // 4. short tasks only: it waits in the pipe of the busy worker of its job with the fewest

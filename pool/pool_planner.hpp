@@ -32,6 +32,7 @@ struct SlotView {
   std::size_t queued_bytes = 0;  // their frames' bytes
   std::uint32_t stale = 0;       // replies still due for forgotten tasks
   bool kill_pending = false;     // being stopped: a SIGKILL deadline is set
+  std::uint64_t finished = 0;    // tasks it has finished (see PlannerConfig::max_tasks_per_worker)
 };
 
 // What the pool is to do, in order. `task` is set for StartTask, EnqueueTask and FailTask (the
@@ -41,7 +42,7 @@ struct PoolAction {
     StartTask,     // write `task` to the Idle worker in `slot`
     EnqueueTask,   // queue `task` in the pipe of the Busy worker in `slot`
     StartWorker,   // start a worker for `job_id` in the free `slot`
-    RetireWorker,  // the Idle worker in `slot` is not needed: ask it to exit
+    RetireWorker,  // the Idle worker in `slot` is not needed, or is spent: ask it to exit
     FailTask,      // report `task` failed with `cause` (and `message`)
   };
   Kind kind = Kind::StartTask;
@@ -56,6 +57,9 @@ struct PlannerConfig {
   std::uint32_t workers = 1;
   std::uint32_t prefetch = 0;
   Clock::duration poll{std::chrono::milliseconds(10)};  // longest a result waits for others
+  // Tasks a worker runs before it is replaced (fanout.max_minibatches_per_worker, as
+  // multiprocessing's maxtasksperchild); 0: never replaced for that.
+  std::uint64_t max_tasks_per_worker = 0;
 };
 
 // The pool's decisions. Owned by the Pool; not thread-safe.
@@ -101,6 +105,12 @@ class PoolPlanner final {
   [[nodiscard]] std::uint32_t capacity() const;
   // How many more tasks may wait in the pipe of the worker `slot` (0: none).
   [[nodiscard]] std::size_t pipeline_room(const SlotView& slot) const;
+  // Whether the worker in `slot` has run its max_tasks_per_worker: it takes no more tasks and
+  // is retired once Idle.
+  [[nodiscard]] bool spent(const SlotView& slot) const noexcept;
+  // Tasks the worker in `slot` may still be given, running and queued counted (SIZE_MAX: no
+  // bound).
+  [[nodiscard]] std::size_t tasks_left(const SlotView& slot) const noexcept;
   // Whether `pending` results, the oldest made at `oldest`, are to be sent at `now`.
   [[nodiscard]] bool results_due(std::size_t pending, Clock::time_point oldest,
                                  Clock::time_point now) const;
@@ -127,6 +137,8 @@ class PoolPlanner final {
   std::deque<proto::Task>::iterator place(std::deque<proto::Task>::iterator it,
                                           std::vector<SlotView>& slots,
                                           std::vector<PoolAction>& out);
+  // Spent Idle workers are retired (their slots get fresh workers when tasks need them).
+  void retire_spent(std::vector<SlotView>& slots, std::vector<PoolAction>& out) const;
   // An Idle worker whose job has nothing queued, retired to make room (see assign()).
   void retire_one_unwanted(std::vector<SlotView>& slots, std::vector<PoolAction>& out) const;
 

@@ -158,8 +158,11 @@ void parse_pid_stat(std::string_view text, ProcCounters& out) {
   if (f.size() < 22) return;
   out.cpu_ticks = to_u64(f[11]) + to_u64(f[12]);
   out.rss_pages = to_u64(f[21]);
+  out.pgrp = static_cast<std::int64_t>(to_u64(f[2]));
   out.ok = true;
 }
+
+std::string read_proc_file(const std::string& path) { return slurp(path); }
 
 void parse_pid_io(std::string_view text, ProcCounters& out) {
   for_each_line(text, [&](std::string_view line) {

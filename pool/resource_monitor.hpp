@@ -57,12 +57,16 @@ struct ProcCounters {
   std::uint64_t cpu_ticks = 0;  // utime + stime
   std::uint64_t rss_pages = 0;
   std::uint64_t syscr = 0, syscw = 0, read_bytes = 0, write_bytes = 0;
-  bool ok = false;  // the stat file was read
+  std::int64_t pgrp = 0;  // its process group
+  bool ok = false;        // the stat file was read
 };
-// Fills cpu_ticks and rss_pages from /proc/<pid>/stat (the command may hold spaces and ')').
+// Fills cpu_ticks, rss_pages and pgrp from /proc/<pid>/stat (the command may hold spaces and ')').
 void parse_pid_stat(std::string_view text, ProcCounters& out);
 // Fills syscr, syscw, read_bytes and write_bytes from /proc/<pid>/io.
 void parse_pid_io(std::string_view text, ProcCounters& out);
+
+// A small /proc file, whole; "" when it cannot be read (the process may have exited).
+std::string read_proc_file(const std::string& path);
 
 // Mount points of /proc/self/mounts worth reporting: real file systems, octal escapes decoded.
 std::vector<std::string> parse_mounts(std::string_view text);

@@ -88,6 +88,17 @@ void Worker::time_out(StopCause why, Clock::time_point kill_at) {
   proc_.signal(SIGTERM);
 }
 
+void Worker::stop_for_memory(std::string note, Clock::time_point now) {
+  if (state() == State::Starting) {
+    abort_start("OUT_OF_MEMORY: " + note);
+    return;
+  }
+  memory_note_ = std::move(note);
+  // SIGKILL at once: a worker over its memory may take the node down in a grace period.
+  tasks_.time_out(StopCause::OutOfMemory, now);
+  kill_hard();
+}
+
 void Worker::abort_start(std::string why) {
   tasks_.load_failed(std::move(why));
   kill_hard();

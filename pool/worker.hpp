@@ -99,6 +99,10 @@ class Worker final {
   // Its task overran a bound named `why`: SIGTERM now, SIGKILL due at `kill_at`; the task stays,
   // to be reported once the worker is gone.
   void time_out(StopCause why, Clock::time_point kill_at);
+  // Its process group passed the memory limit (`note` says by how much): SIGKILL now. A worker
+  // still starting fails its start with "OUT_OF_MEMORY: <note>"; a running task stays, to be
+  // reported (StopCause::OutOfMemory, memory_note()) once the worker is gone.
+  void stop_for_memory(std::string note, Clock::time_point now);
   // init() did not finish in time: SIGKILL now, with `why` kept as fail_status().
   void abort_start(std::string why);
   // Asks the worker to call shutdown() and exit (a Q frame, then the request pipe is closed).
@@ -118,6 +122,8 @@ class Worker final {
   [[nodiscard]] std::int64_t pid() const noexcept { return pid_; }
   [[nodiscard]] Clock::time_point started() const noexcept { return started_; }
   [[nodiscard]] const std::string& broken_reason() const noexcept { return broken_; }
+  // What stop_for_memory() said; empty otherwise.
+  [[nodiscard]] const std::string& memory_note() const noexcept { return memory_note_; }
   ChildProcess& process() noexcept { return proc_; }
 
  private:
@@ -133,6 +139,7 @@ class Worker final {
   std::int64_t pid_ = 0;
   Clock::time_point started_{};
   std::string broken_{};
+  std::string memory_note_{};
 };
 
 }  // namespace fanout::pool

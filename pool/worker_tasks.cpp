@@ -33,6 +33,7 @@ void WorkerTasks::enqueue(proto::Task task) {
 
 void WorkerTasks::finish(Clock::time_point now) {
   task_.reset();
+  ++finished_;
   if (!queued_.empty()) {
     // The next task was already in the worker's pipe: it starts now.
     task_ = std::move(queued_.front());

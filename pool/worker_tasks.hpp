@@ -47,6 +47,8 @@ class WorkerTasks final {
   [[nodiscard]] const std::deque<proto::Task>& queued() const noexcept { return queued_; }
   // Pipe bytes of the frames of queued().
   [[nodiscard]] std::size_t queued_bytes() const noexcept { return queued_bytes_; }
+  // Tasks it finished (replies to its running task), for fanout.max_minibatches_per_worker.
+  [[nodiscard]] std::uint64_t finished() const noexcept { return finished_; }
   // Replies still due for tasks forgotten by forget_tasks().
   [[nodiscard]] std::uint32_t stale() const noexcept { return stale_; }
   // When a Stopping worker gets SIGKILL (none once killed()).
@@ -102,6 +104,7 @@ class WorkerTasks final {
   TaskClock clock_{};
   std::deque<proto::Task> queued_{};
   std::size_t queued_bytes_ = 0;
+  std::uint64_t finished_ = 0;
   std::uint32_t stale_ = 0;
   std::optional<Clock::time_point> kill_at_{};
   std::string fail_status_{};

@@ -121,6 +121,17 @@ std::vector<std::string> plan_pool_argv(const RunSettings& rs, const std::string
     argv.insert(argv.end(),
                 {"--resource-monitor-interval", fmt::format("{}", rs.resource_monitor_interval_s)});
   }
+  if (rs.mem_per_worker_gib > 0) {
+    argv.insert(argv.end(), {"--mem-per-worker", fmt::format("{}", rs.mem_per_worker_gib)});
+  }
+  if (rs.worker_memory_limit_bytes > 0) {
+    argv.insert(argv.end(), {"--worker-memory-limit",
+                             fmt::format("{}kb", rs.worker_memory_limit_bytes / 1024)});
+  }
+  if (rs.max_minibatches_per_worker > 0) {
+    argv.insert(argv.end(),
+                {"--max-minibatches-per-worker", std::to_string(rs.max_minibatches_per_worker)});
+  }
   return argv;
 }
 

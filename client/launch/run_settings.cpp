@@ -60,6 +60,9 @@ RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
     rs.keys_dir = ov.security.keys_dir.empty() ? net::default_keys_dir() : ov.security.keys_dir;
   }
   rs.window = ov.window;
+  rs.mem_per_worker_gib = cfg.fanout.mem_per_worker_gib;
+  rs.worker_memory_limit_bytes = cfg.fanout.worker_memory_limit_bytes;
+  rs.max_minibatches_per_worker = cfg.fanout.max_minibatches_per_worker;
   if (auto mon = monitoring_options(cfg)) {
     rs.resource_monitor_interval_s = mon->resource_monitor_interval_s;
   }
@@ -84,6 +87,9 @@ store::JobSettings recorded_settings(const config::JobConfig& cfg) {
   s.python = cfg.fanout.python;
   s.task_type = cfg.task_type;
   s.priority = cfg.fanout.priority;
+  s.mem_per_worker_gib = cfg.fanout.mem_per_worker_gib;
+  s.worker_memory_limit_bytes = cfg.fanout.worker_memory_limit_bytes;
+  s.max_minibatches_per_worker = cfg.fanout.max_minibatches_per_worker;
   const auto& l = cfg.fanout.launch;
   s.launcher = l.kind;
   if (l.kind == "slurm") {
@@ -164,6 +170,9 @@ RunSettings resumed_settings(const store::JobSettings& recorded, std::uint32_t w
   rs.heartbeat_threshold_ms = recorded.heartbeat_threshold_ms;
   rs.log_level = recorded.logging_level.empty() ? RunSettings{}.log_level : recorded.logging_level;
   rs.python = python.empty() ? recorded.python : python;
+  rs.mem_per_worker_gib = recorded.mem_per_worker_gib;
+  rs.worker_memory_limit_bytes = recorded.worker_memory_limit_bytes;
+  rs.max_minibatches_per_worker = recorded.max_minibatches_per_worker;
   // The private interchange resumes every unfinished job: its pools serve them all, and so do
   // not sample resources for one job's sake.
   rs.resource_monitor_interval_s = 0;

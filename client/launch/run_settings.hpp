@@ -60,7 +60,11 @@ struct RunSettings {
   double resource_monitor_interval_s = 0;  // the pools sample from their start; 0: off
   std::uint32_t window = 0;                // the interchange's --window; 0: its default
   std::uint64_t reopen_failed = 0;         // the interchange's --reopen-failed; 0: none
-  Transport transport = Transport::Ipc;    // how the interchange listens
+  // The pools' memory and recycling flags (docs/resources.md); 0: not given.
+  double mem_per_worker_gib = 0;
+  std::uint64_t worker_memory_limit_bytes = 0;
+  std::uint32_t max_minibatches_per_worker = 0;
+  Transport transport = Transport::Ipc;  // how the interchange listens
   // Launchers other than local (docs/cluster.md): the interchange listens for pools on
   // tcp://pool_address:* with Curve and the keys of `keys_dir` (the user's key folder).
   config::LauncherSettings launch{};

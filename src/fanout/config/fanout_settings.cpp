@@ -10,6 +10,31 @@
 
 namespace fanout::config::detail {
 
+namespace {
+
+// mem_per_worker, worker_memory_limit and max_minibatches_per_worker (docs/resources.md).
+void read_memory_settings(const YamlReader& r, const Fields& f, FanoutSettings& s) {
+  if (const Entry* x = f.get("mem_per_worker")) {
+    const auto gib = to_double(trim(r.text(*x)));
+    if (!gib || *gib <= 0 || *gib > 1e6) {
+      r.fail(x->where(), "expected a number of GiB greater than 0, like 4 or 0.5 (got " +
+                             quote(x->value.Scalar()) + ")");
+    }
+    s.mem_per_worker_gib = *gib;
+  }
+  if (const Entry* x = f.get("worker_memory_limit")) {
+    auto bytes = parse_memory_size(r.text(*x));
+    if (!bytes) r.fail(x->where(), bytes.error().message);
+    s.worker_memory_limit_bytes = *bytes;
+  }
+  if (const Entry* x = f.get("max_minibatches_per_worker")) {
+    s.max_minibatches_per_worker =
+        static_cast<std::uint32_t>(r.integer(*x, 0, std::numeric_limits<std::uint32_t>::max()));
+  }
+}
+
+}  // namespace
+
 FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
                                     const std::string& base_dir) {
   auto u32 = [&](const Entry& x, std::int64_t lo,
@@ -42,7 +67,10 @@ FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
                           "scheduler_options",
                           "worker_init",
                           "interchange_address",
-                          "allow_partial"});
+                          "allow_partial",
+                          "mem_per_worker",
+                          "worker_memory_limit",
+                          "max_minibatches_per_worker"});
   FanoutSettings s;
   s.launch = read_launcher_settings(r, f);
   if (const Entry* x = f.get("prefetch")) s.prefetch = u32(*x, 0);
@@ -83,6 +111,7 @@ FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
   if (const Entry* x = f.get("workers")) s.workers = u32(*x, 0, 100000);
   if (const Entry* x = f.get("row_separator")) s.row_separator = r.text(*x);
   if (const Entry* x = f.get("row_header")) s.row_header = r.boolean(*x);
+  read_memory_settings(r, f, s);
   return s;
 }
 

@@ -400,6 +400,15 @@ Expected<BatchSize> parse_batch_size(const std::string& text) {
   return BatchSize{0, n * mult};
 }
 
+Expected<std::uint64_t> parse_memory_size(const std::string& text) {
+  auto size = parse_batch_size(text);
+  if (!size || size->bytes == 0) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "expected a size like \"200mb\" or \"4gb\" (got " + quote(text) + ")");
+  }
+  return size->bytes;
+}
+
 Expected<JobConfig> parse_job(const std::string& text, const std::string& path) {
   std::error_code ec;
   const std::string cwd = fs::current_path(ec).string();

@@ -67,6 +67,13 @@ struct FanoutSettings {
   std::uint32_t priority = 1;       // weight in the interchange's fair share between jobs
   LauncherSettings launch{};        // where the pools run
   bool allow_partial = false;       // a `partial` job exits 0, as in ParallelRunStep
+  // Memory (docs/resources.md): each worker's share of MemAvailable in GiB, which bounds the
+  // worker count (Parsl's mem_per_worker; 0: no bound); the RSS of a worker's process group
+  // past which it is stopped (0: none); mini-batches after which a worker is replaced
+  // (multiprocessing's maxtasksperchild; 0: never).
+  double mem_per_worker_gib = 0;
+  std::uint64_t worker_memory_limit_bytes = 0;
+  std::uint32_t max_minibatches_per_worker = 0;
 };
 
 struct JobConfig {
@@ -134,6 +141,10 @@ struct BatchSize {
   std::uint64_t bytes = 0;
 };
 [[nodiscard]] Expected<BatchSize> parse_batch_size(const std::string& text);
+
+// Parses a memory size written as mini_batch_size writes one ("200mb", "4gb", "512kb"; units of
+// 1024) into bytes. A bare number has no unit and is refused. Error{InvalidArgument}.
+[[nodiscard]] Expected<std::uint64_t> parse_memory_size(const std::string& text);
 
 // Splits a command line the way a POSIX shell would for words and quotes (no expansion).
 [[nodiscard]] Expected<std::vector<std::string>> split_args(const std::string& text);

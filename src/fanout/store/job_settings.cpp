@@ -78,6 +78,11 @@ std::string settings_json(const JobSettings& s) {
     j["partition"] = s.partition;
     j["walltime"] = s.walltime;
   }
+  if (s.mem_per_worker_gib > 0) j["mem_per_worker"] = number(s.mem_per_worker_gib);
+  if (s.worker_memory_limit_bytes > 0) j["worker_memory_limit"] = s.worker_memory_limit_bytes;
+  if (s.max_minibatches_per_worker > 0) {
+    j["max_minibatches_per_worker"] = s.max_minibatches_per_worker;
+  }
   if (!s.output_dir.empty()) j["output_dir"] = s.output_dir;
   if (!s.input_changed_on_resume.empty()) j["input_changed_on_resume"] = s.input_changed_on_resume;
   // Paths and names are UTF-8 in practice; a stray byte is replaced rather than thrown on.
@@ -115,6 +120,9 @@ Expected<JobSettings> parse_settings_json(std::string_view json) {
   read_int(j, "max_nodes", s.max_nodes);
   read_text(j, "partition", s.partition);
   read_text(j, "walltime", s.walltime);
+  read_real(j, "mem_per_worker", s.mem_per_worker_gib);
+  read_int(j, "worker_memory_limit", s.worker_memory_limit_bytes);
+  read_int(j, "max_minibatches_per_worker", s.max_minibatches_per_worker);
   read_text(j, "output_dir", s.output_dir);
   if (auto it = j.find("input_changed_on_resume"); it != j.end() && it->is_array()) {
     for (const auto& note : *it) {

@@ -41,6 +41,10 @@ struct JobSettings {
   std::uint32_t max_nodes = 0;  // 0: nodes
   std::string partition{};
   std::string walltime{};
+  // The pools' memory and recycling settings (docs/resources.md); written only when set.
+  double mem_per_worker_gib = 0;                // key mem_per_worker
+  std::uint64_t worker_memory_limit_bytes = 0;  // key worker_memory_limit
+  std::uint32_t max_minibatches_per_worker = 0;
   // The declared folder output a job without an append_row file writes to (its output_dir), the
   // one its end summary names; written only when set.
   std::string output_dir{};

@@ -188,6 +188,21 @@ TEST_CASE("client.run_plan.pools_connect_to_the_pool_endpoint_with_the_run_setti
   CHECK_FALSE(has(argv, "--resource-monitor-interval"));
 }
 
+TEST_CASE("client.run_plan.pools_get_the_memory_and_recycling_flags_only_when_set") {
+  RunSettings rs;
+  const auto plain = plan_pool_argv(rs, "p", "e", {});
+  CHECK_FALSE(has(plain, "--mem-per-worker"));
+  CHECK_FALSE(has(plain, "--worker-memory-limit"));
+  CHECK_FALSE(has(plain, "--max-minibatches-per-worker"));
+  rs.mem_per_worker_gib = 1.5;
+  rs.worker_memory_limit_bytes = 200ull * 1024 * 1024;
+  rs.max_minibatches_per_worker = 3;
+  const auto argv = plan_pool_argv(rs, "p", "e", {});
+  CHECK(after(argv, "--mem-per-worker") == "1.5");
+  CHECK(after(argv, "--worker-memory-limit") == "204800kb");
+  CHECK(after(argv, "--max-minibatches-per-worker") == "3");
+}
+
 TEST_CASE("client.run_plan.pools_of_zero_workers_take_the_nodes_cores") {
   RunSettings rs;
   rs.workers = 0;

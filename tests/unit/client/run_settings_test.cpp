@@ -202,6 +202,19 @@ TEST_CASE("client.run_settings.resume_starts_pools_as_recorded_unless_the_comman
   CHECK(rs.python == "/usr/bin/python3");
 }
 
+TEST_CASE("client.run_settings.memory_settings_reach_the_pools_on_run_and_on_resume") {
+  JobConfig c = base();
+  c.fanout.mem_per_worker_gib = 1.5;
+  c.fanout.worker_memory_limit_bytes = 200ull * 1024 * 1024;
+  c.fanout.max_minibatches_per_worker = 3;
+  for (const auto& rs :
+       {run_settings(c, RunOverrides{}), resumed_settings(recorded_settings(c), 0, 0, "")}) {
+    CHECK(rs.mem_per_worker_gib == 1.5);
+    CHECK(rs.worker_memory_limit_bytes == 200ull * 1024 * 1024);
+    CHECK(rs.max_minibatches_per_worker == 3);
+  }
+}
+
 TEST_CASE("client.run_settings.resume_of_a_job_with_no_recorded_settings_uses_the_defaults") {
   const fanout::store::JobSettings none;
   auto rs = resumed_settings(none, 0, 0, "");

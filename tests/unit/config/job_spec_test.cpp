@@ -459,6 +459,20 @@ TEST_CASE("config.job_spec.accepts_table") {
          CHECK(c.fanout.row_header);
          CHECK(c.fanout.heartbeat_threshold_ms == 101);
        }},
+      {"memory_settings",
+       kBase + "fanout:\n  mem_per_worker: 1.5\n  worker_memory_limit: 200mb\n"
+               "  max_minibatches_per_worker: 3\n",
+       [](const JobConfig& c, const ScratchDir&) {
+         CHECK(c.fanout.mem_per_worker_gib == 1.5);
+         CHECK(c.fanout.worker_memory_limit_bytes == 200ull * 1024 * 1024);
+         CHECK(c.fanout.max_minibatches_per_worker == 3);
+       }},
+      {"memory_settings_default_to_none", kBase,
+       [](const JobConfig& c, const ScratchDir&) {
+         CHECK(c.fanout.mem_per_worker_gib == 0);
+         CHECK(c.fanout.worker_memory_limit_bytes == 0);
+         CHECK(c.fanout.max_minibatches_per_worker == 0);
+       }},
       {"spaced_reference", base_with(6, "input_data: \"${{ inputs.data }}\""),
        [](const JobConfig& c, const ScratchDir&) { CHECK(c.input_data == "data"); }},
   };
@@ -524,6 +538,16 @@ TEST_CASE("config.job_spec.rejects_table") {
        kBase + "fanout:\n  heartbeat_period_ms: 500\n  heartbeat_threshold_ms: 500\n",
        "fanout.heartbeat_threshold_ms", 12},
       {"bad_bool", kBase + "fanout:\n  row_header: maybe\n", "fanout.row_header", 11},
+      {"mem_per_worker_zero", kBase + "fanout:\n  mem_per_worker: 0\n", "fanout.mem_per_worker", 11,
+       "greater than 0"},
+      {"mem_per_worker_text", kBase + "fanout:\n  mem_per_worker: 4gb\n", "fanout.mem_per_worker",
+       11, "(got \"4gb\")"},
+      {"memory_limit_without_unit", kBase + "fanout:\n  worker_memory_limit: 200\n",
+       "fanout.worker_memory_limit", 11, "expected a size like \"200mb\""},
+      {"memory_limit_bad_unit", kBase + "fanout:\n  worker_memory_limit: 2tb\n",
+       "fanout.worker_memory_limit", 11, "(got \"2tb\")"},
+      {"max_minibatches_negative", kBase + "fanout:\n  max_minibatches_per_worker: -1\n",
+       "fanout.max_minibatches_per_worker", 11},
       {"size_parsecs", kBase + "mini_batch_size: \"10 parsecs\"\n", "mini_batch_size", 10,
        "(got \"10 parsecs\")"},
       {"size_zero", kBase + "mini_batch_size: \"0\"\n", "mini_batch_size", 10},

@@ -317,3 +317,76 @@ TEST_CASE("pool.planner.stop_causes_keep_their_stored_text_and_status") {
   CHECK(std::string(proto::to_string(attempt_status(StopCause::RunTimeout))) == "RUN_TIMEOUT");
   CHECK(attempt_status(StopCause::WorkerStartError) == proto::AttemptStatus::LoadException);
 }
+
+// ---- fanout.max_minibatches_per_worker: a worker is replaced after N tasks ----
+
+namespace {
+
+PoolPlanner recycling_planner(std::uint32_t workers, std::uint64_t max_tasks) {
+  PoolPlanner p(PlannerConfig{workers, 0, milliseconds(10), max_tasks});
+  p.job_known(1);
+  p.job_known(2);
+  return p;
+}
+
+SlotView with_finished(SlotView s, std::uint64_t finished) {
+  s.finished = finished;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("pool.planner.a_spent_idle_worker_is_retired_and_its_slot_refilled") {
+  auto p = recycling_planner(2, 3);
+  p.task_arrived(task(1));
+  // Slot 0 ran its 3 tasks: retired first; task 1 goes to slot 1's idle worker, not to it.
+  const auto actions = p.assign(
+      {with_finished(worker(1, State::Idle), 3), with_finished(worker(1, State::Idle), 1)});
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::RetireWorker, Kind::StartTask});
+  CHECK(actions[0].slot == 0);
+  CHECK(actions[1].slot == 1);
+  CHECK(actions[1].task->task_id == 1);
+  // Once the spent worker has exited its slot is free: the next task starts a fresh worker there.
+  p.task_arrived(task(2));
+  const auto next = p.assign({SlotView{}, with_finished(worker(1, State::Busy, true), 1)});
+  REQUIRE(kinds(next) == std::vector<Kind>{Kind::StartWorker});
+  CHECK(next[0].slot == 0);
+  CHECK(p.queue().size() == 1);
+}
+
+TEST_CASE("pool.planner.a_spent_worker_is_retired_even_with_nothing_queued") {
+  auto p = recycling_planner(1, 2);
+  const auto actions = p.assign({with_finished(worker(1, State::Idle), 2)});
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::RetireWorker});
+  // Below its count, or busy, or already stopping: nothing.
+  CHECK(p.assign({with_finished(worker(1, State::Idle), 1)}).empty());
+  CHECK(p.assign({with_finished(worker(1, State::Busy, true), 2)}).empty());
+  CHECK(p.assign({with_finished(worker(1, State::Stopping), 5)}).empty());
+  // Without max_tasks_per_worker nobody is spent.
+  auto plain = planner(1);
+  CHECK(plain.assign({with_finished(worker(1, State::Idle), 1000)}).empty());
+}
+
+TEST_CASE("pool.planner.a_worker_never_holds_more_tasks_than_it_has_left") {
+  auto p = recycling_planner(1, 3);
+  make_short(p);  // short tasks may wait in a busy worker's pipe
+  for (std::uint64_t id = 1; id <= 6; ++id) p.task_arrived(task(id));
+  // It finished 1 and runs 1: one more may wait in its pipe, the rest stays with the pool, so
+  // nothing is in its pipe when it exits after its third.
+  const SlotView busy = with_finished(worker(1, State::Busy, true), 1);
+  CHECK(p.tasks_left(busy) == 1);
+  CHECK(p.pipeline_room(busy) == 1);
+  const auto actions = p.assign({busy});
+  REQUIRE(kinds(actions) == std::vector<Kind>{Kind::EnqueueTask});
+  CHECK(p.queue().size() == 5);
+  const SlotView full = with_finished(worker(1, State::Busy, true, 1), 1);
+  CHECK(p.tasks_left(full) == 0);
+  CHECK(p.pipeline_room(full) == 0);
+  CHECK(p.assign({full}).empty());
+}
+
+TEST_CASE("pool.planner.a_draining_pool_recycles_nothing") {
+  auto p = recycling_planner(1, 1);
+  p.start_draining();
+  CHECK(p.assign({with_finished(worker(1, State::Idle), 1)}).empty());
+}

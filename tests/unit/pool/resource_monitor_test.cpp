@@ -73,12 +73,13 @@ TEST_CASE("pool.resource_monitor.counts_sockets_and_reads_pid_files") {
   ProcCounters c;
   // A command holding spaces and a ')' must not shift the fields.
   parse_pid_stat(
-      "42 (my (odd) cmd) S 1 42 42 0 -1 4194304 100 0 0 0 700 300 0 0 20 0 1 0 "
+      "42 (my (odd) cmd) S 1 77 42 0 -1 4194304 100 0 0 0 700 300 0 0 20 0 1 0 "
       "123 4096000 250 18446744073709551615",
       c);
   CHECK(c.ok);
   CHECK(c.cpu_ticks == 1000);
   CHECK(c.rss_pages == 250);
+  CHECK(c.pgrp == 77);  // ppid 1, pgrp 77, session 42
   parse_pid_io(
       "rchar: 1\nwchar: 2\nsyscr: 30\nsyscw: 40\nread_bytes: 4096\nwrite_bytes: 8192\n"
       "cancelled_write_bytes: 0\n",

@@ -97,6 +97,25 @@ TEST_CASE("store.job_settings.output_dir_is_written_only_when_set") {
   CHECK(back->output_dir == "/data/out/res");
 }
 
+TEST_CASE("store.job_settings.memory_settings_are_written_only_when_set_and_read_back") {
+  JobSettings s = sample();
+  const std::string plain = settings_json(s);
+  CHECK(plain.find("mem_per_worker") == std::string::npos);
+  CHECK(plain.find("worker_memory_limit") == std::string::npos);
+  CHECK(plain.find("max_minibatches_per_worker") == std::string::npos);
+  s.mem_per_worker_gib = 2.5;
+  s.worker_memory_limit_bytes = 209715200;
+  s.max_minibatches_per_worker = 3;
+  CHECK(settings_json(s).ends_with(
+      R"("priority":4,"mem_per_worker":2.5,"worker_memory_limit":209715200,)"
+      R"("max_minibatches_per_worker":3})"));
+  auto back = parse_settings_json(settings_json(s));
+  REQUIRE(back);
+  CHECK(back->mem_per_worker_gib == 2.5);
+  CHECK(back->worker_memory_limit_bytes == 209715200);
+  CHECK(back->max_minibatches_per_worker == 3);
+}
+
 TEST_CASE("store.job_settings.missing_keys_and_keys_of_another_type_keep_the_defaults") {
   const JobSettings d;
   SUBCASE("an empty object") {
