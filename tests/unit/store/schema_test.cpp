@@ -186,3 +186,61 @@ TEST_CASE("store.schema.version_4_keeps_one_pools_row_per_name") {
   // Jobs that ended before count as reported (their reports are not written again).
   CHECK(sql_int(path, "SELECT count(*) FROM jobs WHERE reported IS NULL") == 0);
 }
+
+TEST_CASE("store.schema.version_5_records_each_attempts_placement_and_gpu_samples") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  {
+    TaskStore store(path, quiet_logger());
+    store.create_job(1, make_spec(""), 10.0);
+    store.add_minibatches(1, {make_batch(0, {"a"}), make_batch(1, {"b"})});
+    auto placed = make_attempt(7, 1, 0, 1, proto::AttemptStatus::RunDone, "succeeded");
+    placed.result.device = "2";
+    placed.result.cpus = "0-1";
+    placed.result.threads = 2;
+    store.record_attempt(placed);
+    store.record_attempt(make_attempt(8, 1, 1, 1, proto::AttemptStatus::RunDone, "succeeded"));
+    fanout::store::ResourceRecord rec;
+    rec.pool_id = 7;
+    rec.pool_name = "pool-a";
+    rec.node = "node1";
+    rec.job_ids = {1};
+    rec.sample.time = 100;
+    rec.sample.gpus = {proto::GpuUsage{0, "GPU-a", "H100", 31, 1024, 81920},
+                       proto::GpuUsage{1, "GPU-b", "H100", 0, 0, 81920}};
+    store.record_resources(rec);
+    store.flush();
+  }
+  CHECK(sql_text(path,
+                 "SELECT device || ',' || cpus || ',' || threads FROM attempts WHERE "
+                 "id = 7") == "2,0-1,2");
+  // Not placed: NULL text, 0 threads.
+  CHECK(sql_int(path,
+                "SELECT device IS NULL AND cpus IS NULL AND threads = 0 FROM attempts "
+                "WHERE id = 8") == 1);
+  CHECK(sql_text(path,
+                 "SELECT group_concat(device_index || ':' || uuid || ':' || util_percent "
+                 "|| ':' || mem_used_mb, ' ') FROM gpu_samples WHERE job_id = 1") ==
+        "0:GPU-a:31.0:1024.0 1:GPU-b:0.0:0.0");
+  CHECK(sql_text(path, "SELECT device || ',' || cpus || ',' || threads FROM process_summary") ==
+        "2,0-1,2");
+
+  // A version-4 store gains the columns (NULL for its attempts) and the table.
+  {
+    Db db(path, Db::Mode::ReadWriteCreate);
+    db.exec("DROP TABLE gpu_samples");
+    db.exec("DROP VIEW process_summary");
+    db.exec("ALTER TABLE attempts DROP COLUMN device");
+    db.exec("ALTER TABLE attempts DROP COLUMN cpus");
+    db.exec("ALTER TABLE attempts DROP COLUMN threads");
+    db.exec("CREATE VIEW process_summary AS SELECT 1");
+    db.exec("PRAGMA user_version = 4");
+  }
+  { TaskStore store(path, quiet_logger()); }
+  CHECK(sql_int(path, "PRAGMA user_version") == kSchemaVersion);
+  CHECK(sql_int(path, "SELECT count(*) FROM attempts WHERE device IS NULL AND threads IS NULL") ==
+        2);
+  CHECK(sql_int(path, "SELECT count(*) FROM gpu_samples") == 0);
+  CHECK(sql_text(path, "SELECT group_concat(device || '/' || threads) FROM process_summary") ==
+        "/0");
+}
