@@ -60,6 +60,29 @@ std::optional<double> apply_test_clock_offset() {
   }
   return 0.0;
 }
+
+// The placement options (docs/resources.md): which devices and CPUs each worker gets.
+void add_placement_options(CLI::App& app, fanout::pool::PlacementOptions& p) {
+  app.add_option("--accelerators", p.accelerators,
+                 "accelerator ids, comma-separated, as CUDA_VISIBLE_DEVICES takes them (default: "
+                 "the pool's CUDA_VISIBLE_DEVICES, else the devices NVML finds)");
+  app.add_option("--accelerator-kind", p.accelerator_kind,
+                 "cuda (CUDA_VISIBLE_DEVICES), rocm (ROCR_VISIBLE_DEVICES) or ze "
+                 "(ZE_AFFINITY_MASK)")
+      ->check(CLI::IsMember({"cuda", "rocm", "ze"}))
+      ->capture_default_str();
+  app.add_option("--workers-per-accelerator", p.workers_per_accelerator,
+                 "workers sharing each accelerator, round-robin")
+      ->check(CLI::Range(1u, 1000u))
+      ->capture_default_str();
+  app.add_option("--cores-per-worker", p.cores_per_worker,
+                 "cores each worker gets; bounds the worker count by the pool's cores (0: the "
+                 "cores shared out)")
+      ->capture_default_str();
+  app.add_option("--cpu-affinity", p.cpu_affinity,
+                 "none, block, alternating, or list:CPUS:CPUS... (one CPU list per worker)")
+      ->capture_default_str();
+}
 }  // namespace
 
 // Long: one line per command-line option, each bound to a local the rest of main reads.
@@ -122,6 +145,7 @@ int main(int argc, char** argv) {
                  "that ask for it)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  add_placement_options(app, opts.placement);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -132,6 +156,10 @@ int main(int argc, char** argv) {
   auto level = fanout::parse_log_level(log_level);
   if (!level) {
     std::fprintf(stderr, "error: --log-level: %s\n", level.error().message.c_str());
+    return fanout::proto::kExitUsage;
+  }
+  if (auto ok = fanout::pool::check_placement(opts.placement); !ok) {
+    std::fprintf(stderr, "error: %s\n", ok.error().message.c_str());
     return fanout::proto::kExitUsage;
   }
   opts.poll = std::chrono::milliseconds(poll_ms);
