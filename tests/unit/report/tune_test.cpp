@@ -186,3 +186,24 @@ TEST_CASE("report.job_figures.idle_gap_and_utilisation") {
   // 11 tasks of 10 ms with 10 gaps of 10 ms: run() is 88 ms of 210 ms.
   CHECK(f.run_share == doctest::Approx(0.088 / 0.210).epsilon(1e-6));
 }
+
+TEST_CASE("report.tune.gpu_advice_from_the_accelerators_utilisation") {
+  report::ReportData d;
+  CHECK(report::gpu_advice(d).empty());  // no accelerator samples: no advice, none listed
+  store::ResourceSeries idle;
+  idle.node = "n1";
+  idle.process = "GPU 2 NVIDIA H100";
+  idle.mean_cpu = 31;
+  d.gpu_series = {idle};
+  auto recs = report::gpu_advice(d);
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0].setting == "workers_per_accelerator");
+  CHECK(recs[0].verdict == Verdict::Change);
+  CHECK(recs[0].current == "1");
+  CHECK(recs[0].suggested == "2");
+  CHECK(recs[0].figure == "GPU 2 NVIDIA H100 on n1 busy 31% of the job");
+  d.settings = {{"workers_per_accelerator", "2"}};
+  CHECK(report::gpu_advice(d)[0].suggested == "4");
+  d.gpu_series[0].mean_cpu = 90;
+  CHECK(report::gpu_advice(d)[0].verdict == Verdict::Keep);
+}
