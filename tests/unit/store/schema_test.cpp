@@ -31,6 +31,22 @@ using fanout::store::TaskStore;
 namespace proto = fanout::proto;
 namespace fs = std::filesystem;
 
+namespace {
+
+// Takes a current store back to what version 5 found: without the placement columns, the
+// gpu_samples table and process_summary's new columns (the view is replaced by a stand-in that
+// the migration drops).
+void undo_version_5(Db& db) {
+  db.exec("DROP TABLE gpu_samples");
+  db.exec("DROP VIEW process_summary");
+  db.exec("ALTER TABLE attempts DROP COLUMN device");
+  db.exec("ALTER TABLE attempts DROP COLUMN cpus");
+  db.exec("ALTER TABLE attempts DROP COLUMN threads");
+  db.exec("CREATE VIEW process_summary AS SELECT 1");
+}
+
+}  // namespace
+
 TEST_CASE("store.schema.migrations_create_schema_and_reopen_is_idempotent") {
   ScratchDir dir;
   const std::string path = dir.file("nested/folder/fanout.db");  // parents are created
@@ -116,6 +132,7 @@ TEST_CASE("store.schema.version_3_records_each_pools_key_fingerprint") {
   // A version-2 store gains the column, NULL for the pools it holds, and keeps them.
   {
     Db db(path, Db::Mode::ReadWriteCreate);
+    undo_version_5(db);
     db.exec("ALTER TABLE pools DROP COLUMN key_fingerprint");
     // What version 4 added, which a version-2 store does not have either.
     db.exec("DROP INDEX pools_name");
@@ -163,6 +180,7 @@ TEST_CASE("store.schema.version_4_keeps_one_pools_row_per_name") {
   // A version-3 store with a row per registration: merged into the name's first row.
   {
     Db db(path, Db::Mode::ReadWriteCreate);
+    undo_version_5(db);
     db.exec("DROP INDEX pools_name");
     db.exec("DELETE FROM pools");
     db.exec("ALTER TABLE pools DROP COLUMN registrations");
@@ -228,12 +246,7 @@ TEST_CASE("store.schema.version_5_records_each_attempts_placement_and_gpu_sample
   // A version-4 store gains the columns (NULL for its attempts) and the table.
   {
     Db db(path, Db::Mode::ReadWriteCreate);
-    db.exec("DROP TABLE gpu_samples");
-    db.exec("DROP VIEW process_summary");
-    db.exec("ALTER TABLE attempts DROP COLUMN device");
-    db.exec("ALTER TABLE attempts DROP COLUMN cpus");
-    db.exec("ALTER TABLE attempts DROP COLUMN threads");
-    db.exec("CREATE VIEW process_summary AS SELECT 1");
+    undo_version_5(db);
     db.exec("PRAGMA user_version = 4");
   }
   { TaskStore store(path, quiet_logger()); }
