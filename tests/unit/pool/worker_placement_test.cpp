@@ -3,7 +3,9 @@
 #include "pool/worker_placement.hpp"
 
 #include <doctest/doctest.h>
+#include <sched.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -150,4 +152,23 @@ TEST_CASE("pool.worker_placement.the_jobs_environment_wins") {
   CHECK(env_of(j, "MKL_NUM_THREADS") == "2");
   CHECK(got.device == "7");
   CHECK(got.threads == 5);
+}
+
+TEST_CASE("pool.worker_placement.the_pools_own_devices_and_cpus") {
+  // Under Slurm the pool's own CUDA_VISIBLE_DEVICES names its GPUs; --accelerators wins.
+  ::setenv("CUDA_VISIBLE_DEVICES", "3,5", 1);
+  auto o = fanout::pool::node_offer(PlacementOptions{});
+  CHECK(o.devices == std::vector<std::string>{"3", "5"});
+  CHECK(o.devices_from == "the pool's CUDA_VISIBLE_DEVICES");
+  PlacementOptions given;
+  given.accelerators = "GPU-a, GPU-b";
+  o = fanout::pool::node_offer(given);
+  CHECK(o.devices == std::vector<std::string>{"GPU-a", "GPU-b"});
+  CHECK(o.devices_from == "--accelerators");
+  ::unsetenv("CUDA_VISIBLE_DEVICES");
+  // The cores are the pool's CPU affinity (what a cpuset gave it), not the machine's.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  REQUIRE(::sched_getaffinity(0, sizeof(set), &set) == 0);
+  CHECK(o.cpus.size() == static_cast<std::size_t>(CPU_COUNT(&set)));
 }
