@@ -75,6 +75,29 @@ void add_memory_options(CLI::App& app, fanout::pool::Options& opts, std::string&
                  "replace a worker after it ran this many mini-batches (0: never)")
       ->capture_default_str();
 }
+
+// The placement options (docs/resources.md): which devices and CPUs each worker gets.
+void add_placement_options(CLI::App& app, fanout::pool::PlacementOptions& p) {
+  app.add_option("--accelerators", p.accelerators,
+                 "accelerator ids, comma-separated, as CUDA_VISIBLE_DEVICES takes them (default: "
+                 "the pool's CUDA_VISIBLE_DEVICES, else the devices NVML finds)");
+  app.add_option("--accelerator-kind", p.accelerator_kind,
+                 "cuda (CUDA_VISIBLE_DEVICES), rocm (ROCR_VISIBLE_DEVICES) or ze "
+                 "(ZE_AFFINITY_MASK)")
+      ->check(CLI::IsMember({"cuda", "rocm", "ze"}))
+      ->capture_default_str();
+  app.add_option("--workers-per-accelerator", p.workers_per_accelerator,
+                 "workers sharing each accelerator, round-robin")
+      ->check(CLI::Range(1u, 1000u))
+      ->capture_default_str();
+  app.add_option("--cores-per-worker", p.cores_per_worker,
+                 "cores each worker gets; bounds the worker count by the pool's cores (0: the "
+                 "cores shared out)")
+      ->capture_default_str();
+  app.add_option("--cpu-affinity", p.cpu_affinity,
+                 "none, block, alternating, or list:CPUS:CPUS... (one CPU list per worker)")
+      ->capture_default_str();
+}
 }  // namespace
 
 // Long: one line per command-line option, each bound to a local the rest of main reads.
@@ -141,6 +164,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   std::string worker_memory_limit;
   add_memory_options(app, opts, worker_memory_limit);
+  add_placement_options(app, opts.placement);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -160,6 +184,10 @@ int main(int argc, char** argv) {
       return fanout::proto::kExitUsage;
     }
     opts.worker_memory_limit_bytes = *bytes;
+  }
+  if (auto ok = fanout::pool::check_placement(opts.placement); !ok) {
+    std::fprintf(stderr, "error: %s\n", ok.error().message.c_str());
+    return fanout::proto::kExitUsage;
   }
   opts.poll = std::chrono::milliseconds(poll_ms);
   opts.heartbeat_period = std::chrono::milliseconds(hb_ms);

@@ -22,6 +22,7 @@
 #include "pool/result_frames.hpp"
 #include "pool/wall_clock.hpp"
 #include "pool/worker_pipe.hpp"
+#include "pool/worker_placement.hpp"
 
 namespace fanout::pool {
 
@@ -63,20 +64,54 @@ std::uint32_t memory_capped_workers(const Options& opts, const Logger& log) {
   return n;
 }
 
-// The options with their defaults filled in (name, node, workers).
-Options with_defaults(Options opts, const Logger& log) {
+// The options with their defaults filled in (name, node; place_workers() sets the count).
+Options with_defaults(Options opts) {
   if (opts.name.empty()) opts.name = fmt::format("{}-{}", host_name(), ::getpid());
   if (opts.node.empty()) opts.node = host_name();
-  if (opts.workers == 0) opts.workers = std::max(1u, std::thread::hardware_concurrency());
-  opts.workers = memory_capped_workers(opts, log);
   return opts;
+}
+
+// The placement of the pool's workers, which fixes their count (opts.workers is set to it).
+// Logged once: how many workers, why that many, and what each slot gets.
+PoolPlacement place_workers(Options& opts, const Logger& log) {
+  if (auto ok = check_placement(opts.placement); !ok) throw Failure(ok.error());
+  const NodeOffer offer = node_offer(opts.placement);
+  std::string why;
+  PoolPlacement p = plan_placement(opts.placement, offer, opts.workers, why);
+  if (opts.workers == 0) {
+    log->info("{} workers ({})", p.workers, why);
+  } else if (p.workers != opts.workers) {
+    log->warn("{} workers instead of the {} asked for ({})", p.workers, opts.workers, why);
+  }
+  opts.workers = p.workers;
+  // The memory bound comes last: it can only lower the count the devices and cores allow.
+  opts.workers = memory_capped_workers(opts, log);
+  if (opts.workers < p.workers) {
+    p.workers = opts.workers;
+    p.slots.resize(opts.workers);
+  }
+  if (!offer.devices.empty()) {
+    std::string devices;
+    for (const auto& s : p.slots) devices += (devices.empty() ? "" : " ") + s.device;
+    log->info("accelerators from {}: {} per worker slot, {} ({} workers per accelerator)",
+              offer.devices_from, p.device_variable, devices,
+              opts.placement.workers_per_accelerator);
+  }
+  if (opts.placement.cpu_affinity != "none") {
+    std::string cpus;
+    for (const auto& s : p.slots) cpus += (cpus.empty() ? "" : " ") + format_cpu_list(s.cpus);
+    log->info("cpu_affinity {}: CPUs per worker slot {}", opts.placement.cpu_affinity, cpus);
+  }
+  return p;
 }
 
 }  // namespace
 
 Pool::Pool(Options opts, Logger log)
-    : opts_(with_defaults(std::move(opts), log)),
+    : opts_(with_defaults(std::move(opts))),
       log_(std::move(log)),
+      placement_(place_workers(opts_, log_)),
+      placed_(opts_.workers),
       sock_(ctx_, net::Socket::Kind::Dealer, opts_.name),
       hb_period_(opts_.heartbeat_period),
       hb_threshold_(opts_.heartbeat_threshold),
@@ -458,9 +493,9 @@ void Pool::on_message(const std::string& frame) {
 std::string Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
   const auto& spec = jobs_.at(job_id);
   const std::string process = fmt::format("process{:03}", slot + opts_.first_process);
-  const WorkerLaunch l = make_launch(
-      spec,
-      LaunchContext{job_id, opts_.node, process, opts_.shim_dir, opts_.python, opts_.worker_bin});
+  WorkerLaunch l = make_launch(spec, LaunchContext{job_id, opts_.node, process, opts_.shim_dir,
+                                                   opts_.python, opts_.worker_bin});
+  placed_[slot] = apply_placement(l, placement_, slot, spec.env);
   auto w = Worker::start(l, job_id, process);
   if (!w) {
     log_->error("cannot start a worker for job {}: {}", job_id, w.error().message);
@@ -626,6 +661,7 @@ void Pool::on_task_done(Worker& w, WorkerEvent& ev) {
   r.node = opts_.node;
   r.process = w.name();
   r.worker_pid = w.pid();
+  add_placement(r);
   r.start = reported_unix(w.tasks().clock().start_unix);
   r.elapsed_s = std::chrono::duration<double>(Clock::now() - w.tasks().clock().start).count();
   r.run_s = ev.run_s;
@@ -809,11 +845,24 @@ void Pool::fail_task(const proto::Task& t, AttemptStatus status, const std::stri
   r.node = opts_.node;
   r.process = process;
   r.worker_pid = pid;
+  add_placement(r);
   r.start = reported_unix(start);
   r.elapsed_s = local_unix_now() - start;
   (void)fit_result(r, t);  // cuts an overlong error text
   results_.push_back(std::move(r));
   ++stats_.results;
+}
+
+void Pool::add_placement(proto::TaskResult& r) const {
+  // Worker names are process<first_process + slot> (start_worker()); a task that never reached
+  // a worker has none.
+  if (r.process.rfind("process", 0) != 0) return;
+  const auto n = std::strtoull(r.process.c_str() + 7, nullptr, 10);
+  if (n < opts_.first_process || n - opts_.first_process >= placed_.size()) return;
+  const Placed& p = placed_[n - opts_.first_process];
+  r.device = p.device;
+  r.cpus = p.cpus;
+  r.threads = p.threads;
 }
 
 void Pool::flush_results() {
@@ -917,6 +966,10 @@ void Pool::run_monitor(Clock::time_point now) {
   if (!monitor_) {
     monitor_.emplace();
     SPDLOG_LOGGER_DEBUG(log_, "resource monitor on, every {} s", interval);
+    if (!monitor_->no_gpus().empty() && !no_gpus_said_) {
+      log_->info("resource monitor: no accelerator samples on this node ({})", monitor_->no_gpus());
+      no_gpus_said_ = true;
+    }
   }
   std::vector<std::uint64_t> ran_out;
   std::set_difference(monitor_busy_.begin(), monitor_busy_.end(), busy.begin(), busy.end(),

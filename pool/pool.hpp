@@ -26,6 +26,7 @@
 #include "pool/pool_planner.hpp"
 #include "pool/resource_monitor.hpp"
 #include "pool/worker.hpp"
+#include "pool/worker_placement.hpp"
 
 namespace fanout::pool {
 
@@ -34,7 +35,9 @@ struct Options {
   net::Security security{};   // Curve on a tcp:// interchange; see docs/security.md
   std::string name{};         // default: <host>-<pid>
   std::string node{};         // default: host name
-  std::uint32_t workers = 0;  // default: the machine's cores
+  std::uint32_t workers = 0;  // default: the accelerators' share, else the cores
+  // Which devices and CPUs each worker gets, and its thread count (worker_placement.hpp).
+  PlacementOptions placement{};
   // Number of the first worker (process001): several pools on one node number theirs apart so
   // their logs never share a file (the embedded client gives pool i i * workers + 1).
   std::uint32_t first_process = 1;
@@ -142,6 +145,8 @@ class Pool final {
                  const std::string& process, std::int64_t pid, double start);
   // A task that never reached a worker.
   void fail_task(const proto::Task& t, StopCause cause, const std::string& message);
+  // Fills the result's device, cpus and threads from the slot of the worker named r.process.
+  void add_placement(proto::TaskResult& r) const;
   void flush_results();
   void send(const std::string& frame);
   void log_stats(bool force);
@@ -167,6 +172,10 @@ class Pool final {
 
   Options opts_;
   Logger log_;
+  // Each slot's device(s), CPUs and threads (fixes opts_.workers; see worker_placement.hpp),
+  // and what the worker now in each slot got, which its results carry.
+  PoolPlacement placement_;
+  std::vector<Placed> placed_{};
   net::Context ctx_;
   net::Socket sock_;
   std::atomic<bool> stop_{false};
@@ -209,6 +218,7 @@ class Pool final {
   Clock::time_point last_stats_{};
   std::optional<ResourceMonitor> monitor_{};
   MemoryGuard memory_;
+  bool no_gpus_said_ = false;  // the monitor's "no accelerators" line was logged
   // Test hook (test builds only): how many more tasks received are dropped unreported, as a
   // broken pool would (FANOUT_TEST_SWALLOW_TASKS=N in the environment).
   std::uint64_t swallow_ = 0;

@@ -196,6 +196,12 @@ ResourceMonitor::ResourceMonitor() {
   if (const long p = ::sysconf(_SC_PAGESIZE); p > 0) page_bytes_ = static_cast<double>(p);
   prev_ = read_node();
   prev_time_ = Clock::now();
+  if (auto api = load_nvml(no_gpus_)) {
+    if (auto n = Nvml::open(*api, no_gpus_)) {
+      nvml_.emplace(std::move(*n));
+      no_gpus_.clear();
+    }
+  }
 }
 
 ResourceMonitor::NodeCounters ResourceMonitor::read_node() {
@@ -218,6 +224,7 @@ proto::ResourceSample ResourceMonitor::sample(const std::vector<WorkerRef>& work
   sample_processes(workers, dt, s.processes);
   prev_time_ = now;
   sample_disks(s.disks);
+  if (nvml_) s.gpus = nvml_->sample();
   return s;
 }
 

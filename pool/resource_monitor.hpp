@@ -6,12 +6,14 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/clock.hpp"
+#include "pool/nvml.hpp"
 
 namespace fanout::pool {
 
@@ -73,8 +75,12 @@ std::vector<std::string> parse_mounts(std::string_view text);
 
 class ResourceMonitor final {
  public:
-  // Reads the counters the first sample is measured against.
+  // Reads the counters the first sample is measured against, and loads NVML if the node has it
+  // (each sample then lists its accelerators).
   ResourceMonitor();
+
+  // Why samples carry no accelerators ("" when NVML is loaded): for the pool to say once.
+  [[nodiscard]] const std::string& no_gpus() const noexcept { return no_gpus_; }
 
   // A sample now: interval counters are differences since the previous sample (or since
   // construction). `job_ids` is copied into the sample as given.
@@ -100,6 +106,8 @@ class ResourceMonitor final {
   std::map<std::int64_t, ProcCounters> prev_procs_{};  // by pid
   double ticks_per_s_ = 100;
   double page_bytes_ = 4096;
+  std::optional<Nvml> nvml_{};
+  std::string no_gpus_{};
 };
 
 // ---- template definition ----

@@ -24,6 +24,7 @@ Expected<Worker> Worker::start(const WorkerLaunch& launch, std::uint64_t job_id,
   // Its own process group: what run() starts goes with the worker when it is stopped or ends
   // (see ChildProcess), instead of outliving the job under init.
   so.kill_group = true;
+  so.cpus = launch.cpus;
   auto child = ChildProcess::spawn(so);
   if (!child) return Unexpected{child.error()};
   Worker w;

@@ -43,6 +43,7 @@ struct WorkerLaunch {
   std::string cwd{};
   std::string stdout_file{};
   std::string stderr_file{};
+  std::vector<int> cpus{};  // pinned to these CPUs (docs/resources.md); empty: not pinned
 };
 
 // One worker process and its pipe. The pool drives it through the methods below, each of which

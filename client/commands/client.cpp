@@ -502,7 +502,8 @@ int print_history(const std::string& db, std::size_t limit, const std::string& s
                        {"items_succeeded", j.items_succeeded},
                        {"items_failed", j.items_failed},
                        {"attempts", j.attempts},
-                       {"attempts_failed", j.attempts_failed}});
+                       {"attempts_failed", j.attempts_failed},
+                       {"devices", reader.devices(j.id)}});
       }
       const std::string text =
           out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";

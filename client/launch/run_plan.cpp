@@ -95,6 +95,26 @@ std::string pool_endpoint_for(const std::string& published, const std::string& h
   return published;
 }
 
+namespace {
+
+// The job file's placement keys as fanout-pool's options (only those written).
+void add_placement_args(const config::PlacementSettings& p, std::vector<std::string>& argv) {
+  if (!p.accelerators.empty()) argv.insert(argv.end(), {"--accelerators", p.accelerators});
+  if (!p.accelerator_kind.empty()) {
+    argv.insert(argv.end(), {"--accelerator-kind", p.accelerator_kind});
+  }
+  if (p.workers_per_accelerator > 0) {
+    argv.insert(argv.end(),
+                {"--workers-per-accelerator", std::to_string(p.workers_per_accelerator)});
+  }
+  if (p.cores_per_worker > 0) {
+    argv.insert(argv.end(), {"--cores-per-worker", std::to_string(p.cores_per_worker)});
+  }
+  if (!p.cpu_affinity.empty()) argv.insert(argv.end(), {"--cpu-affinity", p.cpu_affinity});
+}
+
+}  // namespace
+
 std::vector<std::string> plan_pool_argv(const RunSettings& rs, const std::string& pool_bin,
                                         const std::string& pool_endpoint,
                                         const std::vector<std::string>& security) {
@@ -132,6 +152,7 @@ std::vector<std::string> plan_pool_argv(const RunSettings& rs, const std::string
     argv.insert(argv.end(),
                 {"--max-minibatches-per-worker", std::to_string(rs.max_minibatches_per_worker)});
   }
+  add_placement_args(rs.placement, argv);
   return argv;
 }
 

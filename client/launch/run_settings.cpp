@@ -45,6 +45,12 @@ RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
   rs.log_level = cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
   rs.python = ov.python;
   rs.launch = cfg.fanout.launch;
+  rs.placement = cfg.fanout.placement;
+  // Accelerators or cores per worker and no worker count: each pool counts its workers from
+  // what its node offers (devices x workers_per_accelerator, cores / cores_per_worker).
+  const auto& p = cfg.fanout.placement;
+  const bool counted = cfg.fanout.workers > 0 || cfg.max_concurrency_per_instance > 0;
+  if (!counted && (!p.accelerators.empty() || p.cores_per_worker > 0)) rs.workers = 0;
   rs.job_name = cfg.name;
   rs.exit_with_client = ov.exit_with_client;
   rs.quiet = ov.quiet || ov.json;

@@ -68,6 +68,8 @@ struct RunSettings {
   // Launchers other than local (docs/cluster.md): the interchange listens for pools on
   // tcp://pool_address:* with Curve and the keys of `keys_dir` (the user's key folder).
   config::LauncherSettings launch{};
+  // The pools' placement options (docs/resources.md): devices, CPUs and threads per worker.
+  config::PlacementSettings placement{};
   std::string job_name{};
   std::string pool_address{};  // empty: loopback
   std::string keys_dir{};      // Transport::Curve: empty makes keys for the run in <run_dir>/keys

@@ -38,6 +38,10 @@ std::string batch_script(const ScriptInput& in) {
   if (!l.walltime.empty()) s += fmt::format("#SBATCH --time={}\n", l.walltime);
   if (l.cores_per_node > 0) s += fmt::format("#SBATCH --cpus-per-task={}\n", l.cores_per_node);
   if (l.exclusive) s += "#SBATCH --exclusive\n";
+  // The pool takes the GPUs (CUDA_VISIBLE_DEVICES) and cores (its CPU affinity) Slurm gives the
+  // step: docs/resources.md.
+  if (!l.gpus_per_node.empty()) s += fmt::format("#SBATCH --gpus-per-node={}\n", l.gpus_per_node);
+  if (!l.mem_per_node.empty()) s += fmt::format("#SBATCH --mem={}\n", l.mem_per_node);
   if (!l.scheduler_options.empty()) {
     s += l.scheduler_options;
     if (s.back() != '\n') s += '\n';

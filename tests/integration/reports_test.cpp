@@ -84,7 +84,8 @@ TEST_CASE("integration.reports.two_pool_job_with_failures") {
   CHECK(header_of(ps_path) ==
         "Node,Process,Worker Starts,Attempts,Succeeded Attempts,Failed Attempts,Items,"
         "Items Succeeded,Items Failed,Elapsed Seconds,Process Seconds,Run Method Seconds,"
-        "Average Run Method Seconds,Overhead Seconds,First Start Time,Last End Time");
+        "Average Run Method Seconds,Overhead Seconds,First Start Time,Last End Time,Device,CPUs,"
+        "Threads");
   CHECK(header_of(ns_path) ==
         "Node,Pools,Processes,Attempts,Succeeded Attempts,Failed Attempts,Items,Items Succeeded,"
         "Items Failed,Elapsed Seconds,Process Seconds,Run Method Seconds,First Start Time,"
@@ -136,7 +137,9 @@ TEST_CASE("integration.reports.two_pool_job_with_failures") {
             "  round(sum(run_s), 3) || char(31) || round(avg(run_s), 4) || char(31) || "
             "  round(sum(elapsed_s) - sum(run_s), 3) || char(31) || "
             "  strftime('%Y-%m-%dT%H:%M:%fZ', min(start), 'unixepoch') || char(31) || "
-            "  strftime('%Y-%m-%dT%H:%M:%fZ', max(start + elapsed_s), 'unixepoch') "
+            "  strftime('%Y-%m-%dT%H:%M:%fZ', max(start + elapsed_s), 'unixepoch') || char(31) || "
+            "  coalesce(max(device), '') || char(31) || coalesce(max(cpus), '') || char(31) || "
+            "  coalesce(max(threads), 0) "
             "from attempts where job_id = 1 group by node, pool, process "
             "order by node, pool || '/' || process"));
   CHECK(ps_got.size() == 4);  // 2 pools x 2 workers

@@ -33,8 +33,57 @@ void read_memory_settings(const YamlReader& r, const Fields& f, FanoutSettings& 
   }
 }
 
+// The placement keys (docs/resources.md), as fanout-pool's options check them.
+PlacementSettings read_placement(const YamlReader& r, const Fields& f) {
+  PlacementSettings s;
+  if (const Entry* x = f.get("accelerators")) {
+    // A list (`[0, 1]`) or one text ("0,1"), as CUDA_VISIBLE_DEVICES takes it.
+    if (x->value.IsSequence()) {
+      for (const auto& v : x->value) {
+        s.accelerators += (s.accelerators.empty() ? "" : ",") + std::string(trim(v.Scalar()));
+      }
+    } else {
+      s.accelerators = std::string(trim(r.text(*x)));
+    }
+    if (s.accelerators.empty() || s.accelerators.find_first_of(" \t\n\"'") != std::string::npos) {
+      r.fail(x->where(), "expected device ids such as \"0,1,2,3\" (got " +
+                             quote(x->value.IsSequence() ? s.accelerators : x->value.Scalar()) +
+                             ")");
+    }
+  }
+  if (const Entry* x = f.get("accelerator_kind")) {
+    s.accelerator_kind = lower(trim(r.text(*x)));
+    if (s.accelerator_kind != "cuda" && s.accelerator_kind != "rocm" &&
+        s.accelerator_kind != "ze") {
+      r.fail(x->where(), "expected cuda, rocm or ze (got " + quote(x->value.Scalar()) + ")");
+    }
+  }
+  if (const Entry* x = f.get("workers_per_accelerator")) {
+    s.workers_per_accelerator = static_cast<std::uint32_t>(r.integer(*x, 1, 1000));
+  }
+  if (const Entry* x = f.get("cores_per_worker")) {
+    s.cores_per_worker = static_cast<std::uint32_t>(r.integer(*x, 1, 100000));
+  }
+  if (const Entry* x = f.get("cpu_affinity")) {
+    s.cpu_affinity = std::string(trim(r.text(*x)));
+    const std::string& a = s.cpu_affinity;
+    const bool word = a == "none" || a == "block" || a == "alternating";
+    const std::string_view list = a.rfind("list:", 0) == 0 ? std::string_view(a).substr(5) : a;
+    const bool is_list =
+        !list.empty() && list.find_first_not_of("0123456789,-:") == std::string_view::npos;
+    if (!word && !is_list) {
+      r.fail(x->where(),
+             "expected none, block, alternating or a CPU list per worker such as "
+             "\"list:0-1:2-3\" (got " +
+                 quote(x->value.Scalar()) + ")");
+    }
+  }
+  return s;
+}
+
 }  // namespace
 
+// Long: the list of the block's keys, one per line, then one statement per key.
 FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
                                     const std::string& base_dir) {
   auto u32 = [&](const Entry& x, std::int64_t lo,
@@ -70,9 +119,17 @@ FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
                           "allow_partial",
                           "mem_per_worker",
                           "worker_memory_limit",
-                          "max_minibatches_per_worker"});
+                          "max_minibatches_per_worker",
+                          "accelerators",
+                          "accelerator_kind",
+                          "workers_per_accelerator",
+                          "cores_per_worker",
+                          "cpu_affinity",
+                          "gpus_per_node",
+                          "mem_per_node"});
   FanoutSettings s;
   s.launch = read_launcher_settings(r, f);
+  s.placement = read_placement(r, f);
   if (const Entry* x = f.get("prefetch")) s.prefetch = u32(*x, 0);
   // The upper bounds are those fanout-pool and fanout-interchange accept on their command line:
   // a value they would refuse at start is refused here, at load, with its line.

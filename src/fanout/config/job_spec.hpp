@@ -44,11 +44,22 @@ struct LauncherSettings {
   std::uint32_t min_nodes = 0;        // pool jobs kept pending or running; 0: nodes
   std::uint32_t max_nodes = 0;        // pool jobs submitted over the job in all; 0: nodes
   std::uint32_t cores_per_node = 0;   // #SBATCH --cpus-per-task; 0: not asked
+  std::string gpus_per_node{};        // #SBATCH --gpus-per-node ("4", "a100:4"); "": not asked
+  std::string mem_per_node{};         // #SBATCH --mem ("64G", "4000"); "": not asked
   bool exclusive = false;             // #SBATCH --exclusive
   std::string scheduler_options{};    // extra #SBATCH lines, as written
   std::string worker_init{};          // shell lines run before the pool starts
   std::string interchange_address{};  // what the nodes connect to; empty: first non-loopback
   int line = 0;                       // where `launcher` was written (0: not written)
+};
+
+// Where a pool's workers run on its node (docs/resources.md): fanout-pool's placement options.
+struct PlacementSettings {
+  std::string accelerators{};                 // device ids, comma-separated; "": the pool's own
+  std::string accelerator_kind{};             // cuda | rocm | ze; "": cuda
+  std::uint32_t workers_per_accelerator = 0;  // 0: not written (1)
+  std::uint32_t cores_per_worker = 0;         // 0: not written
+  std::string cpu_affinity{};                 // none | block | alternating | list:...; "": none
 };
 
 // fanout's own settings (the `fanout:` key), each also a CLI flag.
@@ -66,6 +77,7 @@ struct FanoutSettings {
   bool row_header = false;          // DataFrame rows: write a header line
   std::uint32_t priority = 1;       // weight in the interchange's fair share between jobs
   LauncherSettings launch{};        // where the pools run
+  PlacementSettings placement{};    // devices, CPUs and threads of each worker
   bool allow_partial = false;       // a `partial` job exits 0, as in ParallelRunStep
   // Memory (docs/resources.md): each worker's share of MemAvailable in GiB, which bounds the
   // worker count (Parsl's mem_per_worker; 0: no bound); the RSS of a worker's process group

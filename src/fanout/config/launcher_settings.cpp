@@ -30,6 +30,29 @@ bool colon_parts(std::string_view s, std::size_t max_parts) {
   return parts <= max_parts;
 }
 
+// gpus_per_node and mem_per_node, as Slurm reads them: [type:]count, and a count with an
+// optional unit (M by default).
+void read_slurm_resources(const YamlReader& r, const Fields& f, LauncherSettings& s) {
+  auto slurm_word = [&](const char* key, std::string& out, const char* expect) {
+    if (const Entry* x = f.get(key)) {
+      out = std::string(trim(r.text(*x)));
+      const auto colon = out.rfind(':');
+      const std::string_view count = std::string_view(out).substr(colon + 1);
+      const bool unit = std::string(key) == "mem_per_node" && !count.empty() &&
+                        std::string_view("KMGTkmgt").find(count.back()) != std::string_view::npos;
+      const bool typed = colon != std::string::npos && std::string(key) == "gpus_per_node";
+      if ((colon != std::string::npos && !typed) ||
+          !all_digits(unit ? count.substr(0, count.size() - 1) : count) ||
+          out.find_first_of(" \t\n\"'") != std::string::npos) {
+        r.fail(x->where(),
+               std::string("expected ") + expect + " (got " + quote(x->value.Scalar()) + ")");
+      }
+    }
+  };
+  slurm_word("gpus_per_node", s.gpus_per_node, "a GPU count such as 4 or a100:4");
+  slurm_word("mem_per_node", s.mem_per_node, "a memory size as Slurm's --mem takes it: 64G, 4000");
+}
+
 }  // namespace
 
 bool is_slurm_time(std::string_view s) {
@@ -78,6 +101,7 @@ LauncherSettings read_launcher_settings(const YamlReader& r, const Fields& f) {
   if (const Entry* x = f.get("min_nodes")) s.min_nodes = u32(*x, 0);
   if (const Entry* x = f.get("max_nodes")) s.max_nodes = u32(*x, 1);
   if (const Entry* x = f.get("cores_per_node")) s.cores_per_node = u32(*x, 1);
+  read_slurm_resources(r, f, s);
   if (const Entry* x = f.get("exclusive")) s.exclusive = r.boolean(*x);
   if (const Entry* x = f.get("scheduler_options")) {
     s.scheduler_options = r.text(*x, "#SBATCH lines as one text (a YAML block: `|`)");

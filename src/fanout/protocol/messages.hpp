@@ -138,9 +138,13 @@ struct TaskResult {
   double elapsed_s = 0;
   double cpu_s = 0;
   double run_s = 0;
+  // Where the worker was placed (docs/resources.md); empty / 0 from an older pool.
+  std::string device{};       // the device list its CUDA_VISIBLE_DEVICES (or kind's variable) got
+  std::string cpus{};         // its CPU list as Cpus_allowed_list writes it; empty: not pinned
+  std::uint32_t threads = 0;  // the OMP_NUM_THREADS it got; 0: not set by the pool
   MSGPACK_DEFINE_ARRAY(task_id, job_id, index, attempt, status, items, succeeded, failed, rows,
                        output, error_category, error_message, node, process, worker_pid, start,
-                       elapsed_s, cpu_s, run_s)
+                       elapsed_s, cpu_s, run_s, device, cpus, threads)
 };
 
 // The result of an attempt that failed as a whole: every one of the task's items failed, with
@@ -300,6 +304,17 @@ struct DiskUsage {
   MSGPACK_DEFINE_ARRAY(mount, total_mb, used_mb, free_mb, used_percent)
 };
 
+// One accelerator's usage, now (NVML).
+struct GpuUsage {
+  std::uint32_t index = 0;  // NVML's device index
+  std::string uuid{};
+  std::string name{};
+  double util_percent = 0;  // busy share over NVML's last sample period
+  double mem_used_mb = 0;
+  double mem_total_mb = 0;
+  MSGPACK_DEFINE_ARRAY(index, uuid, name, util_percent, mem_used_mb, mem_total_mb)
+};
+
 struct ResourceSample {
   static constexpr MsgType kType = MsgType::ResourceSample;
   double time = 0;                       // Unix seconds: the end of the interval
@@ -308,7 +323,8 @@ struct ResourceSample {
   NodeUsage node{};
   std::vector<ProcessUsage> processes{};
   std::vector<DiskUsage> disks{};
-  MSGPACK_DEFINE_ARRAY(time, interval_s, job_ids, node, processes, disks)
+  std::vector<GpuUsage> gpus{};  // empty without NVML (and from an older pool)
+  MSGPACK_DEFINE_ARRAY(time, interval_s, job_ids, node, processes, disks, gpus)
 };
 
 // ---- client <-> interchange ----

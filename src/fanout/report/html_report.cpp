@@ -153,7 +153,13 @@ constexpr std::string_view kScript = R"js(
         options: {indexAxis: 'y', scales: {x: counting('failed attempts')},
           plugins: {legend: {display: false}}}}, F.by_status.length);
     }
-    const N = R.nodes || [], P = R.processes || [];
+    const N = R.nodes || [], P = R.processes || [], G = R.gpus || [];
+    if (G.length) {
+      lines('chart-gpu-util', G.map((g, i) => ({label: g.label, data: xy(g.t, g.util),
+        borderColor: palette[i % palette.length]})), 'seconds since the job started', 'accelerator busy %');
+      lines('chart-gpu-mem', G.map((g, i) => ({label: g.label + ' of ' + g.mem_total.toFixed(0) + ' MB',
+        data: xy(g.t, g.mem), borderColor: palette[i % palette.length]})), 'seconds since the job started', 'accelerator memory MB');
+    }
     if (N.length) {
       lines('chart-node-cpu', N.map((n, i) => ({label: n.node, data: xy(n.t, n.cpu),
         borderColor: palette[i % palette.length]})), 'seconds since the job started', 'node CPU % (all cores = 100)');
@@ -341,7 +347,10 @@ void timeline_json(std::string& j, const ReportData& d) {
   j += ",\"workers\":[";
   for (std::size_t i = 0; i < d.workers.size(); ++i) {
     if (i) j += ",";
-    json_quote(j, d.workers[i].pool + "/" + d.workers[i].process);
+    // A worker placed on an accelerator names it in its timeline row.
+    const auto& w = d.workers[i];
+    json_quote(j, w.device.empty() ? w.pool + "/" + w.process
+                                   : w.pool + "/" + w.process + " (device " + w.device + ")");
   }
   j += fmt::format("],\"timeline\":{{\"binned\":{},\"bin_s\":{},\"segments\":[",
                    d.timeline_binned ? "true" : "false", num(d.timeline_bin_s));
@@ -425,6 +434,19 @@ void resources_json(std::string& j, const ReportData& d) {
     j += ",\"cpu\":";
     append_json_numbers(j, s.cpu);
     j += ",\"rss\":";
+    append_json_numbers(j, s.mem);
+    j += "}";
+  }
+  j += "],\"gpus\":[";
+  for (std::size_t i = 0; i < d.gpu_series.size(); ++i) {
+    const auto& s = d.gpu_series[i];
+    j += i ? ",{\"label\":" : "{\"label\":";
+    json_quote(j, s.node + " " + s.process);
+    j += fmt::format(",\"mem_total\":{},\"t\":", num(s.mem_total));
+    append_json_numbers(j, s.t);
+    j += ",\"util\":";
+    append_json_numbers(j, s.cpu);
+    j += ",\"mem\":";
     append_json_numbers(j, s.mem);
     j += "}";
   }
@@ -592,6 +614,13 @@ std::string render_job_html(const ReportData& d) {
       canvas(b, "chart-proc-cpu", 300);
       b += "</div><div>";
       canvas(b, "chart-proc-rss", 300);
+      b += "</div></div>\n";
+    }
+    if (!d.gpu_series.empty()) {  // NVML's samples of the accelerators (docs/resources.md)
+      b += "<div class=\"grid\"><div>";
+      canvas(b, "chart-gpu-util", 260);
+      b += "</div><div>";
+      canvas(b, "chart-gpu-mem", 260);
       b += "</div></div>\n";
     }
   }

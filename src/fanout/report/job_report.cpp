@@ -38,7 +38,8 @@ constexpr CsvFile kJobReports[] = {
     {ReportTable::ProcessSummary, "sys/job_report/process_summary.csv",
      "Node,Process,Worker Starts,Attempts,Succeeded Attempts,Failed Attempts,Items,"
      "Items Succeeded,Items Failed,Elapsed Seconds,Process Seconds,Run Method Seconds,"
-     "Average Run Method Seconds,Overhead Seconds,First Start Time,Last End Time"},
+     "Average Run Method Seconds,Overhead Seconds,First Start Time,Last End Time,Device,CPUs,"
+     "Threads"},
     {ReportTable::NodeSummary, "sys/job_report/node_summary.csv",
      "Node,Pools,Processes,Attempts,Succeeded Attempts,Failed Attempts,Items,Items Succeeded,"
      "Items Failed,Elapsed Seconds,Process Seconds,Run Method Seconds,First Start Time,"

@@ -108,6 +108,7 @@ ReportData ReportDataPass::finish(store::ReportSource& src, std::uint64_t job_id
                                             limits.max_process_series);
   r.node_series = std::move(series.nodes);
   r.process_series = std::move(series.processes);
+  r.gpu_series = std::move(series.gpus);
   tally_ = std::make_unique<AttemptTally>(limits.messages_per_failure);  // points no longer needed
   return r;
 }

@@ -25,6 +25,7 @@ struct ReportData {
   struct Worker {
     std::uint64_t pool_id = 0;
     std::string pool{}, node{}, process{};
+    std::string device{};  // the accelerator(s) it was given (attempts.device); "": none
     std::uint64_t attempts = 0, succeeded = 0;
     double first_start = 0, last_end = 0;        // Unix seconds
     double elapsed_s = 0, run_s = 0, cpu_s = 0;  // summed over its attempts
@@ -115,6 +116,7 @@ struct ReportData {
   std::vector<Exhausted> exhausted{};  // the first ones, by mini-batch
 
   std::vector<Series> node_series{}, process_series{};
+  std::vector<Series> gpu_series{};  // one per accelerator with NVML samples
 
   // The setting `key` as text, or `fallback` when the job did not record it.
   [[nodiscard]] std::string setting(const std::string& key, const std::string& fallback = {}) const;

@@ -38,6 +38,7 @@ void AttemptTally::add_to_worker(const store::AttemptRow& a, AttemptPoint& p) {
   }
   p.worker = it->second;
   auto& w = workers[p.worker];
+  if (w.device.empty()) w.device = a.device;
   ++w.attempts;
   w.succeeded += p.ok ? 1 : 0;
   w.first_start = std::min(w.first_start, a.start);

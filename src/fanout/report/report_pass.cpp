@@ -153,6 +153,9 @@ void ReportPass::add(const store::AttemptRow& a) {
   if (fresh) it->second.shown = shown;
   if (a.has_pid) it->second.pids.insert(a.worker_pid);
   it->second.sums.add(a);
+  if (a.device > it->second.device) it->second.device = a.device;
+  if (a.cpus > it->second.cpus) it->second.cpus = a.cpus;
+  it->second.threads = std::max(it->second.threads, a.threads);
   // node_summary: attempts with a node.
   if (!a.node.empty()) {
     auto& n = nodes_[std::string(a.node)];
@@ -195,6 +198,9 @@ std::string ReportPass::process_summary(std::string_view header) const {
     round_field(out, s.n_elapsed > 0 && s.n_run > 0, s.elapsed - s.run, 3);
     time_field(out, s.first_start);
     time_field(out, s.last_end);
+    field(out, proc.device);
+    field(out, proc.cpus);
+    fmt::format_to(std::back_inserter(out), ",{}", proc.threads);
     out += '\n';
   }
   return out;

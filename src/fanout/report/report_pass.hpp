@@ -57,6 +57,8 @@ class ReportPass final {
     std::string shown{};  // pool/process, or process
     std::set<std::int64_t> pids{};
     Sums sums{};
+    std::string device{}, cpus{};  // the greatest seen, as the view's max()
+    std::int64_t threads = 0;
   };
   struct Node {
     std::set<std::string> pools{}, processes{};

@@ -25,7 +25,8 @@ std::string format_status_json(const store::JobStatus& s,
                      {"node", p.node},
                      {"state", p.state},
                      {"workers", p.workers},
-                     {"attempts", p.attempts}});
+                     {"attempts", p.attempts},
+                     {"devices", p.devices}});
   }
   auto error = [](const store::JobStatus::ErrorLine& e) {
     return Json{{"minibatch", e.minibatch}, {"attempt", e.attempt}, {"process", e.process},
@@ -90,6 +91,7 @@ std::string format_status_text(const store::JobStatus& s) {
   for (const auto& p : s.pools) {
     out += fmt::format("\n    {} on {}: {}, {} workers, {} attempts", p.name, p.node,
                        p.state.empty() ? "?" : p.state, p.workers, p.attempts);
+    if (!p.devices.empty()) out += fmt::format(", devices {}", p.devices);
   }
   out += fmt::format("\n  worker processes that ran attempts: {}\n", s.processes);
   if (!s.output_path.empty()) out += fmt::format("  output: {}\n", s.output_path);

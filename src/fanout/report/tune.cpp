@@ -389,7 +389,35 @@ std::vector<Recommendation> tune(const ReportData& d, const TuneOptions& opt) {
   out.push_back(prefetch(d, f, per_pool));
   out.push_back(poll(d, f, out.back()));
   out.push_back(nodes(d, f, opt, per_pool));
+  for (auto& r : gpu_advice(d)) out.push_back(std::move(r));
   return out;
+}
+
+std::vector<Recommendation> gpu_advice(const ReportData& d) {
+  if (d.gpu_series.empty()) return {};
+  const std::string cur = d.setting("workers_per_accelerator", "1");
+  double sum = 0;
+  std::string figure;
+  for (const auto& g : d.gpu_series) {
+    sum += g.mean_cpu;
+    figure += fmt::format("{}{} on {} busy {:.0f}% of the job", figure.empty() ? "" : "; ",
+                          g.process, g.node, g.mean_cpu);
+  }
+  const double mean = sum / static_cast<double>(d.gpu_series.size());
+  Recommendation r{.setting = "workers_per_accelerator",
+                   .verdict = mean < kGpuBusyLow ? Verdict::Change : Verdict::Keep,
+                   .current = cur,
+                   .figure = std::move(figure)};
+  if (r.verdict == Verdict::Change) {
+    r.suggested = std::to_string(2 * std::max<std::uint64_t>(1, to_u64(cur, 1)));
+    r.effect = fmt::format(
+        "the accelerators idle {:.0f}% of the job on average: more workers per device keep "
+        "them busy while others load data (watch device memory: each worker holds its model)",
+        100 - mean);
+  } else {
+    r.effect = fmt::format("the accelerators are busy {:.0f}% of the job on average", mean);
+  }
+  return {r};
 }
 
 std::string format_tune(const ReportData& d, const std::vector<Recommendation>& recs) {

@@ -32,9 +32,16 @@ struct Recommendation {
 };
 
 // The five recommendations for job `d`, always in this order: mini_batch_size, workers,
-// prefetch, poll_ms, instance_count. Pure: no I/O except reading this machine's core count when
-// opt.cores is 0 and every pool ran on this host.
+// prefetch, poll_ms, instance_count; then, for a job with accelerator samples, gpu_advice()'s.
+// Pure: no I/O except reading this machine's core count when opt.cores is 0 and every pool ran
+// on this host.
 std::vector<Recommendation> tune(const ReportData& d, const TuneOptions& opt);
+
+// workers_per_accelerator from the accelerators' mean utilisation over the job (gpu_samples):
+// below kGpuBusyLow on average, twice as many workers per device. Nothing (an empty vector) for
+// a job without accelerator samples.
+inline constexpr double kGpuBusyLow = 50;  // percent
+std::vector<Recommendation> gpu_advice(const ReportData& d);
 
 // The text `fanout tune` prints: one block per recommendation.
 std::string format_tune(const ReportData& d, const std::vector<Recommendation>& recs);

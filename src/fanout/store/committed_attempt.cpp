@@ -38,6 +38,9 @@ AttemptRow CommittedAttempt::row() const {
   r.error_message = error_message;
   r.has_detail = has_detail;
   r.detail = detail;
+  r.device = device;
+  r.cpus = cpus;
+  r.threads = threads;
   return r;
 }
 

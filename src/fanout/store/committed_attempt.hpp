@@ -17,6 +17,8 @@ struct CommittedAttempt {
   std::int64_t attempt = 0, worker_pid = 0, items = 0, succeeded = 0, failed = 0;
   double start = 0, elapsed_s = 0, cpu_s = 0, run_s = 0;
   std::string status{}, pool{}, node{}, process{}, error_category{}, error_message{}, detail{};
+  std::string device{}, cpus{};  // where the worker was placed; empty: none
+  std::uint32_t threads = 0;
   // False when the writer did not have the mini-batch's detail at hand (it wrote the
   // minibatch_inputs row in an earlier transaction): read it from the store.
   bool detail_known = false;

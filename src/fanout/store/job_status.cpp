@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "fanout/store/db.hpp"
 #include "fanout/store/detail/read_only.hpp"
@@ -75,19 +77,36 @@ bool read_progress(Db& db, std::uint64_t job_id, JobStatus& s) {
   return true;
 }
 
+// "2,0,1" -> "0,1,2": group_concat() lists in scan order.
+std::string sorted_list(std::string_view text) {
+  std::vector<std::string> parts;
+  for (std::size_t pos = 0; pos < text.size();) {
+    auto comma = text.find(',', pos);
+    if (comma == std::string_view::npos) comma = text.size();
+    parts.emplace_back(text.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  std::sort(parts.begin(), parts.end());
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ",") + p;
+  return out;
+}
+
 // The pools that ran the job's attempts, its worker processes and its errors into `s`.
 void read_pools_and_errors(Db& db, std::uint64_t job_id, JobStatus& s) {
   {
     Statement st(db,
                  "SELECT coalesce(p.name, a.pool, ''), coalesce(p.node, a.node, ''), "
-                 "coalesce(p.state, ''), coalesce(p.workers, 0), count(*) "
+                 "coalesce(p.state, ''), coalesce(p.workers, 0), count(*), "
+                 "coalesce(group_concat(DISTINCT a.device), '') "
                  "FROM attempts a LEFT JOIN pools p ON p.id = a.pool_id "
                  "WHERE a.job_id = ?1 AND a.pool_id != 0 GROUP BY a.pool_id ORDER BY a.pool_id");
     st.bind(1, job_id);
     while (st.step()) {
-      s.pools.push_back(JobStatus::PoolUse{
-          std::string(st.column_text(0)), std::string(st.column_text(1)),
-          std::string(st.column_text(2)), st.column_uint64(3), st.column_uint64(4)});
+      s.pools.push_back(JobStatus::PoolUse{std::string(st.column_text(0)),
+                                           std::string(st.column_text(1)),
+                                           std::string(st.column_text(2)), st.column_uint64(3),
+                                           st.column_uint64(4), sorted_list(st.column_text(5))});
     }
   }
   {

@@ -17,6 +17,7 @@ struct JobStatus {
     std::string name{}, node{}, state{};
     std::uint64_t workers = 0;
     std::uint64_t attempts = 0;  // of this job
+    std::string devices{};       // the accelerators its workers were given, e.g. "0,1"; "": none
   };
   struct ErrorLine {
     std::uint64_t minibatch = 0;

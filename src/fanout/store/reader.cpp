@@ -104,6 +104,16 @@ std::vector<JobSummary> StoreReader::history(std::size_t limit, const std::strin
   return impl_->collect(st);
 }
 
+std::vector<std::string> StoreReader::devices(std::uint64_t id) {
+  Statement st(impl_->db,
+               "SELECT DISTINCT device FROM attempts WHERE job_id = ?1 AND "
+               "coalesce(device, '') != '' ORDER BY device");
+  st.bind(1, id);
+  std::vector<std::string> out;
+  while (st.step()) out.emplace_back(st.column_text(0));
+  return out;
+}
+
 std::optional<JobSummary> StoreReader::job(std::uint64_t id) {
   impl_->by_id->bind(1, id);
   auto rows = impl_->collect(*impl_->by_id);

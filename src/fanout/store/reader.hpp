@@ -42,6 +42,9 @@ class StoreReader final {
   // Failure{Database} when a query fails.
   [[nodiscard]] std::vector<JobSummary> history(std::size_t limit, const std::string& state = {});
   [[nodiscard]] std::optional<JobSummary> job(std::uint64_t id);
+  // The accelerators the job's workers were given (attempts.device), distinct and sorted; a
+  // scan of the job's attempts, so asked for apart from the summary.
+  [[nodiscard]] std::vector<std::string> devices(std::uint64_t id);
 
  private:
   struct Impl;

@@ -146,6 +146,39 @@ void read_process_series(Db& db, std::uint64_t job_id, double t0, double lo, dou
   }
 }
 
+// One series per accelerator (node, device index), as read_node_series().
+void read_gpu_series(Db& db, std::uint64_t job_id, double t0, double lo, double w,
+                     std::vector<ResourceSeries>& out) {
+  Statement gpu(db,
+                "SELECT node, device_index, max(coalesce(name, '')), CAST((time - ?2) / ?3 AS "
+                "INTEGER) AS b, avg(util_percent), avg(mem_used_mb), max(mem_total_mb), "
+                "count(*) FROM gpu_samples WHERE job_id = ?1 GROUP BY node, device_index, b "
+                "ORDER BY node, device_index, b");
+  gpu.bind(1, job_id).bind(2, lo).bind(3, w);
+  std::int64_t index = -1;
+  double samples = 0;
+  while (gpu.step()) {
+    if (out.empty() || out.back().node != gpu.column_text(0) || index != gpu.column_int64(1)) {
+      if (!out.empty() && samples > 0) out.back().mean_cpu /= samples;
+      samples = 0;
+      index = gpu.column_int64(1);
+      out.push_back({});
+      out.back().node = gpu.column_text(0);
+      const std::string name(gpu.column_text(2));
+      out.back().process = "GPU " + std::to_string(index) + (name.empty() ? "" : " " + name);
+    }
+    auto& s = out.back();
+    s.t.push_back(lo - t0 + (static_cast<double>(gpu.column_int64(3)) + 0.5) * w);
+    s.cpu.push_back(gpu.column_double(4));
+    s.mem.push_back(gpu.column_double(5));
+    s.mem_total = std::max(s.mem_total, gpu.column_double(6));
+    const double n = gpu.column_double(7);
+    s.mean_cpu += gpu.column_double(4) * n;  // weighted by the bin's samples
+    samples += n;
+  }
+  if (!out.empty() && samples > 0) out.back().mean_cpu /= samples;
+}
+
 }  // namespace
 
 ResourceSeriesRows read_resource_series(ReportSource& src, std::uint64_t job_id, double t0,
@@ -161,6 +194,7 @@ ResourceSeriesRows read_resource_series(ReportSource& src, std::uint64_t job_id,
   const double w = std::max(range.column_double(1) - lo, 1e-3) / nbins;
   read_node_series(src.db(), job_id, t0, lo, w, r.nodes);
   read_process_series(src.db(), job_id, t0, lo, w, max_processes, r.processes);
+  read_gpu_series(src.db(), job_id, t0, lo, w, r.gpus);
   return r;
 }
 

@@ -59,16 +59,19 @@ struct ExhaustedRow {
 [[nodiscard]] std::vector<ExhaustedRow> read_exhausted(ReportSource& src, std::uint64_t job_id,
                                                        std::uint32_t limit);
 
-// A resource series: one node, or one worker process.
+// A resource series: one node, one worker process, or one accelerator (gpu_samples: `process`
+// is "GPU <index>" and its name, `cpu` its utilisation %, `mem` its memory used).
 struct ResourceSeries {
   std::string node{}, pool{}, process{};
   std::vector<double> t{}, cpu{}, mem{};  // cpu %, memory used (node) or RSS (process), MB
-  double mem_total = 0;                   // node only: the largest total seen
+  double mem_total = 0;                   // node and accelerator: the largest total seen
+  double mean_cpu = 0;                    // accelerator: its mean utilisation over the samples
 };
 
 struct ResourceSeriesRows {
   std::vector<ResourceSeries> nodes{};      // by node
   std::vector<ResourceSeries> processes{};  // by node, pool, process
+  std::vector<ResourceSeries> gpus{};       // by node, device index
 };
 
 // The job's resource samples averaged in SQL into `nbins` equal time bins from the earlier of

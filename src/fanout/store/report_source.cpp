@@ -25,11 +25,11 @@ constexpr TableQuery kTables[kReportTables] = {
      "error_message, minibatch_detail FROM processed_minibatches WHERE job_id = ?1 "
      "ORDER BY start, attempt_id"},
     // ProcessSummary
-    {16, false,
+    {19, false,
      "SELECT node, process, worker_starts, attempts, succeeded_attempts, failed_attempts, items, "
      "items_succeeded, items_failed, elapsed_seconds, process_seconds, run_method_seconds, "
-     "avg_run_method_seconds, overhead_seconds, first_start_time, last_end_time "
-     "FROM process_summary WHERE job_id = ?1 ORDER BY node, process"},
+     "avg_run_method_seconds, overhead_seconds, first_start_time, last_end_time, device, cpus, "
+     "threads FROM process_summary WHERE job_id = ?1 ORDER BY node, process"},
     // NodeSummary
     {15, false,
      "SELECT node, pools, processes, attempts, succeeded_attempts, failed_attempts, items, "
@@ -101,7 +101,7 @@ Statement& ReportSource::attempts_of_job(std::uint64_t job_id) {
     attempts_ = std::make_unique<Statement>(*db_, R"sql(
 SELECT a.id, a.job_id, a.minibatch_id, a.attempt, a.status, a.pool_id, a.pool, a.node, a.process,
        a.worker_pid, a.start, a.elapsed_s, a.cpu_s, a.run_s, a.items, a.succeeded, a.failed,
-       a.error_category, a.error_message, i.detail
+       a.error_category, a.error_message, i.detail, a.device, a.cpus, a.threads
 FROM attempts a LEFT JOIN minibatch_inputs i ON i.job_id = a.job_id AND
      i.minibatch_id = a.minibatch_id
 WHERE a.id BETWEEN (SELECT min(id) FROM attempts WHERE job_id = ?1) AND
@@ -159,6 +159,9 @@ void ReportSource::fill_attempt(Statement& st, AttemptRow& r) {
   r.error_message = st.column_text(18);
   r.has_detail = !st.is_null(19);
   r.detail = st.column_text(19);
+  r.device = st.column_text(20);
+  r.cpus = st.column_text(21);
+  r.threads = st.column_int64(22);
 }
 
 bool ReportSource::has_job(std::uint64_t job_id) {

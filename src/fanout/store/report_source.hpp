@@ -72,6 +72,8 @@ struct AttemptRow {
   std::int64_t attempt = 0, worker_pid = 0, items = 0, succeeded = 0, failed = 0;
   double start = 0, elapsed_s = 0, cpu_s = 0, run_s = 0;
   std::string_view status{}, pool{}, node{}, process{}, error_category{}, error_message{}, detail{};
+  std::string_view device{}, cpus{};  // '' when NULL (not placed, or recorded before)
+  std::int64_t threads = 0;           // 0 when NULL
   bool has_pool_id = false, has_pool = false, has_node = false, has_pid = false, has_start = false,
        has_elapsed = false, has_cpu = false, has_run = false, has_items = false,
        has_succeeded = false, has_failed = false, has_detail = false;

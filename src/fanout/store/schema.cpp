@@ -295,6 +295,55 @@ DELETE FROM pools WHERE id IN (SELECT old_id FROM temp.pool_merge WHERE old_id !
 DROP TABLE temp.pool_merge;
 CREATE UNIQUE INDEX pools_name ON pools (name);
 )sql",
+    // 4 -> 5: where each attempt's worker was placed (its device, CPUs and thread count; NULL
+    // for attempts recorded before, or from an older pool), the accelerators' samples, and the
+    // device in process_summary.
+    R"sql(
+ALTER TABLE attempts ADD COLUMN device TEXT;
+ALTER TABLE attempts ADD COLUMN cpus TEXT;
+ALTER TABLE attempts ADD COLUMN threads INTEGER;
+CREATE TABLE gpu_samples (
+  id           INTEGER PRIMARY KEY,
+  job_id       INTEGER NOT NULL,
+  pool_id      INTEGER,
+  pool         TEXT,
+  node         TEXT,
+  time         REAL NOT NULL,
+  device_index INTEGER,
+  uuid         TEXT,
+  name         TEXT,
+  util_percent REAL,
+  mem_used_mb  REAL,
+  mem_total_mb REAL
+);
+CREATE INDEX gpu_samples_job ON gpu_samples (job_id, node, time);
+DROP VIEW process_summary;
+CREATE VIEW process_summary AS
+SELECT job_id,
+       node,
+       pool,
+       CASE WHEN coalesce(pool, '') = '' THEN process ELSE pool || '/' || process END AS process,
+       count(DISTINCT worker_pid) AS worker_starts,
+       count(*) AS attempts,
+       sum(status = 'RUN_DONE') AS succeeded_attempts,
+       sum(status != 'RUN_DONE') AS failed_attempts,
+       sum(items) AS items,
+       sum(succeeded) AS items_succeeded,
+       sum(failed) AS items_failed,
+       round(sum(elapsed_s), 3) AS elapsed_seconds,
+       round(sum(cpu_s), 3) AS process_seconds,
+       round(sum(run_s), 3) AS run_method_seconds,
+       round(avg(run_s), 4) AS avg_run_method_seconds,
+       round(sum(elapsed_s) - sum(run_s), 3) AS overhead_seconds,
+       strftime('%Y-%m-%dT%H:%M:%fZ', min(start), 'unixepoch') AS first_start_time,
+       strftime('%Y-%m-%dT%H:%M:%fZ', max(start + elapsed_s), 'unixepoch') AS last_end_time,
+       coalesce(max(device), '') AS device,
+       coalesce(max(cpus), '') AS cpus,
+       coalesce(max(threads), 0) AS threads
+FROM attempts
+WHERE coalesce(process, '') != ''
+GROUP BY job_id, node, pool, process;
+)sql",
 };
 
 static_assert(std::size(kMigrations) == static_cast<std::size_t>(kSchemaVersion),

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -113,6 +114,41 @@ void set_signals_and_group(SpawnAttr& attr, const SpawnOptions& opts) {
   ::posix_spawnattr_setflags(&attr.a, flags);
 }
 
+// Sets the calling thread's CPU affinity to `cpus` for its lifetime, then restores it: a child
+// spawned meanwhile (posix_spawn's clone runs on this thread) inherits the mask through exec.
+class ThreadAffinity final {
+ public:
+  explicit ThreadAffinity(const std::vector<int>& cpus) {
+    if (cpus.empty()) return;
+    CPU_ZERO(&saved_);
+    if (::sched_getaffinity(0, sizeof(saved_), &saved_) != 0) {
+      error_ = errno;
+      return;
+    }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (const int c : cpus) {
+      if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+    }
+    if (::sched_setaffinity(0, sizeof(set), &set) != 0) {
+      error_ = errno;
+      return;
+    }
+    set_ = true;
+  }
+  ~ThreadAffinity() {
+    if (set_) (void)::sched_setaffinity(0, sizeof(saved_), &saved_);
+  }
+  ThreadAffinity(const ThreadAffinity&) = delete;
+  ThreadAffinity& operator=(const ThreadAffinity&) = delete;
+  [[nodiscard]] int error() const noexcept { return error_; }
+
+ private:
+  cpu_set_t saved_{};
+  bool set_ = false;
+  int error_ = 0;
+};
+
 }  // namespace
 
 Expected<ChildProcess> ChildProcess::spawn(const SpawnOptions& opts) {
@@ -161,6 +197,12 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnOptions& opts) {
   }
   if (!opts.cwd.empty()) ::posix_spawn_file_actions_addchdir_np(&fa.fa, opts.cwd.c_str());
 
+  const ThreadAffinity affinity(opts.cpus);
+  if (affinity.error() != 0) {
+    return make_error(ErrorCode::Io,
+                      fmt::format("cannot run {}: CPU affinity: {}", spawn_what(opts),
+                                  std::strerror(affinity.error())));
+  }
   pid_t pid = -1;
   // argv[0] is searched in the parent's PATH (as execvpe did with the same environment).
   const int rc = ::posix_spawnp(&pid, argv[0], &fa.fa, &attr.a, argv.data(), envp.data());

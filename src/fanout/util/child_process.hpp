@@ -27,6 +27,9 @@ struct SpawnOptions {
   // stop() reach the whole group, and once the child has ended and been reaped, whatever is left
   // of its group (children it started and did not wait for) is SIGKILLed.
   bool kill_group = false;
+  // The CPUs the child may run on (sched_setaffinity); empty: the parent's. The child starts
+  // with this mask, before its program runs, so no thread of it ever runs elsewhere.
+  std::vector<int> cpus{};
 };
 
 // How a child ended: exit code, or the terminating signal.

@@ -275,3 +275,47 @@ TEST_CASE("client.slurm.run_settings") {
   rs = fanout::client::run_settings(c, fanout::client::RunOverrides{});
   CHECK(rs.transport == fanout::client::Transport::Ipc);
 }
+
+TEST_CASE("client.slurm.gpus_and_memory_per_node") {
+  // fanout: keys -> the #SBATCH line each adds ("" : none), or the error at load.
+  struct Row {
+    const char* yaml;
+    const char* line;
+    const char* error;
+  };
+  const Row rows[] = {
+      {"  gpus_per_node: 4\n", "#SBATCH --gpus-per-node=4\n", nullptr},
+      {"  gpus_per_node: a100:2\n", "#SBATCH --gpus-per-node=a100:2\n", nullptr},
+      {"  mem_per_node: 64G\n", "#SBATCH --mem=64G\n", nullptr},
+      {"  mem_per_node: 4000\n", "#SBATCH --mem=4000\n", nullptr},
+      {"  gpus_per_node: four\n", nullptr, "expected a GPU count such as 4 or a100:4"},
+      {"  mem_per_node: 4 GB\n", nullptr, "expected a memory size as Slurm's --mem takes it"},
+      {"  mem_per_node: a:4G\n", nullptr, "expected a memory size"},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.yaml);
+    auto r = parse(std::string("  launcher: slurm\n") + row.yaml);
+    if (row.error != nullptr) {
+      REQUIRE_FALSE(r.has_value());
+      CHECK(has(r.error().message, row.error));
+      continue;
+    }
+    REQUIRE_MESSAGE(r.has_value(), r.error().message);
+    slurm::ScriptInput in;
+    in.job_name = "j";
+    in.run_dir = "/r";
+    in.launch = r->fanout.launch;
+    in.pool_argv = {"fanout-pool"};
+    const std::string s = slurm::batch_script(in);
+    CAPTURE(s);
+    CHECK(has(s, row.line));
+    CHECK(s.find(row.line) < s.find("exec srun"));
+  }
+  slurm::ScriptInput bare;
+  bare.job_name = "j";
+  bare.run_dir = "/r";
+  bare.pool_argv = {"fanout-pool"};
+  const std::string b = slurm::batch_script(bare);
+  CHECK(!has(b, "--gpus-per-node"));
+  CHECK(!has(b, "--mem"));
+}

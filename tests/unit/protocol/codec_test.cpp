@@ -180,6 +180,9 @@ proto::TaskResult sample_result(std::uint64_t i) {
   r.elapsed_s = 1.5;
   r.cpu_s = 0.75;
   r.run_s = 1.25;
+  r.device = "GPU-8f1c2d3e,1";
+  r.cpus = "0-3,8";
+  r.threads = 4;
   return r;
 }
 
@@ -204,6 +207,9 @@ void check_result(const proto::TaskResult& a, const proto::TaskResult& b) {
   CHECK(a.elapsed_s == b.elapsed_s);
   CHECK(a.cpu_s == b.cpu_s);
   CHECK(a.run_s == b.run_s);
+  CHECK(a.device == b.device);
+  CHECK(a.cpus == b.cpus);
+  CHECK(a.threads == b.threads);
 }
 
 proto::JobProgress sample_progress() {
@@ -974,11 +980,28 @@ TEST_CASE("protocol.codec.resource_sample_round_trips") {
   CHECK(out.disks[0].free_mb == 60000);
   CHECK(out.disks[0].used_percent == 40);
   CHECK(out.disks[1].mount == "/data");
+  CHECK(out.gpus.empty());
 
+  SUBCASE("gpus") {
+    proto::ResourceSample g;
+    g.gpus = {proto::GpuUsage{0, "GPU-aa", "NVIDIA H100", 31.5, 2048, 81559},
+              proto::GpuUsage{3, "MIG-bb", "", 0, 0, 1}};
+    auto o = round_trip(g);
+    REQUIRE(o.gpus.size() == 2);
+    CHECK(o.gpus[0].index == 0);
+    CHECK(o.gpus[0].uuid == "GPU-aa");
+    CHECK(o.gpus[0].name == "NVIDIA H100");
+    CHECK(o.gpus[0].util_percent == 31.5);
+    CHECK(o.gpus[0].mem_used_mb == 2048);
+    CHECK(o.gpus[0].mem_total_mb == 81559);
+    CHECK(o.gpus[1].index == 3);
+    CHECK(o.gpus[1].uuid == "MIG-bb");
+  }
   SUBCASE("defaults") {
     auto d = round_trip(proto::ResourceSample{});
     CHECK(d.job_ids.empty());
     CHECK(d.processes.empty());
+    CHECK(d.gpus.empty());
   }
   SUBCASE("a wrong field type names the field") {
     const std::string frame = frame_with_body(MsgType::ResourceSample, [](auto& pk) {

@@ -35,7 +35,7 @@ JobStatus running_job() {
   s.eta_s = 12;
   s.processes = 2;
   s.log_dir = "/jobs/logs";
-  s.pools = {JobStatus::PoolUse{"pool-a", "node1", "connected", 4, 6}};
+  s.pools = {JobStatus::PoolUse{"pool-a", "node1", "connected", 4, 6, "0,1"}};
   s.last_errors = {JobStatus::ErrorLine{2, 1, "pool-a/process001", "RUN_EXCEPTION",
                                         "ValueError: \"bad\"", "2023-11-14T22:13:21.000Z"}};
   return s;
@@ -49,7 +49,8 @@ TEST_CASE("report.status_text.text") {
                 "failed, 2 running, 4 pending\n",
                 0) == 0);
   CHECK(t.find("; eta 12 s\n") != std::string::npos);
-  CHECK(t.find("\n    pool-a on node1: connected, 4 workers, 6 attempts\n") != std::string::npos);
+  CHECK(t.find("\n    pool-a on node1: connected, 4 workers, 6 attempts, devices 0,1\n") !=
+        std::string::npos);
   CHECK(t.find("  logs: /jobs/logs\n") != std::string::npos);
   CHECK(t.find("output:") == std::string::npos);  // none recorded
   CHECK(t.find("\n    2023-11-14T22:13:21.000Z mini-batch 2 try 1 on pool-a/process001: "
@@ -69,7 +70,7 @@ TEST_CASE("report.status_text.json") {
   const std::string j = report::format_status_json(running_job());
   CHECK(j.rfind(R"({"id":4,"name":"demo","state":"running","reason":"","total":10,)", 0) == 0);
   CHECK(j.find(R"("pools":[{"name":"pool-a","node":"node1","state":"connected","workers":4,)"
-               R"("attempts":6}])") != std::string::npos);
+               R"("attempts":6,"devices":"0,1"}])") != std::string::npos);
   CHECK(j.find(R"("message":"ValueError: \"bad\"")") != std::string::npos);
   CHECK(j.back() == '\n');
   CHECK(j.find('\n') == j.size() - 1);  // one line

@@ -275,3 +275,24 @@ TEST_CASE("report.tune.written_block_retunes_to_no_change") {
   INFO(report::format_tune(*d2, recs2));
   CHECK(report::format_tune(*d2, recs2).find("\nno change:") != std::string::npos);
 }
+
+TEST_CASE("report.tune.gpu_advice_from_the_accelerators_utilisation") {
+  report::ReportData d;
+  CHECK(report::gpu_advice(d).empty());  // no accelerator samples: no advice, none listed
+  store::ResourceSeries idle;
+  idle.node = "n1";
+  idle.process = "GPU 2 NVIDIA H100";
+  idle.mean_cpu = 31;
+  d.gpu_series = {idle};
+  auto recs = report::gpu_advice(d);
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0].setting == "workers_per_accelerator");
+  CHECK(recs[0].verdict == Verdict::Change);
+  CHECK(recs[0].current == "1");
+  CHECK(recs[0].suggested == "2");
+  CHECK(recs[0].figure == "GPU 2 NVIDIA H100 on n1 busy 31% of the job");
+  d.settings = {{"workers_per_accelerator", "2"}};
+  CHECK(report::gpu_advice(d)[0].suggested == "4");
+  d.gpu_series[0].mean_cpu = 90;
+  CHECK(report::gpu_advice(d)[0].verdict == Verdict::Keep);
+}

@@ -31,6 +31,22 @@ using fanout::store::TaskStore;
 namespace proto = fanout::proto;
 namespace fs = std::filesystem;
 
+namespace {
+
+// Takes a current store back to what version 5 found: without the placement columns, the
+// gpu_samples table and process_summary's new columns (the view is replaced by a stand-in that
+// the migration drops).
+void undo_version_5(Db& db) {
+  db.exec("DROP TABLE gpu_samples");
+  db.exec("DROP VIEW process_summary");
+  db.exec("ALTER TABLE attempts DROP COLUMN device");
+  db.exec("ALTER TABLE attempts DROP COLUMN cpus");
+  db.exec("ALTER TABLE attempts DROP COLUMN threads");
+  db.exec("CREATE VIEW process_summary AS SELECT 1");
+}
+
+}  // namespace
+
 TEST_CASE("store.schema.migrations_create_schema_and_reopen_is_idempotent") {
   ScratchDir dir;
   const std::string path = dir.file("nested/folder/fanout.db");  // parents are created
@@ -116,6 +132,7 @@ TEST_CASE("store.schema.version_3_records_each_pools_key_fingerprint") {
   // A version-2 store gains the column, NULL for the pools it holds, and keeps them.
   {
     Db db(path, Db::Mode::ReadWriteCreate);
+    undo_version_5(db);
     db.exec("ALTER TABLE pools DROP COLUMN key_fingerprint");
     // What version 4 added, which a version-2 store does not have either.
     db.exec("DROP INDEX pools_name");
@@ -163,6 +180,7 @@ TEST_CASE("store.schema.version_4_keeps_one_pools_row_per_name") {
   // A version-3 store with a row per registration: merged into the name's first row.
   {
     Db db(path, Db::Mode::ReadWriteCreate);
+    undo_version_5(db);
     db.exec("DROP INDEX pools_name");
     db.exec("DELETE FROM pools");
     db.exec("ALTER TABLE pools DROP COLUMN registrations");
@@ -185,4 +203,57 @@ TEST_CASE("store.schema.version_4_keeps_one_pools_row_per_name") {
   CHECK(sql_int(path, "SELECT pool_id FROM attempts WHERE id = 7") == 1);
   // Jobs that ended before count as reported (their reports are not written again).
   CHECK(sql_int(path, "SELECT count(*) FROM jobs WHERE reported IS NULL") == 0);
+}
+
+TEST_CASE("store.schema.version_5_records_each_attempts_placement_and_gpu_samples") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  {
+    TaskStore store(path, quiet_logger());
+    store.create_job(1, make_spec(""), 10.0);
+    store.add_minibatches(1, {make_batch(0, {"a"}), make_batch(1, {"b"})});
+    auto placed = make_attempt(7, 1, 0, 1, proto::AttemptStatus::RunDone, "succeeded");
+    placed.result.device = "2";
+    placed.result.cpus = "0-1";
+    placed.result.threads = 2;
+    store.record_attempt(placed);
+    store.record_attempt(make_attempt(8, 1, 1, 1, proto::AttemptStatus::RunDone, "succeeded"));
+    fanout::store::ResourceRecord rec;
+    rec.pool_id = 7;
+    rec.pool_name = "pool-a";
+    rec.node = "node1";
+    rec.job_ids = {1};
+    rec.sample.time = 100;
+    rec.sample.gpus = {proto::GpuUsage{0, "GPU-a", "H100", 31, 1024, 81920},
+                       proto::GpuUsage{1, "GPU-b", "H100", 0, 0, 81920}};
+    store.record_resources(rec);
+    store.flush();
+  }
+  CHECK(sql_text(path,
+                 "SELECT device || ',' || cpus || ',' || threads FROM attempts WHERE "
+                 "id = 7") == "2,0-1,2");
+  // Not placed: NULL text, 0 threads.
+  CHECK(sql_int(path,
+                "SELECT device IS NULL AND cpus IS NULL AND threads = 0 FROM attempts "
+                "WHERE id = 8") == 1);
+  CHECK(sql_text(path,
+                 "SELECT group_concat(device_index || ':' || uuid || ':' || util_percent "
+                 "|| ':' || mem_used_mb, ' ') FROM gpu_samples WHERE job_id = 1") ==
+        "0:GPU-a:31.0:1024.0 1:GPU-b:0.0:0.0");
+  CHECK(sql_text(path, "SELECT device || ',' || cpus || ',' || threads FROM process_summary") ==
+        "2,0-1,2");
+
+  // A version-4 store gains the columns (NULL for its attempts) and the table.
+  {
+    Db db(path, Db::Mode::ReadWriteCreate);
+    undo_version_5(db);
+    db.exec("PRAGMA user_version = 4");
+  }
+  { TaskStore store(path, quiet_logger()); }
+  CHECK(sql_int(path, "PRAGMA user_version") == kSchemaVersion);
+  CHECK(sql_int(path, "SELECT count(*) FROM attempts WHERE device IS NULL AND threads IS NULL") ==
+        2);
+  CHECK(sql_int(path, "SELECT count(*) FROM gpu_samples") == 0);
+  CHECK(sql_text(path, "SELECT group_concat(device || '/' || threads) FROM process_summary") ==
+        "/0");
 }

@@ -42,8 +42,8 @@ VALUES (?1, ?2, 'running', '', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11))sql"),
       insert_attempt_(db, R"sql(
 INSERT INTO attempts (id, job_id, minibatch_id, attempt, status, pool_id, pool, node, process,
                     worker_pid, start, elapsed_s, cpu_s, run_s, items, succeeded, failed, rows,
-                    error_category, error_message))sql",
-                      20, ""),
+                    error_category, error_message, device, cpus, threads))sql",
+                      23, ""),
       // The row exists (added at submission), so the upsert acts as an UPDATE, in a form that
       // many rows share in one statement. A missing row would be created, not skipped.
       update_minibatch_(db, R"sql(
@@ -86,6 +86,10 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13))sql"),
 INSERT INTO disk_usage_samples (job_id, pool_id, pool, node, time, mount, total_mb, used_mb,
                               free_mb, used_percent)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))sql"),
+      insert_gpu_sample_(db, R"sql(
+INSERT INTO gpu_samples (job_id, pool_id, pool, node, time, device_index, uuid, name,
+                         util_percent, mem_used_mb, mem_total_mb)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11))sql"),
       drop_attempt_(db, "DELETE FROM attempts WHERE id = ?1"),
       reopen_minibatch_(db, R"sql(
 UPDATE minibatches SET state = 'pending', tries = ?3, succeeded = 0, failed = 0, rows = 0,
@@ -186,6 +190,9 @@ void Writer::keep_committed() {
     c.pool_id = pool_row(q.rec->pool_id);
     c.attempt = r.attempt;
     c.worker_pid = r.worker_pid;
+    c.device = r.device;
+    c.cpus = r.cpus;
+    c.threads = r.threads;
     c.items = static_cast<std::int64_t>(r.items);
     c.succeeded = static_cast<std::int64_t>(r.succeeded);
     c.failed = static_cast<std::int64_t>(r.failed);
@@ -454,7 +461,10 @@ void Writer::flush_attempts() {
         .bind(b + 17, r.failed)
         .bind(b + 18, r.rows)
         .bind_text_or_null(b + 19, r.error_category)
-        .bind_text_or_null(b + 20, r.error_message);
+        .bind_text_or_null(b + 20, r.error_message)
+        .bind_text_or_null(b + 21, r.device)
+        .bind_text_or_null(b + 22, r.cpus)
+        .bind(b + 23, r.threads);
   });
   update_minibatch_.run(attempts_.size(), [this](Statement& st, int b, std::size_t i) {
     const QueuedAttempt& q = attempts_[i];
@@ -569,6 +579,20 @@ void Writer::do_op(std::unique_ptr<ResourceRecord>& rec) {
           .bind(9, d.free_mb)
           .bind(10, d.used_percent);
       insert_disk_sample_.run();
+    }
+    for (const auto& g : smp.gpus) {
+      insert_gpu_sample_.bind(1, job_id)
+          .bind(2, pool_id)
+          .bind_text_or_null(3, rec->pool_name)
+          .bind_text_or_null(4, rec->node)
+          .bind(5, smp.time)
+          .bind(6, g.index)
+          .bind_text_or_null(7, g.uuid)
+          .bind_text_or_null(8, g.name)
+          .bind(9, g.util_percent)
+          .bind(10, g.mem_used_mb)
+          .bind(11, g.mem_total_mb);
+      insert_gpu_sample_.run();
     }
   }
   for (const auto& p : smp.processes) {

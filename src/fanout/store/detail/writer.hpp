@@ -147,6 +147,7 @@ class Writer final {
   Statement insert_node_sample_;
   Statement insert_process_sample_;
   Statement insert_disk_sample_;
+  Statement insert_gpu_sample_;
   msgpack::sbuffer buf_{1024};
   std::string detail_;
   std::vector<std::pair<std::size_t, std::size_t>> ends_;  // AddMiniBatches: buf_, detail_ ends
