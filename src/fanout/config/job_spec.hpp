@@ -67,6 +67,7 @@ struct FanoutSettings {
   std::uint32_t priority = 1;       // weight in the interchange's fair share between jobs
   LauncherSettings launch{};        // where the pools run
   bool allow_partial = false;       // a `partial` job exits 0, as in ParallelRunStep
+  std::string metrics_listen{};     // the embedded interchange's --metrics-listen; empty: none
 };
 
 struct JobConfig {
