@@ -112,7 +112,7 @@ std::string compare_text(const std::vector<ReportData>& jobs) {
   return out + "\n" + text_table(figures_table(jobs));
 }
 
-std::string compare_html(const std::vector<ReportData>& jobs) {
+std::string compare_body_html(const std::vector<ReportData>& jobs) {
   std::string b = "<h1>fanout compare:";
   for (const auto& j : jobs) b += fmt::format(" job {}", j.job_id);
   b += "</h1>\n<h2>Settings that differ</h2>\n";
@@ -124,6 +124,10 @@ std::string compare_html(const std::vector<ReportData>& jobs) {
        "class=\"fanout-chart\"></canvas></div>\n"
        "<div class=\"chart\" style=\"height:320px\"><canvas id=\"chart-compare-minibatches\" "
        "class=\"fanout-chart\"></canvas></div>\n";
+  return b;
+}
+
+std::string compare_data_json(const std::vector<ReportData>& jobs) {
   std::string j = "{\"kind\":\"compare\",\"jobs\":[";
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const auto& d = jobs[i];
@@ -147,9 +151,13 @@ std::string compare_html(const std::vector<ReportData>& jobs) {
     j += "}";
   }
   j += "]}";
+  return j;
+}
+
+std::string compare_html(const std::vector<ReportData>& jobs) {
   std::string title = "fanout compare";
   for (const auto& d : jobs) title += fmt::format(" {}", d.job_id);
-  return html_page(title, b, j);
+  return html_page(title, compare_body_html(jobs), compare_data_json(jobs));
 }
 
 }  // namespace fanout::report
