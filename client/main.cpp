@@ -20,6 +20,7 @@
 
 #include "client/commands/adhoc.hpp"
 #include "client/commands/client.hpp"
+#include "client/commands/dashboard.hpp"
 #include "client/commands/executor_serve.hpp"
 #include "client/commands/follow.hpp"
 #include "client/commands/keygen.hpp"
@@ -555,6 +556,13 @@ int run_command(RunArgs& a, const Logger& log) {
   }
 }
 
+// The embedded interchange's Prometheus endpoint (docs/observability.md).
+void add_metrics_option(CLI::App* run, client::RunOverrides& ov) {
+  run->add_option("--metrics-listen", ov.metrics_listen,
+                  "the private interchange serves Prometheus metrics on HOST:PORT at /metrics "
+                  "(fanout.metrics_listen)");
+}
+
 Subcommand add_run(CLI::App& app, std::string& log_level) {
   auto a = std::make_shared<RunArgs>();
   a->cmd = app.add_subcommand("run", "run a job file (Azure ML parallel-job YAML)");
@@ -564,6 +572,7 @@ Subcommand add_run(CLI::App& app, std::string& log_level) {
       ->check(log_levels())
       ->capture_default_str();
   add_key_options(a->cmd, a->ov.security);
+  add_metrics_option(a->cmd, a->ov);
   a->cmd->add_flag("--overwrite", a->ov.overwrite,
                    "replace the append_row file an earlier job wrote (default: refuse)");
   a->cmd->add_flag("--share-with-group", a->ov.share_with_group,
@@ -787,6 +796,28 @@ Subcommand add_tune(CLI::App& app) {
           }};
 }
 
+// ---- dashboard ----
+
+Subcommand add_dashboard(CLI::App& app) {
+  auto a = std::make_shared<client::DashboardOptions>();
+  auto* cmd = app.add_subcommand(
+      "dashboard", "a read-only web app over the store: jobs, live job pages, compare, tune");
+  cmd->add_option("--db", a->db, "SQLite store");
+  cmd->add_option("--listen", a->listen,
+                  "HOST:PORT to serve on; an address other than loopback needs a token")
+      ->capture_default_str();
+  cmd->add_option("--token", a->token,
+                  "every request must carry it (?token=T, a cookie, or "
+                  "Authorization: Bearer T)");
+  cmd->add_flag("--generate-token", a->generate_token,
+                "make a random token and print it once, with the URL");
+  cmd->add_option("--ready-file", a->ready_file, "write url=... here once listening");
+  return {cmd, [a](const Logger& log) {
+            a->db = store_or_default(a->db);
+            return client::run_dashboard(*a, log);
+          }};
+}
+
 // ---- perf ----
 
 // A long list of independent option declarations; splitting it would only scatter them.
@@ -843,6 +874,9 @@ Subcommand add_perf(CLI::App& app) {
                  "UNSAFE: measure over plaintext TCP loopback instead of private ipc://; while it "
                  "runs, any local user can submit jobs that run as you");
   perf->add_option("--keep", po.keep_dir, "keep the store and logs in this folder");
+  perf->add_option(
+      "--metrics-listen", po.metrics_listen,
+      "the interchange serves Prometheus metrics on HOST:PORT (to measure their cost)");
   place_in_help(perf, {{"--tasks", "Input", "N"},
                        {"--time", "Input", "SECONDS"},
                        {"--runtime", "Input"},
@@ -862,7 +896,8 @@ Subcommand add_perf(CLI::App& app) {
                        {"--window", "Advanced", "N"},
                        {"--sweep", "Advanced"},
                        {"--no-ceiling", "Advanced"},
-                       {"--no-baseline", "Advanced"}});
+                       {"--no-baseline", "Advanced"},
+                       {"--metrics-listen", "Advanced", "HOST:PORT"}});
   return {perf, [a](const Logger& log) {
             a->po.ceiling = !a->no_ceiling;
             a->po.baseline = !a->no_baseline;
@@ -953,7 +988,7 @@ int main(int argc, char** argv) {
   const std::vector<Subcommand> commands = {
       add_run(app, log_level), add_keygen(app), add_history(app), add_follow(app, false),
       add_follow(app, true),   add_resume(app), add_status(app),  add_report(app),
-      add_compare(app),        add_tune(app),   add_perf(app)};
+      add_compare(app),        add_tune(app),   add_perf(app),    add_dashboard(app)};
   const std::vector<Subcommand> python_commands = {add_python(app), add_executor_serve(app)};
   auto args = split_adhoc_argv(argc, argv);
   if (!args) return kExitUsage;

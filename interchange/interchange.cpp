@@ -73,6 +73,10 @@ Interchange::Interchange(Options opts, Logger log)
   store_->on_attempts_committed(
       [r = reports_.get()](std::vector<store::CommittedAttempt>& batch) { r->committed(batch); });
   recover();
+  if (!opts_.metrics_listen.empty()) {
+    metrics_ = std::make_unique<MetricsExporter>(opts_.metrics_listen);
+    log_->info("metrics: http://{}/metrics", metrics_->address());
+  }
   log_->info("interchange {} listening: clients {} pools {} store {}", FANOUT_VERSION, eps_.client,
              eps_.pool, opts_.db_path);
 }
@@ -229,6 +233,7 @@ int Interchange::run() {
     }
     dispatch();
     if (poller.readable(reports_item)) on_reports_done();
+    if (metrics_ && Clock::now() >= next_metrics_) publish_metrics(Clock::now());
 
     now = Clock::now();
     for (auto& [id, verdict] : ledger_.timed_out(now)) end_job(id, verdict);
@@ -843,6 +848,7 @@ void Interchange::on_results(Pool& pool, proto::ResultBatch& batch) {
     Job& job = *c.job;
     if (c.gave_up) log_gave_up(r);
     const bool output = c.batch == BatchState::Succeeded && !job.spec.output_path.empty();
+    count_attempt(r.status);
     store_->record_attempt(
         store::AttemptRecord{pool.id, pool.reg.pool_name, std::move(r), to_store(c.batch), output});
     settle(job);
@@ -877,6 +883,7 @@ void Interchange::lose_pool(const std::string& peer, const std::string& why, boo
       touched);
   for (auto& a : lost) {
     if (a.gave_up) log_gave_up(a.result);
+    count_attempt(a.result.status);
     store_->record_attempt(
         store::AttemptRecord{0, "", std::move(a.result), to_store(a.batch), false});
   }
@@ -901,6 +908,7 @@ void Interchange::expire_leases(Pool& pool, const std::vector<std::uint64_t>& ta
       unix_now(), touched);
   for (auto& a : lost) {
     if (a.gave_up) log_gave_up(a.result);
+    count_attempt(a.result.status);
     store_->record_attempt(store::AttemptRecord{pool.id, pool.reg.pool_name, std::move(a.result),
                                                 to_store(a.batch), false});
   }
@@ -961,6 +969,7 @@ void Interchange::end_job(std::uint64_t job_id, const Verdict& verdict) {
       pool_id = p->id;
       pool_name = p->reg.pool_name;
     }
+    count_attempt(a.result.status);
     store_->record_attempt(
         store::AttemptRecord{pool_id, std::move(pool_name), std::move(a.result), "pending", false});
   }
@@ -987,6 +996,7 @@ void Interchange::end_job(std::uint64_t job_id, const Verdict& verdict) {
   // before the reports and JobEnded (docs/architecture.md, failure table).
   static const bool test_exit = test_hooks::env("FANOUT_TEST_EXIT_AFTER_JOB_END").has_value();
   if (test_exit) ::kill(::getpid(), SIGKILL);
+  note_job_ended(job, end_state);
   proto::JobEnded msg{job.id, end_state, end_reason, progress_of(job)};
   log_->info("job {} ({}) {}: {} ({} of {} mini-batches succeeded)", job.id, job.spec.name,
              end_state, end_reason, job.succeeded, job.total);

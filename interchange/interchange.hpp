@@ -5,9 +5,11 @@
 #pragma once
 
 #include <sys/types.h>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,6 +27,7 @@
 #include "interchange/client_sessions.hpp"
 #include "interchange/dispatcher.hpp"
 #include "interchange/job_ledger.hpp"
+#include "interchange/metrics_exporter.hpp"
 #include "interchange/peer_bounds.hpp"
 #include "interchange/pool_table.hpp"
 #include "interchange/report_writer.hpp"
@@ -55,6 +58,8 @@ struct Options {
   // The folders a client's SubmitJob may make this interchange write in (its output_path and
   // log_dir; --write-root). Empty: the store's folder only. See docs/security.md.
   std::vector<std::string> write_roots{};
+  // HOST:PORT to serve Prometheus metrics on (/metrics); empty: none. docs/observability.md.
+  std::string metrics_listen{};
 };
 
 // Counters logged at INFO every stats_interval when they changed (INFO never grows per task).
@@ -156,6 +161,13 @@ class Interchange final {
   void deliver(Delivery d);
   void write_overviews();
 
+  // Metrics (interchange_metrics.cpp): a copy of the counters for the exporter's scrapes.
+  void publish_metrics(Clock::time_point now);
+  void note_job_ended(const Job& job, const std::string& state);
+  void count_attempt(std::uint8_t status) noexcept {
+    ++attempts_by_status_[status < attempts_by_status_.size() ? status : 0];
+  }
+
   void bad_frame(const char* side, const std::string& peer, const Error& err);
   void log_stats(bool force);
 
@@ -195,6 +207,19 @@ class Interchange final {
   std::vector<Pick> picks_{};
   proto::TaskBatch batch_{};
   std::vector<proto::MiniBatch> accepted_{};
+  // Metrics: null without --metrics-listen. The loop publishes a snapshot every kMetricsPeriod.
+  std::unique_ptr<MetricsExporter> metrics_{};
+  Clock::time_point next_metrics_{};
+  std::array<std::uint64_t, 9> attempts_by_status_{};  // by proto::AttemptStatus
+  std::map<std::string, std::uint64_t> jobs_ended_{};  // by final state
+  std::deque<MetricsSnapshot::JobRow> ended_rows_{};   // the last jobs ended, newest last
+  // Per job: the counts at the start of the rate window, and when it began.
+  struct RateMark {
+    Clock::time_point at{};
+    std::uint64_t done = 0, items = 0;
+    double minibatches_per_s = 0, items_per_s = 0;
+  };
+  std::map<std::uint64_t, RateMark> rate_marks_{};
 };
 
 }  // namespace fanout::ix

@@ -61,6 +61,8 @@ void add_options(CLI::App& app, fanout::ix::Options& opts, CliValues& v) {
                  "and logs; repeatable; default: the store's folder; see docs/security.md)");
   app.add_flag("--share-with-group", v.share_with_group,
                "create the store readable by the group too (default: its owner only)");
+  app.add_option("--metrics-listen", opts.metrics_listen,
+                 "serve Prometheus metrics on HOST:PORT at /metrics (docs/observability.md)");
   app.add_flag("--exit-when-idle", opts.exit_when_idle,
                "embedded mode: exit once the last job ended");
   app.add_option("--reopen-failed", opts.reopen_failed,

@@ -13,7 +13,8 @@
 # - A detail/ folder is private to its module.
 # - Each third-party header has one home: zmq in net/ (and tests/support/), sqlite3.h in
 #   store/*.cpp, yaml-cpp in config/*.cpp and config/detail/*.hpp (private to config/), msgpack
-#   in protocol/, CLI11 in */main.cpp and tools/.
+#   in protocol/, CLI11 in */main.cpp and tools/, cpp-httplib in client/commands/dashboard.cpp,
+#   prometheus-cpp in interchange/metrics_exporter.cpp.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -125,6 +126,16 @@ while IFS= read -r hit; do
     msgpack.hpp | msgpack/*)
       if [[ $owner != tests && $file != src/fanout/protocol/* ]]; then
         report "$file" "$line" "includes <$name>: msgpack belongs in src/fanout/protocol/"
+      fi
+      ;;
+    httplib.h)
+      if [[ $owner != tests && $file != client/commands/dashboard.cpp ]]; then
+        report "$file" "$line" "includes <$name>: cpp-httplib belongs in client/commands/dashboard.cpp"
+      fi
+      ;;
+    prometheus/*)
+      if [[ $owner != tests && $file != interchange/metrics_exporter.cpp ]]; then
+        report "$file" "$line" "includes <$name>: prometheus-cpp belongs in interchange/metrics_exporter.cpp"
       fi
       ;;
     CLI/* | CLI11.hpp)

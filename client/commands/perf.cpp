@@ -224,6 +224,7 @@ RunStats run_once(const PerfOptions& o, const std::string& dir, Logger log, Tran
   settings.python = o.runtime == "python" ? o.python : "";
   settings.window = o.window;
   settings.transport = transport;
+  settings.metrics_listen = o.metrics_listen;
 
   proto::JobSpec spec;
   spec.name = "perf";

@@ -35,7 +35,8 @@ struct PerfOptions {
   // older figures in docs/performance.md).
   bool encrypted = false;
   bool insecure_tcp = false;
-  std::string keep_dir{};  // keep the temp folder here (logs, store) instead of removing it
+  std::string keep_dir{};        // keep the temp folder here (logs, store) instead of removing it
+  std::string metrics_listen{};  // the interchange serves Prometheus metrics there (its cost)
 };
 
 // Runs the benchmark (or the sweep) and prints the report on stdout. Returns an exit code: 0

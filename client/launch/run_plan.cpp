@@ -43,6 +43,9 @@ InterchangePlan plan_interchange(const RunSettings& rs, const std::string& db,
             // client itself could; a shared interchange keeps its operator's roots.
             "--write-root", "/"};
   if (rs.window > 0) p.argv.insert(p.argv.end(), {"--window", std::to_string(rs.window)});
+  if (!rs.metrics_listen.empty()) {
+    p.argv.insert(p.argv.end(), {"--metrics-listen", rs.metrics_listen});
+  }
   if (rs.reopen_failed > 0) {
     p.argv.insert(p.argv.end(), {"--reopen-failed", std::to_string(rs.reopen_failed)});
   }

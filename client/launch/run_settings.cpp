@@ -26,6 +26,7 @@ void apply_overrides(config::JobConfig& cfg, const RunOverrides& ov) {
   if (ov.min_nodes > 0) l.min_nodes = ov.min_nodes;
   if (ov.max_nodes > 0) l.max_nodes = ov.max_nodes;
   if (!ov.interchange_address.empty()) l.interchange_address = ov.interchange_address;
+  if (!ov.metrics_listen.empty()) cfg.fanout.metrics_listen = ov.metrics_listen;
 }
 
 std::uint32_t workers_per_pool(const config::JobConfig& cfg) {
@@ -69,6 +70,7 @@ RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
   rs.mem_per_worker_gib = cfg.fanout.mem_per_worker_gib;
   rs.worker_memory_limit_bytes = cfg.fanout.worker_memory_limit_bytes;
   rs.max_minibatches_per_worker = cfg.fanout.max_minibatches_per_worker;
+  rs.metrics_listen = cfg.fanout.metrics_listen;
   if (auto mon = monitoring_options(cfg)) {
     rs.resource_monitor_interval_s = mon->resource_monitor_interval_s;
   }

@@ -39,6 +39,8 @@ struct RunOverrides {
   std::uint32_t max_nodes = 0;
   std::string interchange_address{};
   bool exit_with_client = false;  // release the pools and stop the interchange if the client dies
+  std::string
+      metrics_listen{};  // the embedded interchange's --metrics-listen (fanout.metrics_listen)
 };
 
 // How the embedded interchange listens (docs/security.md). Ipc: ipc:// endpoints in a fresh 0700
@@ -75,6 +77,7 @@ struct RunSettings {
   std::string keys_dir{};      // Transport::Curve: empty makes keys for the run in <run_dir>/keys
   bool exit_with_client = false;
   bool quiet = false;
+  std::string metrics_listen{};  // the interchange's --metrics-listen; empty: none
 };
 
 // Writes the overrides into the job's settings (the `fanout:` block, instance_count).

@@ -126,7 +126,8 @@ FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
                           "cores_per_worker",
                           "cpu_affinity",
                           "gpus_per_node",
-                          "mem_per_node"});
+                          "mem_per_node",
+                          "metrics_listen"});
   FanoutSettings s;
   s.launch = read_launcher_settings(r, f);
   s.placement = read_placement(r, f);
@@ -136,6 +137,12 @@ FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
   if (const Entry* x = f.get("poll_ms")) s.poll_ms = u32(*x, 1, 60000);
   if (const Entry* x = f.get("priority")) s.priority = u32(*x, 1);
   if (const Entry* x = f.get("allow_partial")) s.allow_partial = r.boolean(*x);
+  if (const Entry* x = f.get("metrics_listen")) {
+    s.metrics_listen = std::string(trim(r.text(*x)));
+    if (s.metrics_listen.find(':') == std::string::npos) {
+      r.fail(x->where(), "expected HOST:PORT (got \"" + s.metrics_listen + "\")");
+    }
+  }
   if (const Entry* x = f.get("heartbeat_period_ms")) s.heartbeat_period_ms = u32(*x, 1, 3600000);
   if (const Entry* x = f.get("heartbeat_threshold_ms")) {
     s.heartbeat_threshold_ms = u32(*x, 1, 86400000);

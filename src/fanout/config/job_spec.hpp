@@ -86,6 +86,7 @@ struct FanoutSettings {
   double mem_per_worker_gib = 0;
   std::uint64_t worker_memory_limit_bytes = 0;
   std::uint32_t max_minibatches_per_worker = 0;
+  std::string metrics_listen{};  // the embedded interchange's --metrics-listen; empty: none
 };
 
 struct JobConfig {

@@ -132,7 +132,7 @@ std::string compare_text(const std::vector<ReportData>& jobs) {
   return out;
 }
 
-std::string compare_html(const std::vector<ReportData>& jobs) {
+std::string compare_body_html(const std::vector<ReportData>& jobs) {
   std::string b = "<h1>fanout compare:";
   for (const auto& j : jobs) b += fmt::format(" job {}", j.job_id);
   b += "</h1>\n<h2>Settings that differ</h2>\n";
@@ -148,6 +148,10 @@ std::string compare_html(const std::vector<ReportData>& jobs) {
        "class=\"fanout-chart\"></canvas></div>\n"
        "<div class=\"chart\" style=\"height:320px\"><canvas id=\"chart-compare-minibatches\" "
        "class=\"fanout-chart\"></canvas></div>\n";
+  return b;
+}
+
+std::string compare_data_json(const std::vector<ReportData>& jobs) {
   std::string j = "{\"kind\":\"compare\",\"jobs\":[";
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const auto& d = jobs[i];
@@ -179,11 +183,15 @@ std::string compare_html(const std::vector<ReportData>& jobs) {
     j += "}";
   }
   j += "],\"faster\":";
-  json_quote(j, faster);
+  json_quote(j, faster_run(jobs));
   j += "}";
+  return j;
+}
+
+std::string compare_html(const std::vector<ReportData>& jobs) {
   std::string title = "fanout compare";
   for (const auto& d : jobs) title += fmt::format(" {}", d.job_id);
-  return html_page(title, b, j);
+  return html_page(title, compare_body_html(jobs), compare_data_json(jobs));
 }
 
 }  // namespace fanout::report

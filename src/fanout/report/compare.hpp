@@ -18,4 +18,9 @@ std::string compare_text(const std::vector<ReportData>& jobs);
 // over seconds since its start on one chart each. Pure.
 std::string compare_html(const std::vector<ReportData>& jobs);
 
+// The two halves of compare_html(), for pages that show the comparison inside their own (the
+// dashboard): the body's HTML, and the figures' JSON the drawing script reads.
+std::string compare_body_html(const std::vector<ReportData>& jobs);
+std::string compare_data_json(const std::vector<ReportData>& jobs);
+
 }  // namespace fanout::report

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "fanout/report/job_figures.hpp"
 #include "fanout/report/report_data.hpp"
 #include "fanout/util/expected.hpp"
 
@@ -27,6 +28,16 @@ std::string html_page(std::string_view title, std::string_view body, std::string
 
 // The report.html of one job. Pure: no I/O.
 std::string render_job_html(const ReportData& d);
+
+// The two halves of render_job_html(), for pages that show the job inside their own (the
+// dashboard): the body's HTML (header, charts' canvases, failures), and the figures' JSON the
+// drawing script reads (window.fanoutReport; window.fanoutDraw(data) redraws with new ones).
+std::string job_body_html(const ReportData& d, const JobFigures& f);
+std::string job_data_json(const ReportData& d, const JobFigures& f);
+
+// A chart's <div><canvas id="ID" class="fanout-chart"></div> of `height` px, which the drawing
+// script fills when the data for `id` is present.
+void chart_canvas(std::string& out, std::string_view id, int height);
 
 // Reads job `job_id` from the store at `db_path` and writes its report.html to `out_file`
 // through a temporary file and a rename. Errors: as read_report_data(), and Io naming

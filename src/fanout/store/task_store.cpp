@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <span>
@@ -111,7 +112,13 @@ struct TaskStore::Impl {
       failed_jobs.insert(failed_jobs.end(), failed.begin(), failed.end());
     }
     stats_cpu_s += thread_cpu_seconds() - cpu0;
-    stats_wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    stats_wall_s += wall;
+    // Read by write_stats() on another thread: one relaxed store each per transaction.
+    commits_seen.fetch_add(1, std::memory_order_relaxed);
+    commit_ns.fetch_add(static_cast<std::uint64_t>(wall * 1e9), std::memory_order_relaxed);
+    last_commit_ns.store(static_cast<std::uint64_t>(wall * 1e9), std::memory_order_relaxed);
     ++stats_batches;
     stats_ops += ops.size();
     stats_max_batch = std::max<std::uint64_t>(stats_max_batch, ops.size());
@@ -128,6 +135,7 @@ struct TaskStore::Impl {
   std::mutex failed_mu;                                            // guards failed_jobs
   std::vector<std::pair<std::uint64_t, std::string>> failed_jobs;  // for take_failed_jobs()
 
+  std::atomic<std::uint64_t> commits_seen{0}, commit_ns{0}, last_commit_ns{0};  // write_stats()
   // Writer thread only; read once the queue has stopped.
   std::uint64_t stats_batches = 0, stats_ops = 0, stats_max_batch = 0;
   double stats_cpu_s = 0;
@@ -232,5 +240,15 @@ std::vector<std::pair<std::uint64_t, std::string>> TaskStore::take_failed_jobs()
 }
 
 const std::string& TaskStore::path() const noexcept { return impl_->path; }
+
+TaskStore::WriteStats TaskStore::write_stats() const {
+  return WriteStats{
+      .queue_depth = impl_->queue.backlog(),
+      .commits = impl_->commits_seen.load(std::memory_order_relaxed),
+      .commit_seconds =
+          1e-9 * static_cast<double>(impl_->commit_ns.load(std::memory_order_relaxed)),
+      .last_commit_seconds =
+          1e-9 * static_cast<double>(impl_->last_commit_ns.load(std::memory_order_relaxed))};
+}
 
 }  // namespace fanout::store

@@ -85,6 +85,15 @@ class TaskStore final {
   [[nodiscard]] std::vector<std::pair<std::uint64_t, std::string>> take_failed_jobs();
   [[nodiscard]] const std::string& path() const noexcept;
 
+  // The writer's figures, for the interchange's metrics. Thread-safe; takes the queue's lock.
+  struct WriteStats {
+    std::uint64_t queue_depth = 0;  // operations queued and not yet committed
+    std::uint64_t commits = 0;      // write transactions committed
+    double commit_seconds = 0;      // spent in them, in all
+    double last_commit_seconds = 0;
+  };
+  [[nodiscard]] WriteStats write_stats() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -119,6 +119,14 @@ TEST_CASE("client.run_plan.interchange_runs_on_the_store_with_its_ready_file_and
   CHECK(after(p.argv, "--heartbeat-threshold-ms") == "10000");
 }
 
+TEST_CASE("client.run_plan.metrics_listen_is_passed_only_when_set") {
+  CHECK_FALSE(has(plan_interchange(RunSettings{}, "/d", "/r", kBins).argv, "--metrics-listen"));
+  RunSettings rs;
+  rs.metrics_listen = "127.0.0.1:9464";
+  CHECK(after(plan_interchange(rs, "/d", "/r", kBins).argv, "--metrics-listen") ==
+        "127.0.0.1:9464");
+}
+
 TEST_CASE("client.run_plan.window_and_reopen_failed_are_passed_only_when_set") {
   CHECK_FALSE(has(plan_interchange(RunSettings{}, "/d", "/r", kBins).argv, "--window"));
   CHECK_FALSE(has(plan_interchange(RunSettings{}, "/d", "/r", kBins).argv, "--reopen-failed"));

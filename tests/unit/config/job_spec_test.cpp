@@ -487,6 +487,17 @@ TEST_CASE("config.job_spec.accepts_table") {
   }
 }
 
+TEST_CASE("config.job_spec.reads_metrics_listen") {
+  ScratchDir t;
+  make_tree(t);
+  auto cfg = parse(t, kBase + "fanout:\n  metrics_listen: \"127.0.0.1:9464\"\n");
+  REQUIRE(cfg);
+  CHECK(cfg->fanout.metrics_listen == "127.0.0.1:9464");
+  auto plain = parse(t, kBase);
+  REQUIRE(plain);
+  CHECK(plain->fanout.metrics_listen.empty());
+}
+
 TEST_CASE("config.job_spec.rejects_table") {
   struct Case {
     std::string name;
@@ -505,6 +516,8 @@ TEST_CASE("config.job_spec.rejects_table") {
        "unknown key"},
       {"unknown_fanout_key", kBase + "fanout:\n  prefech: 2\n", "fanout.prefech", 11,
        "did you mean prefetch?"},
+      {"metrics_listen_without_port", kBase + "fanout:\n  metrics_listen: localhost\n",
+       "fanout.metrics_listen", 11, "expected HOST:PORT"},
       {"unknown_resources_key", kBase + "resources:\n  instance_cout: 2\n",
        "resources.instance_cout", 11},
       {"string_where_number", kBase + "max_concurrency_per_instance: two\n",

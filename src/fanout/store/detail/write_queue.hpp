@@ -88,6 +88,12 @@ class WriteQueue final {
   // must not be called during or after it.
   void stop();
 
+  // Operations queued and not yet applied.
+  [[nodiscard]] std::uint64_t backlog() {
+    std::lock_guard lk(mu_);
+    return queued_ - committed_;
+  }
+
   // False once an apply failed.
   [[nodiscard]] bool ok() const noexcept { return healthy_.load(std::memory_order_relaxed); }
 
