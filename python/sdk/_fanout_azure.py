@@ -182,8 +182,9 @@ def run_fanout_job(obj, log=None):
 
 
 class Runner:
-    """Runs `steps` (callables returning (state, exit status)) one after another in a thread,
-    stopping at the first that does not succeed; the SDKs' run objects follow it."""
+    """Runs `steps` (callables returning (state, exit status of `fanout run`)) one after another
+    in a thread, stopping at the first whose `fanout run` did not exit 0; the SDKs' run objects
+    follow it."""
 
     def __init__(self, steps):
         self.steps = steps
@@ -202,7 +203,7 @@ class Runner:
         try:
             for step in self.steps:
                 state, rc = step()
-                if state != "succeeded":
+                if rc != 0:
                     self.status, self.exit_status = "Failed", rc
                     return
             self.status, self.exit_status = "Completed", rc

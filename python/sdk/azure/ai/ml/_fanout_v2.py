@@ -393,7 +393,7 @@ class _Jobs:
                 state, rc, fjob = run_fanout_job(node, log=None)
                 if fjob is not None:
                     local.fanout_jobs.append(fjob)
-                node.status = "Completed" if state == "succeeded" else "Failed"
+                node.status = "Completed" if rc == 0 else "Failed"
                 return state, rc
             return step
 
