@@ -2,7 +2,8 @@
 """The Azure ML SDK v2 shapes of python/sdk (docs/azure-sdk.md) under `fanout python`: a program
 built with parallel_run_function, dsl.pipeline and MLClient.jobs.create_or_update/stream gives the
 same rows and exit status as the equivalent job YAML run by `fanout run`, succeeded and partial;
-load_component + dump writes a job `fanout run` runs the same; a bad setting gets fanout's own
+load_component + dump writes a job `fanout run` runs the same; a command component feeds a
+parallel one in a pipeline; a bad setting gets fanout's own
 validation message; outside `fanout python`, `import azure.ai.ml` is not ours. Under the pyenv
 python3 and Debian's /usr/bin/python3. Environment: tests/meson.build."""
 
@@ -118,6 +119,37 @@ node.outputs.scores = Output(type="uri_file", path=sys.argv[1])
 node.dump(sys.argv[2])
 """
 
+PREP = """$schema: https://azuremlschemas.azureedge.net/latest/commandComponent.schema.json
+type: command
+name: prep
+inputs:
+  raw: {type: uri_folder}
+outputs:
+  prepared: {type: uri_folder}
+code: ./src
+command: >-
+  cp -R ${{inputs.raw}}/. ${{outputs.prepared}}/ && echo d > ${{outputs.prepared}}/d.txt
+"""
+
+PIPELINE = """import sys
+from azure.ai.ml import Input, MLClient, Output, dsl, load_component
+prep = load_component(source="prep.yml")
+score = load_component(source="component.yml")
+
+
+@dsl.pipeline()
+def prepare_and_score(raw):
+    prepared = prep(raw=raw)
+    scored = score(files=prepared.outputs.prepared)
+    scored.outputs.scores = Output(type="uri_file", path=sys.argv[1])
+    return {"rows": scored.outputs.scores}
+
+
+ml_client = MLClient.from_config(credential=None)
+run = ml_client.jobs.create_or_update(prepare_and_score(raw=Input(path="./data")))
+ml_client.jobs.stream(run.name)
+"""
+
 
 def fanout_python(args, cwd, interp, db):
     env = dict(os.environ, FANOUT_DB=db)
@@ -177,6 +209,23 @@ def load_component_dump(tmp, interp):
     check_rows_once(read_rows(out), ["a.txt A", "b.txt B"], "the dumped component's rows")
 
 
+def command_then_parallel(tmp, interp):
+    """A pipeline of a command component (its output a folder of its own) and a parallel one
+    reading that folder."""
+    root = os.path.join(tmp, "pipeline" + ("_usr" if interp else ""))
+    make_tree(root, {"a.txt": "a", "b.txt": "b"})
+    write(os.path.join(root, "component.yml"), COMPONENT)
+    write(os.path.join(root, "prep.yml"), PREP)
+    write(os.path.join(root, "prog.py"), PIPELINE)
+    out = os.path.join(root, "out", "rows.txt")
+    p = fanout_python(["prog.py", out], root, interp, os.path.join(root, "s.db"))
+    if p.returncode != 0:
+        fail("command + parallel pipeline: exit %d\n%s\n%s" % (p.returncode, p.stdout,
+                                                                 p.stderr))
+    check_rows_once(read_rows(out), ["a.txt A", "b.txt B", "d.txt D"],
+                    "the rows of the prepared folder")
+
+
 def validation_message(tmp, interp):
     """A bad mini_batch_size gets fanout's own message and exit status (2), as the YAML does."""
     root = os.path.join(tmp, "bad" + ("_usr" if interp else ""))
@@ -218,6 +267,7 @@ def main():
             same_as_yaml(tmp, interp, {"a.txt": "a", "b.txt": "boom", "c.txt": "c"}, 4,
                          "partial")
             load_component_dump(tmp, interp)
+            command_then_parallel(tmp, interp)
             validation_message(tmp, interp)
     print("ok")
 

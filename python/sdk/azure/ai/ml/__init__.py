@@ -2,8 +2,8 @@
 locally through fanout.Client, and job.dump(path) writes the parallel job YAML `fanout run`
 reads."""
 
-from azure.ai.ml._fanout_v2 import (Input, MLClient, Output, load_component)
+from azure.ai.ml._fanout_v2 import Input, MLClient, Output, command, load_component
 from azure.ai.ml import constants, dsl, entities, parallel  # noqa: F401
 
-__all__ = ["Input", "MLClient", "Output", "load_component", "constants", "dsl", "entities",
-           "parallel"]
+__all__ = ["Input", "MLClient", "Output", "command", "load_component", "constants", "dsl",
+           "entities", "parallel"]

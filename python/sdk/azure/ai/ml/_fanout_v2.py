@@ -6,6 +6,8 @@ through fanout.Client."""
 import copy
 import itertools
 import os
+import re
+import subprocess
 import sys
 import uuid
 
@@ -253,16 +255,65 @@ def parallel_run_function(*, name=None, display_name=None, description=None, tag
     return Parallel(settings, dict(inputs or {}), dict(outputs or {}), task or RunFunction())
 
 
+class Command(Parallel):
+    """A command component (command(), load_component of a `type: command` file) and its nodes:
+    a pipeline's preparation step, run here as `/bin/sh -c COMMAND` in its code folder with
+    ${{inputs.x}} and ${{outputs.x}} replaced by paths and values; it is no parallel job, so it
+    has no job YAML."""
+
+    def dump(self, dest, **kwargs):
+        raise TypeError("%s: a command job is run by fanout's MLClient itself, not by `fanout "
+                        "run`; only parallel jobs have a job YAML" % (self.name or "command"))
+
+    def _value(self, kind, name):
+        if kind == "outputs":
+            out = getattr(self.outputs, name, None)
+            if not isinstance(out, Output) or out.path is None:
+                raise ValueError("%s: command: ${{outputs.%s}}: no such output" % (
+                    self.name or "command", name))
+            return absolute(out.path)
+        if name not in self._component_inputs:
+            raise ValueError("%s: command: ${{inputs.%s}}: no such input (inputs: %s)" % (
+                self.name or "command", name, ", ".join(self._component_inputs) or "none"))
+        v = self._input_yaml(name)
+        return v["path"] if isinstance(v, dict) else ("" if v is None else str(v))
+
+    def run_local(self):
+        """Runs the command to its end; returns (state, exit status)."""
+        for out in vars(self.outputs).values():
+            path = absolute(out.path)
+            os.makedirs(path if out.type != "uri_file" else os.path.dirname(path), exist_ok=True)
+        line = re.sub(r"\$\{\{\s*(inputs|outputs)\.([A-Za-z0-9_]+)\s*\}\}",
+                      lambda m: self._value(m.group(1), m.group(2)), self.task.command or "")
+        env = dict(os.environ)
+        env.update({k: str(v) for k, v in (self.environment_variables or {}).items()})
+        rc = subprocess.call(["/bin/sh", "-c", line], cwd=absolute(self.task.code or "."),
+                             env=env)
+        return ("succeeded" if rc == 0 else "failed"), rc
+
+
+def command(*, name=None, display_name=None, description=None, inputs=None, outputs=None,
+            code=None, command=None, environment=None, environment_variables=None,
+            compute=None, **kwargs):
+    """A command component (see Command)."""
+    node = Command({"name": name, "display_name": display_name, "description": description,
+                    "compute": compute, "environment_variables": environment_variables},
+                   dict(inputs or {}), dict(outputs or {}),
+                   Bag(command=command, code=code, environment=environment))
+    return node
+
+
 def load_component(source=None, *, relative_origin=None, **kwargs):
-    """A parallel component from its YAML file (type: parallel); relative paths are meant from
-    the file's folder."""
+    """A parallel or command component from its YAML file; relative paths are meant from the
+    file's folder."""
     path = os.fspath(source)
     data = load_yaml(path)
     base = os.path.dirname(os.path.abspath(path))
-    if data.get("type") != "parallel":
-        raise ValueError("%s: type: fanout's load_component reads parallel components (got %r)" %
-                         (path, data.get("type")))
+    if data.get("type", "command") not in ("parallel", "command"):
+        raise ValueError("%s: type: fanout's load_component reads parallel and command "
+                         "components (got %r)" % (path, data.get("type")))
     data = dict(data)
+    is_command = data.get("type", "command") == "command"
     data.pop("$schema", None)
     data.pop("type", None)
     inputs = {}
@@ -280,6 +331,11 @@ def load_component(source=None, *, relative_origin=None, **kwargs):
         if v.get("path") is not None:
             v["path"] = absolute(v["path"], base)
         outputs[n] = Output(**v)
+    if is_command:
+        return command(inputs=inputs, outputs=outputs, command=data.get("command"),
+                       code=absolute(data.get("code") or ".", base),
+                       **{k: data.get(k) for k in ("name", "display_name", "description",
+                                                   "environment_variables")})
     task = dict(data.pop("task", None) or {})
     task["code"] = absolute(task.get("code") or ".", base)
     task.pop("type", None)
@@ -390,7 +446,10 @@ class _Jobs:
             def step():
                 _default_outputs(node, name, node_name)
                 print("fanout: %s: step %s" % (name, node_name), file=sys.stderr, flush=True)
-                state, rc, fjob = run_fanout_job(node, log=None)
+                if isinstance(node, Command):
+                    state, rc, fjob = node.run_local() + (None,)
+                else:
+                    state, rc, fjob = run_fanout_job(node, log=None)
                 if fjob is not None:
                     local.fanout_jobs.append(fjob)
                 node.status = "Completed" if rc == 0 else "Failed"
