@@ -4,7 +4,8 @@ Workspace / Dataset / ParallelRunConfig / ParallelRunStep / Pipeline / Experimen
 wait_for_completion / get_output_data program gives the same rows and exit status as the
 equivalent job YAML run by `fanout run` (succeeded; a failure within error_threshold completes,
 as ParallelRunStep's; one past it fails); save_to_yaml -> load_yaml keeps every parameter;
-ParallelRunConfig's rules; outside `fanout python`, `import azureml.core` is not ours. Under the
+ParallelRunConfig's rules; a program in the shape of Azure's ParallelRunStep notebooks
+(blob datastore, PipelineParameter, DatasetConsumptionConfig, resubmission); outside `fanout python`, `import azureml.core` is not ours. Under the
 pyenv python3 and Debian's /usr/bin/python3. Environment: tests/meson.build."""
 
 import json
@@ -123,6 +124,70 @@ for b in bad:
 print("round trip ok")
 """
 
+# The shape of Azure's ParallelRunStep notebooks: a registered blob container, a dataset behind a
+# PipelineParameter, parameters for mini_batch_size and process_count_per_node, get_children,
+# then the same pipeline submitted again with other parameter values.
+NOTEBOOK = """import os, sys
+from azureml.core import Dataset, Datastore, Environment, Experiment, Workspace
+from azureml.core.compute import AmlCompute, ComputeTarget
+from azureml.core.model import Model
+from azureml.core.runconfig import CondaDependencies, DEFAULT_CPU_IMAGE
+from azureml.data.dataset_consumption_config import DatasetConsumptionConfig
+from azureml.pipeline.core import Pipeline, PipelineData, PipelineParameter
+from azureml.pipeline.steps import ParallelRunConfig, ParallelRunStep
+
+ws = Workspace.from_config()
+if "cpu-cluster" in ws.compute_targets:
+    compute_target = ws.compute_targets["cpu-cluster"]
+else:
+    config = AmlCompute.provisioning_configuration(vm_size="STANDARD_D2_V2", max_nodes=2)
+    compute_target = ComputeTarget.create(ws, "cpu-cluster", config)
+    compute_target.wait_for_completion(show_output=True)
+    print(compute_target.status.serialize())
+blob = Datastore.register_azure_blob_container(ws, datastore_name="sample_store",
+                                               container_name="sampledata",
+                                               account_name="pipelinedata", overwrite=True)
+blob.upload(src_dir="./data", target_path="sample", overwrite=True, show_progress=False)
+all_ds = Dataset.File.from_files(path=blob.path("sample"), validate=False)
+param = PipelineParameter(name="data_param", default_value=all_ds)
+consumption = DatasetConsumptionConfig("data_config", param).as_mount()
+output_dir = PipelineData(name="inferences", datastore=ws.get_default_datastore())
+Model.register(workspace=ws, model_path="src", model_name="m")
+env = Environment(name="batch_environment")
+env.python.conda_dependencies = CondaDependencies.create(pip_packages=["pillow"])
+env.docker.base_image = DEFAULT_CPU_IMAGE
+config = ParallelRunConfig(
+    source_directory="src", entry_script="score.py",
+    mini_batch_size=PipelineParameter(name="batch_size_param", default_value="2"),
+    error_threshold=10, output_action="append_row", append_row_file_name="outputs.txt",
+    environment=env, compute_target=compute_target,
+    process_count_per_node=PipelineParameter(name="process_count_param", default_value=2),
+    node_count=1)
+step = ParallelRunStep(name="predict", parallel_run_config=config, inputs=[consumption],
+                       output=output_dir, allow_reuse=False)
+pipeline = Pipeline(workspace=ws, steps=[step])
+experiment = Experiment(ws, "notebook")
+
+
+def rows_of(run, where):
+    run.wait_for_completion(show_output=True)
+    step_run = next(run.get_children())
+    port = step_run.get_output_data(output_dir.name)
+    port.download(local_path=where)
+    for root, _, files in os.walk(where):
+        for f in files:
+            if f.endswith("outputs.txt"):
+                return sorted(open(os.path.join(root, f)).read().split("\\n"))
+
+
+first = rows_of(experiment.submit(pipeline), "results1")
+one = Dataset.File.from_files(path=blob.path("sample/a.txt"), validate=False)
+second = rows_of(experiment.submit(pipeline, pipeline_parameters={
+    "data_param": one, "batch_size_param": "1", "process_count_param": 1}), "results2")
+print("first", [r for r in first if r])
+print("second", [r for r in second if r])
+"""
+
 
 def fanout_python(args, cwd, interp, db):
     env = dict(os.environ, FANOUT_DB=db)
@@ -168,6 +233,21 @@ def same_as_yaml(tmp, interp, texts, threshold, want_rc, what):
                     label + ": YAML")
 
 
+def notebook_shape(tmp, interp):
+    root = os.path.join(tmp, "notebook" + ("_usr" if interp else ""))
+    make_workspace(root, {"a.txt": "a", "b.txt": "b", "c.txt": "c"})
+    write(os.path.join(root, "prog.py"), NOTEBOOK)
+    p = fanout_python(["prog.py"], root, interp, os.path.join(root, "s.db"))
+    want = ("first ['a.txt A', 'b.txt B', 'c.txt C']\nsecond ['a.txt A']\n")
+    if p.returncode != 0 or want not in p.stdout:
+        fail("the notebook-shaped program (%s): exit %d, expected %r\n%s\n%s" % (
+            interp or "python3 on PATH", p.returncode, want, p.stdout, p.stderr))
+    for notice in ("ComputeTarget.create: ignored", "register_azure_blob_container: ignored",
+                   "Model.register: ignored"):
+        if notice not in p.stderr:
+            fail("notebook-shaped program: no notice %r\n%s" % (notice, p.stderr))
+
+
 def round_trip(tmp, interp):
     root = os.path.join(tmp, "round_trip" + ("_usr" if interp else ""))
     make_workspace(root, {"a.txt": "a"})
@@ -196,6 +276,7 @@ def main():
         not_ours_outside(tmp)
         for interp in interpreters:
             round_trip(tmp, interp)
+            notebook_shape(tmp, interp)
             same_as_yaml(tmp, interp, {"a.txt": "a", "b.txt": "b", "c.txt": "c"}, 10, 0,
                          "succeeded")
             # A failed file within error_threshold: the step completes (exit 0), as

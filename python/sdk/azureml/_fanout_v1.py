@@ -36,6 +36,27 @@ class Datastore:
         self.workspace, self.name, self.root = workspace, name, root
         self.datastore_type = "local"
 
+    @staticmethod
+    def register_azure_blob_container(workspace, datastore_name, container_name=None,
+                                      account_name=None, **kwargs):
+        """A blob container is a local folder here: <workspace>/datastores/<name>."""
+        note_ignored("Datastore.register_azure_blob_container",
+                     "the datastore is the local folder datastores/%s" % datastore_name)
+        root = os.path.join(workspace.folder, "datastores", datastore_name)
+        os.makedirs(root, exist_ok=True)
+        store = Datastore(workspace, datastore_name, root)
+        workspace.datastores[datastore_name] = store
+        return store
+
+    register_azure_file_share = register_azure_blob_container
+    register_azure_data_lake_gen2 = register_azure_blob_container
+
+    @staticmethod
+    def get(workspace, datastore_name):
+        if datastore_name not in workspace.datastores:
+            raise UserErrorException("datastore %r is not in this workspace" % datastore_name)
+        return workspace.datastores[datastore_name]
+
     def path(self, path_on_datastore=None):
         return DataPath(self, path_on_datastore or "")
 
@@ -176,6 +197,9 @@ class ComputeTarget:
     def __init__(self, workspace=None, name=None, **kwargs):
         self.workspace, self.name = workspace, name
         self.type, self.provisioning_state = "local", "Succeeded"
+        self.status = Bag(provisioning_state="Succeeded", current_node_count=1,
+                          serialize=lambda: {"provisioningState": "Succeeded",
+                                             "currentNodeCount": 1, "local": True})
         if workspace is not None:
             workspace.compute_targets[name] = self
 
@@ -246,6 +270,27 @@ class Environment:
 
     def register(self, workspace):
         return self
+
+
+class Model:
+    """Models stay where they are: register notes it and returns one whose path is the local
+    path; Model.get_model_path gives it back."""
+
+    _registered = {}
+
+    def __init__(self, workspace=None, name=None, version=None, **kwargs):
+        self.workspace, self.name, self.version = workspace, name, version or 1
+        self.path = Model._registered.get(name)
+
+    @staticmethod
+    def register(workspace, model_path, model_name, **kwargs):
+        note_ignored("Model.register", "the model is used from %s" % model_path)
+        Model._registered[model_name] = os.path.abspath(model_path)
+        return Model(workspace, model_name)
+
+    @staticmethod
+    def get_model_path(model_name, version=None, _workspace=None):
+        return Model._registered.get(model_name, model_name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -415,6 +460,35 @@ class OutputFileDatasetConfig(PipelineData):
         self.destination = destination
 
 
+class PipelineParameter:
+    """A value chosen when the pipeline is submitted (Experiment.submit(pipeline_parameters=
+    {name: value})), else `default_value`."""
+
+    def __init__(self, name, default_value=None):
+        self.name, self.default_value = name, default_value
+
+
+def _param(value, params):
+    """`value`, or the value a PipelineParameter has in `params` (its default without one)."""
+    if isinstance(value, PipelineParameter):
+        return (params or {}).get(value.name, value.default_value)
+    return value
+
+
+class DatasetConsumptionConfig:
+    """A dataset (or a PipelineParameter holding one) as a step input named `name`."""
+
+    def __init__(self, name, dataset, mode="direct", path_on_compute=None):
+        self.name, self.dataset, self.mode = name, dataset, mode
+        self.input_name = name
+
+    def as_mount(self, *args, **kwargs):
+        return self
+
+    as_download = as_mount
+    as_direct = as_mount
+
+
 # ---------------------------------------------------------------------------------------------
 # ParallelRunConfig
 
@@ -457,46 +531,52 @@ class ParallelRunConfig:
         self.environment_variables = environment_variables
         self._validate()
 
+    def _resolved(self, params):
+        """The settings with each PipelineParameter given its value in `params`."""
+        keys = self._KEYS + ("environment", "compute_target")
+        return Bag(**{k: _param(getattr(self, k), params) for k in keys})
+
     def _validate(self):
-        if not self.entry_script:
+        v = self._resolved(None)
+        if not v.entry_script:
             raise ValueError("ParallelRunConfig: entry_script: required")
-        action = str(self.output_action or "").lower()
+        action = str(v.output_action or "").lower()
         if action not in ("append_row", "summary_only"):
             raise ValueError("ParallelRunConfig: output_action: expected append_row or "
-                             "summary_only (got %r)" % self.output_action)
-        _check_int("error_threshold", self.error_threshold, -1)
-        _check_int("allowed_failed_count", self.allowed_failed_count, -1)
-        _check_int("node_count", self.node_count, 1)
-        _check_int("process_count_per_node", self.process_count_per_node, 1)
-        _check_int("run_max_try", self.run_max_try, 1)
-        p = self.allowed_failed_percent
+                             "summary_only (got %r)" % v.output_action)
+        _check_int("error_threshold", v.error_threshold, -1)
+        _check_int("allowed_failed_count", v.allowed_failed_count, -1)
+        _check_int("node_count", v.node_count, 1)
+        _check_int("process_count_per_node", v.process_count_per_node, 1)
+        _check_int("run_max_try", v.run_max_try, 1)
+        p = v.allowed_failed_percent
         if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float)) or
                               not (p == -1 or 0 <= p <= 100)):
             raise ValueError("ParallelRunConfig: allowed_failed_percent: expected a number from "
                              "0 to 100, or -1 (got %r)" % p)
-        t = self.run_invocation_timeout
+        t = v.run_invocation_timeout
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0):
             raise ValueError("ParallelRunConfig: run_invocation_timeout: expected a number > 0 "
                              "(got %r)" % t)
-        if str(self.logging_level).upper() not in _LEVELS:
+        if str(v.logging_level).upper() not in _LEVELS:
             raise ValueError("ParallelRunConfig: logging_level: expected one of %s (got %r)" %
-                             (", ".join(_LEVELS), self.logging_level))
-        if self.partition_keys is not None:
-            if not isinstance(self.partition_keys, list) or not self.partition_keys or not all(
-                    isinstance(k, str) for k in self.partition_keys):
+                             (", ".join(_LEVELS), v.logging_level))
+        if v.partition_keys is not None:
+            if not isinstance(v.partition_keys, list) or not v.partition_keys or not all(
+                    isinstance(k, str) for k in v.partition_keys):
                 raise ValueError("ParallelRunConfig: partition_keys: expected a non-empty list "
-                                 "of column names (got %r)" % (self.partition_keys,))
-            if self.mini_batch_size is not None:
+                                 "of column names (got %r)" % (v.partition_keys,))
+            if v.mini_batch_size is not None:
                 print("fanout: ParallelRunConfig: mini_batch_size is ignored when partition_keys "
                       "is given", file=sys.stderr)
-        if self.append_row_file_name is not None and action != "append_row":
+        if v.append_row_file_name is not None and action != "append_row":
             raise ValueError("ParallelRunConfig: append_row_file_name: only with output_action "
-                             "append_row (got output_action %r)" % self.output_action)
+                             "append_row (got output_action %r)" % v.output_action)
 
     # v1's own YAML: the constructor's parameters by name; environment and compute target by
     # their names.
     def save_to_yaml(self, path):
-        data = {k: getattr(self, k) for k in self._KEYS}
+        data = {k: _param(getattr(self, k), None) for k in self._KEYS}
         if data["mini_batch_size"] is not None:
             data["mini_batch_size"] = str(data["mini_batch_size"])
         data["environment"] = {"name": getattr(self.environment, "name", self.environment)}
@@ -536,14 +616,17 @@ class ParallelRunStep:
         self.inputs, self.output = list(inputs), output
         self.side_inputs, self.arguments = list(side_inputs or []), list(arguments or [])
 
-    def _job(self, workspace, run_id):
-        """The parallel job YAML's mapping for this step in run `run_id`."""
-        c = self.config
+    def _job(self, workspace, run_id, params=None):
+        """The parallel job YAML's mapping for this step in run `run_id` whose pipeline
+        parameters are `params`."""
+        c = self.config._resolved(params)
         scratch = os.path.join(workspace.folder, "azureml-runs", run_id, self.name)
         inputs, names = {}, {}
         for i, ds in enumerate(self.inputs + self.side_inputs):
             n = ds.input_name or getattr(ds, "name", None) or "input_%d" % i
             names[id(ds)] = n
+            if isinstance(ds, DatasetConsumptionConfig):
+                ds = _param(ds.dataset, params)
             if isinstance(ds, PipelineData):
                 inputs[n] = {"type": "uri_folder", "path": os.path.join(*ds._local(workspace,
                                                                                      run_id))}
@@ -559,8 +642,10 @@ class ParallelRunStep:
             if isinstance(a, PipelineData):
                 args.append("${{outputs.%s}}" % a.name if a is self.output else
                             "${{inputs.%s}}" % names.get(id(a), a.name))
-            elif isinstance(a, _Dataset):
+            elif isinstance(a, (_Dataset, DatasetConsumptionConfig)):
                 args.append("${{inputs.%s}}" % names[id(a)])
+            elif isinstance(a, PipelineParameter):
+                args.append(shlex.quote(str(_param(a, params))))
             else:
                 args.append(shlex.quote(str(a)))
         for flag in ("error_threshold", "allowed_failed_count", "allowed_failed_percent",
@@ -592,11 +677,11 @@ class ParallelRunStep:
 class _StepJob:
     """A ParallelRunStep in one run: what fanout.Client.submit takes (dump(path))."""
 
-    def __init__(self, step, workspace, run_id):
-        self.step, self.workspace, self.run_id = step, workspace, run_id
+    def __init__(self, step, workspace, run_id, params):
+        self.step, self.workspace, self.run_id, self.params = step, workspace, run_id, params
 
     def dump(self, path):
-        dump_yaml(self.step._job(self.workspace, self.run_id), path,
+        dump_yaml(self.step._job(self.workspace, self.run_id, self.params), path,
                   header="# ParallelRunStep %s, translated by fanout's azureml" % self.step.name)
 
 
@@ -658,8 +743,8 @@ class StepRun:
 
 
 class PipelineRun:
-    def __init__(self, experiment, pipeline):
-        self.experiment, self.pipeline = experiment, pipeline
+    def __init__(self, experiment, pipeline, params=None):
+        self.experiment, self.pipeline, self.params = experiment, pipeline, dict(params or {})
         self.workspace = experiment.workspace
         self.id = "%s_%s" % (experiment.name, uuid.uuid4().hex[:8])
         self.step_runs = [StepRun(self, s) for s in pipeline.steps]
@@ -668,7 +753,7 @@ class PipelineRun:
     def _step(self, sr):
         def go():
             sr.status = "Running"
-            state, rc, job = run_fanout_job(_StepJob(sr.step, self.workspace, self.id))
+            state, rc, job = run_fanout_job(_StepJob(sr.step, self.workspace, self.id, self.params))
             sr.fanout_job = job
             sr.status = "Completed" if rc == 0 else "Failed"
             return state, rc
@@ -687,7 +772,7 @@ class PipelineRun:
         return list(self.step_runs)
 
     def get_children(self):
-        return self.get_steps()
+        return iter(self.step_runs)
 
     def cancel(self):
         for sr in self.step_runs:
@@ -719,15 +804,48 @@ class PipelineRun:
         return {"runId": self.id, "status": self.get_status()}
 
 
+class Run:
+    """azureml.core.Run: in an entry script, Run.get_context() is an offline run whose logging
+    goes to stderr and whose experiment's workspace is the working folder."""
+
+    @staticmethod
+    def get_context(allow_offline=True, **kwargs):
+        return _OfflineRun()
+
+
+class _OfflineRun:
+    def __init__(self):
+        self.id = "OfflineRun_%s" % uuid.uuid4().hex[:8]
+        self.experiment = Bag(name="offline", workspace=None)
+
+    def log(self, name, value, description=""):
+        print("fanout: run.log %s=%r" % (name, value), file=sys.stderr, flush=True)
+
+    def log_list(self, name, value, description=""):
+        self.log(name, value)
+
+    def log_row(self, name, description=None, **kwargs):
+        self.log(name, kwargs)
+
+    def tag(self, key, value=None):
+        pass
+
+    def upload_file(self, name, path_or_stream):
+        note_ignored("Run.upload_file")
+
+    def get_status(self):
+        return "Running"
+
+
 class Experiment:
     def __init__(self, workspace, name, **kwargs):
         self.workspace, self.name = workspace, name
 
-    def submit(self, config, tags=None, **kwargs):
+    def submit(self, config, tags=None, pipeline_parameters=None, **kwargs):
         """Starts the pipeline's steps, one after another, on fanout; returns its run."""
         if not isinstance(config, Pipeline):
             raise TypeError("Experiment.submit: fanout runs Pipeline objects (got %s)" %
                             type(config).__name__)
-        run = PipelineRun(self, config)
+        run = PipelineRun(self, config, pipeline_parameters)
         run._runner.start()
         return run
