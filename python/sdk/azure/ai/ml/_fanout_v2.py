@@ -437,8 +437,9 @@ class _Jobs:
     def create_or_update(self, job, *, experiment_name=None, description=None, compute=None,
                          **kwargs):
         """Starts `job` (a node or a pipeline job) on fanout and returns it at once."""
-        name = job.name or "%s-%s" % (
-            getattr(job, "display_name", None) or "job", uuid.uuid4().hex[:8])
+        # A fresh name per submission, as Azure's, so that a second run gets its own outputs.
+        name = "%s-%s" % (job.name or getattr(job, "display_name", None) or "job",
+                          uuid.uuid4().hex[:8])
         nodes = job.jobs if isinstance(job, PipelineJob) else {name: job}
         local = None
 
