@@ -3,10 +3,11 @@
 Workspace / Dataset / ParallelRunConfig / ParallelRunStep / Pipeline / Experiment.submit /
 wait_for_completion / get_output_data program gives the same rows and exit status as the
 equivalent job YAML run by `fanout run` (succeeded; a failure within error_threshold completes,
-as ParallelRunStep's; one past it fails); save_to_yaml -> load_yaml keeps every parameter;
-ParallelRunConfig's rules; a program in the shape of Azure's ParallelRunStep notebooks
-(blob datastore, PipelineParameter, DatasetConsumptionConfig, resubmission); outside `fanout python`, `import azureml.core` is not ours. Under the
-pyenv python3 and Debian's /usr/bin/python3. Environment: tests/meson.build."""
+as ParallelRunStep's; one past it fails); save_to_yaml -> load_yaml keeps every parameter (with
+and without PyYAML); ParallelRunConfig's rules; a program in the shape of Azure's ParallelRunStep
+notebooks (blob datastore, PipelineParameter, DatasetConsumptionConfig, resubmission); outside
+`fanout python`, `import azureml.core` is not ours. Under the pyenv python3 and Debian's
+/usr/bin/python3. Environment: tests/meson.build."""
 
 import json
 import os
@@ -106,6 +107,11 @@ for k in ParallelRunConfig._KEYS:
         sys.exit("%s: %r became %r" % (k, getattr(c, k), getattr(d, k)))
 if d.environment.name != "env1" or d.compute_target.name != "gpu":
     sys.exit("environment or compute target lost")
+sys.modules["yaml"] = None  # the same file read without PyYAML
+e = ParallelRunConfig.load_yaml(ws, "prc.yml")
+for k in ParallelRunConfig._KEYS:
+    if getattr(c, k) != getattr(e, k):
+        sys.exit("without PyYAML: %s: %r became %r" % (k, getattr(c, k), getattr(e, k)))
 bad = [dict(output_action="both"), dict(allowed_failed_percent=101), dict(node_count=0),
        dict(run_max_try=0), dict(error_threshold=-2), dict(logging_level="LOUD"),
        dict(run_invocation_timeout=0), dict(partition_keys="store"),
