@@ -385,6 +385,8 @@ def pipeline(func=None, *, name=None, display_name=None, description=None, compu
                 result = fn(*args, **fn_kwargs)
             finally:
                 nodes = _building.pop()
+            if _building:  # a pipeline called inside another: its nodes are the outer's too
+                _building[-1].extend(nodes)
             outputs = dict(result) if isinstance(result, dict) else {}
             return PipelineJob(name or display_name or fn.__name__, nodes, outputs,
                                {"default_compute": default_compute or compute,
