@@ -1,0 +1,1 @@
+"""fanout's azure.ai (docs/azure-sdk.md)."""

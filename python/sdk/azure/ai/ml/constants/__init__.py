@@ -1,0 +1,5 @@
+"""azure.ai.ml.constants (docs/azure-sdk.md)."""
+
+from azure.ai.ml._fanout_v2 import AssetTypes, InputOutputModes
+
+__all__ = ["AssetTypes", "InputOutputModes"]

@@ -1,0 +1,9 @@
+"""azureml.core shaped for fanout (docs/azure-sdk.md): a local folder-based Workspace, datasets of
+local files, Experiment.submit running pipelines through fanout.Client."""
+
+from azureml._fanout_v1 import (Dataset, Datastore, Environment, Experiment, Model, Run,
+                                UserErrorException, Workspace)
+from azureml._fanout_v1 import PipelineRun  # noqa: F401
+
+__all__ = ["Dataset", "Datastore", "Environment", "Experiment", "Model", "Run",
+           "UserErrorException", "Workspace"]

@@ -1,0 +1,1 @@
+"""fanout's azureml.pipeline (docs/azure-sdk.md)."""
