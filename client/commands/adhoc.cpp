@@ -501,8 +501,8 @@ void AdhocStream::check_halt() {
 
 namespace {
 
-// The exit status an item's failed attempt names ("... (#7) exited with status 3"), or that of
-// the whole command; 0 if none is named.
+// The exit status an item's failed attempt names ("... (#N) exited with status 3", N its sequence
+// number), or that of the whole command; 0 if none is named.
 int exit_of(const std::string& message, std::uint64_t seq, bool& named) {
   const std::string mark = fmt::format("(#{}) exited with status ", seq);
   named = false;
