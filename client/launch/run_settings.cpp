@@ -2,7 +2,10 @@
 #include "client/launch/run_settings.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <string_view>
+#include <system_error>
 #include <thread>
 
 #include "client/launch/monitoring.hpp"
@@ -29,6 +32,27 @@ void apply_overrides(config::JobConfig& cfg, const RunOverrides& ov) {
   if (!ov.metrics_listen.empty()) cfg.fanout.metrics_listen = ov.metrics_listen;
 }
 
+namespace {
+
+// Whether a pool started on this machine will find accelerators without being told them: the
+// kind's variable in the environment the pools inherit (what Slurm sets for --gpus), or, for
+// CUDA, the NVIDIA driver's device list. The pool itself decides which; this only says whether
+// it should count its workers from them.
+bool local_accelerators(const config::PlacementSettings& p) {
+  const std::string_view kind = p.accelerator_kind.empty() ? "cuda" : p.accelerator_kind;
+  const char* var = kind == "rocm" ? "ROCR_VISIBLE_DEVICES"
+                    : kind == "ze" ? "ZE_AFFINITY_MASK"
+                                   : "CUDA_VISIBLE_DEVICES";
+  if (const char* v = std::getenv(var); v != nullptr) {
+    return *v != '\0' && std::string_view(v) != "-1";  // set but empty or -1: none
+  }
+  if (kind != "cuda") return false;
+  std::error_code ec;
+  return !std::filesystem::is_empty("/proc/driver/nvidia/gpus", ec) && !ec;
+}
+
+}  // namespace
+
 std::uint32_t workers_per_pool(const config::JobConfig& cfg) {
   if (cfg.fanout.workers > 0) return cfg.fanout.workers;
   if (cfg.max_concurrency_per_instance > 0) return cfg.max_concurrency_per_instance;
@@ -51,7 +75,12 @@ RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
   // what its node offers (devices x workers_per_accelerator, cores / cores_per_worker).
   const auto& p = cfg.fanout.placement;
   const bool counted = cfg.fanout.workers > 0 || cfg.max_concurrency_per_instance > 0;
-  if (!counted && (!p.accelerators.empty() || p.cores_per_worker > 0)) rs.workers = 0;
+  // A local job on a machine with accelerators, and no count: as many as its devices hold
+  // (ParallelRunStep's default for a GPU compute), not one per core.
+  if (!counted && (!p.accelerators.empty() || p.cores_per_worker > 0 ||
+                   (rs.launch.kind != "slurm" && local_accelerators(p)))) {
+    rs.workers = 0;
+  }
   rs.job_name = cfg.name;
   rs.exit_with_client = ov.exit_with_client;
   rs.quiet = ov.quiet || ov.json;

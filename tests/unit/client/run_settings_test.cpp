@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -266,4 +267,29 @@ TEST_CASE("client.run_settings.the_summary_output_is_recorded_with_the_job") {
   CHECK(summary_output(job_spec(c, "/l").output_path, rec) == "/out/res");
   c.outputs.clear();
   CHECK(summary_output("", recorded_settings(c)).empty());
+}
+
+TEST_CASE("client.run_settings.a_local_job_without_a_count_lets_pools_count_from_their_devices") {
+  // The pools a local job starts inherit this environment; with devices in it and no worker
+  // count, each pool counts its workers from its devices instead of taking one per core.
+  JobConfig c = base();
+  c.max_concurrency_per_instance = 0;
+  const char* saved = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string before = saved != nullptr ? saved : "";
+  ::setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3", 1);
+  CHECK(run_settings(c, {}).workers == 0);
+  c.max_concurrency_per_instance = 2;  // a count given wins
+  CHECK(run_settings(c, {}).workers == 2);
+  c.max_concurrency_per_instance = 0;
+  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);  // set but empty: no devices
+  CHECK(run_settings(c, {}).workers == kCores);
+  c.fanout.placement.accelerator_kind = "rocm";
+  ::setenv("ROCR_VISIBLE_DEVICES", "0", 1);
+  CHECK(run_settings(c, {}).workers == 0);
+  ::unsetenv("ROCR_VISIBLE_DEVICES");
+  if (saved != nullptr) {
+    ::setenv("CUDA_VISIBLE_DEVICES", before.c_str(), 1);
+  } else {
+    ::unsetenv("CUDA_VISIBLE_DEVICES");
+  }
 }
