@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "fanout/config/job_spec.hpp"
 #include "pool/nvml.hpp"
 
 namespace fanout::pool {
@@ -146,10 +147,7 @@ std::string format_cpu_list(const std::vector<int>& cpus) {
 }
 
 std::string device_variable(std::string_view kind) {
-  if (kind == "cuda") return "CUDA_VISIBLE_DEVICES";
-  if (kind == "rocm") return "ROCR_VISIBLE_DEVICES";
-  if (kind == "ze") return "ZE_AFFINITY_MASK";
-  return {};
+  return std::string(config::accelerator_variable(kind));
 }
 
 Expected<void> check_placement(const PlacementOptions& o) {

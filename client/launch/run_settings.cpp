@@ -39,11 +39,11 @@ namespace {
 // CUDA, the NVIDIA driver's device list. The pool itself decides which; this only says whether
 // it should count its workers from them.
 bool local_accelerators(const config::PlacementSettings& p) {
-  const std::string_view kind = p.accelerator_kind.empty() ? "cuda" : p.accelerator_kind;
-  const char* var = kind == "rocm" ? "ROCR_VISIBLE_DEVICES"
-                    : kind == "ze" ? "ZE_AFFINITY_MASK"
-                                   : "CUDA_VISIBLE_DEVICES";
-  if (const char* v = std::getenv(var); v != nullptr) {
+  const std::string_view kind =
+      p.accelerator_kind.empty() ? std::string_view("cuda") : std::string_view(p.accelerator_kind);
+  const std::string var(config::accelerator_variable(kind));
+  if (var.empty()) return false;
+  if (const char* v = std::getenv(var.c_str()); v != nullptr) {
     return *v != '\0' && std::string_view(v) != "-1";  // set but empty or -1: none
   }
   if (kind != "cuda") return false;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fanout/util/expected.hpp"
@@ -61,6 +62,15 @@ struct PlacementSettings {
   std::uint32_t cores_per_worker = 0;         // 0: not written
   std::string cpu_affinity{};                 // none | block | alternating | list:...; "": none
 };
+
+// The environment variable that names a worker's devices for an accelerator kind: cuda
+// (CUDA_VISIBLE_DEVICES), rocm (ROCR_VISIBLE_DEVICES), ze (ZE_AFFINITY_MASK); "" for another.
+[[nodiscard]] constexpr std::string_view accelerator_variable(std::string_view kind) {
+  if (kind == "cuda") return "CUDA_VISIBLE_DEVICES";
+  if (kind == "rocm") return "ROCR_VISIBLE_DEVICES";
+  if (kind == "ze") return "ZE_AFFINITY_MASK";
+  return {};
+}
 
 // fanout's own settings (the `fanout:` key), each also a CLI flag.
 struct FanoutSettings {
