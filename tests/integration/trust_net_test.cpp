@@ -8,9 +8,11 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -48,7 +50,8 @@ int tcp_connect(const std::string& endpoint) {
   return fd;
 }
 
-// Writes all of `bytes`; false as soon as the peer closed or reset the connection.
+// Writes all of `bytes`; false as soon as the peer closed or reset the connection, or a send
+// timed out (errno EAGAIN).
 bool write_all(int fd, const char* bytes, std::size_t n) {
   while (n > 0) {
     const ssize_t w = ::send(fd, bytes, n, MSG_NOSIGNAL);
@@ -59,13 +62,21 @@ bool write_all(int fd, const char* bytes, std::size_t n) {
   return true;
 }
 
+struct Attack {
+  std::size_t written = 0;  // bytes of the frame written before the connection ended
+  bool stalled = false;     // a send waited 30 s: the connection was left open, not closed
+};
+
 // The attack: a ZMTP 3.0 greeting asking for CURVE (no key at all), then a command frame
-// announcing `announced` bytes, of which `sent` follow. Returns the bytes of the frame written
-// before the interchange closed the connection.
-std::size_t greeting_then_huge_frame(const std::string& endpoint, std::uint64_t announced,
-                                     std::size_t sent) {
+// announcing `announced` bytes, of which `sent` follow.
+Attack greeting_then_huge_frame(const std::string& endpoint, std::uint64_t announced,
+                                std::size_t sent) {
+  Attack a;
   int fd = tcp_connect(endpoint);
-  if (fd < 0) return 0;
+  if (fd < 0) return a;
+  const timeval stall{30, 0};
+  (void)::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &stall, sizeof stall);
+  errno = 0;
   std::string g(64, '\0');
   g[0] = '\xff';
   g[9] = '\x7f';
@@ -74,15 +85,16 @@ std::size_t greeting_then_huge_frame(const std::string& endpoint, std::uint64_t 
   std::string head(1, '\x06');  // command, long size
   for (int shift = 56; shift >= 0; shift -= 8)
     head.push_back(static_cast<char>(announced >> shift));
-  std::size_t written = 0;
   if (write_all(fd, g.data(), g.size()) && write_all(fd, head.data(), head.size())) {
     const std::string chunk(1u << 20, '\0');
-    while (written < sent && write_all(fd, chunk.data(), std::min(chunk.size(), sent - written))) {
-      written += std::min(chunk.size(), sent - written);
+    while (a.written < sent &&
+           write_all(fd, chunk.data(), std::min(chunk.size(), sent - a.written))) {
+      a.written += std::min(chunk.size(), sent - a.written);
     }
   }
+  a.stalled = errno == EAGAIN || errno == EWOULDBLOCK;
   ::close(fd);
-  return written;
+  return a;
 }
 
 // Sockets in CLOSE-WAIT (the peer closed, we did not) on local port `port`, from /proc/net/tcp:
@@ -145,11 +157,19 @@ TEST_CASE("integration.trust_net.unauthenticated_huge_frames_leave_memory_bounde
   const std::size_t sent = (250u << 20) - (1u << 20);
   std::vector<std::thread> peers;
   std::atomic<std::size_t> written{0};
+  std::atomic<int> stalled{0};
   for (int i = 0; i < 4; ++i) {
     const std::string ep = i % 2 == 0 ? cl.pool_ep : cl.client_ep;
-    peers.emplace_back([&, ep] { written += greeting_then_huge_frame(ep, announced, sent); });
+    peers.emplace_back([&, ep] {
+      const Attack a = greeting_then_huge_frame(ep, announced, sent);
+      written += a.written;
+      if (a.stalled) ++stalled;
+    });
   }
   for (auto& t : peers) t.join();
+  // A cut connection is reset, so the peer learns at once: not left in FIN-WAIT-2 with its sends
+  // blocked on a zero window until the kernel's tcp_fin_timeout (a socket per connection).
+  CHECK(stalled.load() == 0);
   const long long peak_kb = peak_rss_kb(pid);
   MESSAGE("interchange VmHWM: " << base_kb << " kB at start, " << peak_kb << " kB after; "
                                 << written.load() / (1 << 20) << " MiB written by the peers");

@@ -185,7 +185,12 @@ void ConnectionGuard::check_pending() {
 
 void ConnectionGuard::cut_connection(int fd, std::uint64_t received) {
   const std::string from = peer_address(fd);
-  // Not close(): the descriptor is ZeroMQ's. It sees the connection end and frees it.
+  // Not close(): the descriptor is ZeroMQ's. It sees the connection end and frees it. Linger 0
+  // makes that close an abortive one (RST): without it the kernel keeps the connection in
+  // FIN-WAIT-2 for tcp_fin_timeout with the peer's send blocked on a zero window, a socket
+  // the peer can pin per connection it opens.
+  const linger abort{1, 0};
+  (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
   (void)::shutdown(fd, SHUT_RDWR);
   const auto n = cut_.fetch_add(1, std::memory_order_relaxed) + 1;
   if (!impl_->warned_cut) {
