@@ -31,6 +31,7 @@
 #include "client/commands/status.hpp"
 #include "fanout/config/batch_deployment.hpp"
 #include "fanout/config/job_spec.hpp"
+#include "fanout/config/parallel_run_config.hpp"
 #include "fanout/config/pipeline.hpp"
 #include "fanout/net/security.hpp"
 #include "fanout/protocol/exit_codes.hpp"
@@ -352,14 +353,17 @@ void add_adhoc_options(CLI::App* run, RunArgs& a) {
   run->add_option("-c,--command", a.ao.command,
                   "run CMD once per item of --input instead of a job file; "
                   "{} {.} {/} {//} {/.} {#} as in GNU parallel");
-  // --input/--output: what an ad-hoc run or a batch deployment file reads and writes.
-  run->add_option("--input", a.input,
-                  "with -c: a folder (its files are the items), a list file (its lines), or - "
-                  "(lines on stdin); with a batch deployment file: the folder or file to score");
+  // --input/--output: what an ad-hoc run, a batch deployment or a ParallelRunConfig file reads
+  // and writes.
+  run->add_option(
+      "--input", a.input,
+      "with -c: a folder (its files are the items), a list file (its lines), or - "
+      "(lines on stdin); with a batch deployment or ParallelRunConfig file: the folder or "
+      "file to score");
   run->add_option("--output", a.output,
                   "with -c: the file the rows (the command's stdout lines) go to (default: "
-                  "printed to stdout when the job ends); with a batch deployment file: the "
-                  "output folder (default: beside the file)");
+                  "printed to stdout when the job ends); with a batch deployment or "
+                  "ParallelRunConfig file: the output folder (default: beside the file)");
   run->add_option("--name", a.ao.name, "with -c: the job's name (default: adhoc-PROGRAM)");
   run->add_option("--mini-batch-size", a.ao.mini_batch_size, "with -c: items per mini-batch")
       ->check(CLI::PositiveNumber)
@@ -528,17 +532,21 @@ int run_command(RunArgs& a, const Logger& log) {
       return kExitInfra;
     }
   }
-  // An Azure ML batch deployment runs as a parallel job over --input.
+  // An Azure ML batch deployment, or a v1 ParallelRunConfig file, runs as a parallel job over
+  // --input.
   const bool is_deployment = fanout::config::is_batch_deployment(a.job_file);
-  if (!is_deployment && (!a.deployment.input.empty() || !a.deployment.output.empty())) {
+  const bool is_v1_config = !is_deployment && fanout::config::is_parallel_run_config(a.job_file);
+  if (!is_deployment && !is_v1_config &&
+      (!a.deployment.input.empty() || !a.deployment.output.empty())) {
     std::fprintf(stderr,
-                 "error: --input and --output are for batch deployment files; %s is "
-                 "a job file (its inputs and outputs say what it reads and writes)\n",
+                 "error: --input and --output are for batch deployment and ParallelRunConfig "
+                 "files; %s is a job file (its inputs and outputs say what it reads and writes)\n",
                  a.job_file.c_str());
     return kExitUsage;
   }
-  auto cfg = is_deployment ? fanout::config::load_batch_deployment(a.job_file, a.deployment)
-                           : fanout::config::load_job(a.job_file);
+  auto cfg = is_deployment  ? fanout::config::load_batch_deployment(a.job_file, a.deployment)
+             : is_v1_config ? fanout::config::load_parallel_run_config(a.job_file, a.deployment)
+                            : fanout::config::load_job(a.job_file);
   if (!cfg) {
     say(cfg.error().message);
     return kExitUsage;

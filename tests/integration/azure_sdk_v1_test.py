@@ -4,7 +4,8 @@ Workspace / Dataset / ParallelRunConfig / ParallelRunStep / Pipeline / Experimen
 wait_for_completion / get_output_data program gives the same rows and exit status as the
 equivalent job YAML run by `fanout run` (succeeded; a failure within error_threshold completes,
 as ParallelRunStep's; one past it fails); save_to_yaml -> load_yaml keeps every parameter (with
-and without PyYAML); ParallelRunConfig's rules; a program in the shape of Azure's ParallelRunStep
+and without PyYAML); a save_to_yaml file runs with `fanout run FILE --input DIR` as its YAML
+does; ParallelRunConfig's rules; a program in the shape of Azure's ParallelRunStep
 notebooks (blob datastore, PipelineParameter, DatasetConsumptionConfig, resubmission); outside
 `fanout python`, `import azureml.core` is not ours. Under the pyenv python3 and Debian's
 /usr/bin/python3. Environment: tests/meson.build."""
@@ -264,6 +265,52 @@ def round_trip(tmp, interp):
             interp or "python3 on PATH", p.returncode, p.stdout, p.stderr))
 
 
+SAVE_CONFIG = """from azureml.core import Environment, Workspace
+from azureml.core.compute import ComputeTarget
+from azureml.pipeline.steps import ParallelRunConfig
+ws = Workspace.from_config()
+ParallelRunConfig(
+    source_directory="./src", entry_script="score.py", mini_batch_size="1",
+    error_threshold=10, output_action="append_row", environment=Environment(name="batch-env"),
+    compute_target=ComputeTarget(workspace=ws, name="cpu-cluster"), node_count=1,
+    process_count_per_node=2, append_row_file_name="rows.txt", run_max_try=1,
+    run_invocation_timeout=60).save_to_yaml("parallel_run_config.yml")
+"""
+
+
+def saved_config_runs(tmp):
+    """`fanout run parallel_run_config.yml --input DIR` of a save_to_yaml file: the same rows,
+    exactly once, and exit status as the equivalent YAML (a failure within error_threshold
+    completes); without --input, an error naming the file and --input."""
+    for what, texts in (("saved config", {"a.txt": "a", "b.txt": "b", "c.txt": "c"}),
+                        ("saved config within threshold",
+                         {"a.txt": "a", "b.txt": "boom", "c.txt": "c"})):
+        root = os.path.join(tmp, what.replace(" ", "_"))
+        make_workspace(root, texts)
+        write(os.path.join(root, "save.py"), SAVE_CONFIG)
+        p = fanout_python(["save.py"], root, None, os.path.join(root, "s.db"))
+        prc = os.path.join(root, "parallel_run_config.yml")
+        if p.returncode != 0 or not os.path.isfile(prc):
+            fail("%s: save_to_yaml: exit %d\n%s" % (what, p.returncode, p.stderr))
+        db = os.path.join(root, "store.db")
+        r = support.fanout("run", prc, "--db", db, check=False)
+        if r.returncode != 2 or prc not in r.stderr or "--input" not in r.stderr:
+            fail("%s: fanout run without --input: exit %d, expected 2 and a message naming "
+                 "the file and --input\n%s" % (what, r.returncode, r.stderr))
+        r = support.fanout("run", prc, "--input", os.path.join(root, "data"), "--output",
+                           os.path.join(root, "out", "v1"), "--db", db, check=False)
+        y = support.fanout("run", write(os.path.join(root, "job.yml"), YAML % 10), "--db", db,
+                           check=False)
+        if r.returncode != 0 or y.returncode != 0:
+            fail("%s: exit %d (saved config) and %d (YAML), expected 0\n%s\n%s" % (
+                what, r.returncode, y.returncode, r.stderr, y.stderr))
+        expected = ["%s %s" % (n, t.upper()) for n, t in texts.items() if t != "boom"]
+        check_rows_once(read_rows(os.path.join(root, "out", "v1", "rows.txt")), expected,
+                        what + ": saved config")
+        check_rows_once(read_rows(os.path.join(root, "out", "yaml", "rows.txt")), expected,
+                        what + ": YAML")
+
+
 def not_ours_outside(tmp):
     for interp in ["python3"] + [p for p in ("/usr/bin/python3",) if os.path.exists(p)]:
         r = subprocess.run([interp, "-c", "import azureml.core; print(azureml.core.__file__)"],
@@ -280,6 +327,7 @@ def main():
     interpreters = [None] + [p for p in ("/usr/bin/python3",) if os.path.exists(p)]
     with scratch("azure-v1") as tmp:
         not_ours_outside(tmp)
+        saved_config_runs(tmp)
         for interp in interpreters:
             round_trip(tmp, interp)
             notebook_shape(tmp, interp)
