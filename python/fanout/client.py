@@ -2,6 +2,7 @@
 `fanout` program (run, status --json, history --json, wait, cancel, resume, report), so the jobs
 are the CLI's own: the same store, reports and interchanges. See docs/python.md."""
 
+import atexit
 import csv
 import itertools
 import json
@@ -38,22 +39,59 @@ def _override_args(overrides):
     return args
 
 
+class _JobFile:
+    """The job file of a job given as a dict or an SDK-shaped object: written (a dict as JSON,
+    which is YAML; an object with dump(path)) to a hidden file in the current folder, where the
+    relative paths in it are meant from, and removed once the run that read it has ended (and at
+    exit). write() makes it again for a resume, which reads the job file anew."""
+
+    def __init__(self, job):
+        if not isinstance(job, dict) and not hasattr(job, "dump"):
+            raise TypeError("fanout: a job is a job file path, a dict shaped like the job YAML, "
+                            "or an object with dump(path); got %s" % type(job).__name__)
+        self.job = job
+        self.path = os.path.abspath(".fanout-job-%d-%d.yml" % (os.getpid(), next(_job_files)))
+
+    def write(self):
+        _live_job_files.add(self.path)
+        if isinstance(self.job, dict):
+            with open(self.path, "w") as f:
+                json.dump(self.job, f, indent=1)
+        else:
+            self.job.dump(self.path)
+        return self.path
+
+    def remove(self):
+        _remove_job_file(self.path)
+
+
+_live_job_files = set()
+
+
+def _remove_job_file(path):
+    _live_job_files.discard(path)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+@atexit.register
+def _remove_live_job_files():
+    for path in list(_live_job_files):
+        _remove_job_file(path)
+
+
 def _job_file(job):
-    """The path of the job file for `job`: a path as it is; a dict is written (as JSON, which is
-    YAML) to a file in the current folder, where the relative paths in it are meant from; an
-    object with dump(path) (the SDK-shaped ones) is dumped there."""
+    """(the path of the job file for `job`, its _JobFile or None): a path is used as it is."""
     if isinstance(job, (str, os.PathLike)):
-        return os.fspath(job)
-    path = os.path.abspath(".fanout-job-%d-%d.yml" % (os.getpid(), next(_job_files)))
-    if isinstance(job, dict):
-        with open(path, "w") as f:
-            json.dump(job, f, indent=1)
-        return path
-    if hasattr(job, "dump"):
-        job.dump(path)
-        return path
-    raise TypeError("fanout: a job is a job file path, a dict shaped like the job YAML, or an "
-                    "object with dump(path); got %s" % type(job).__name__)
+        return os.fspath(job), None
+    f = _JobFile(job)
+    return f.write(), f
+
+
+# The exit status `fanout wait` gives a job that ended in each state.
+_STATE_EXIT = {"succeeded": 0, "partial": 4, "failed": 1, "cancelled": 1}
 
 
 class Client:
@@ -88,19 +126,25 @@ class Client:
         with dump(path)) and returns its Job once the interchange accepted it. `overrides` are
         `fanout run` options (workers=4, allow_partial=True, python=...). Raises FanoutError when
         the run ends before its job is accepted (a bad job file: exit status 2)."""
-        path = _job_file(job)
+        path, job_file = _job_file(job)
         cmd = [self.fanout, "run", path, "--json"] + self._connect_args() + _override_args(
             overrides)
         err = tempfile.TemporaryFile(mode="w+")
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=err, text=True)
-        run = _Run(proc, err, cmd)
+        try:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=err, text=True)
+        except BaseException:
+            if job_file is not None:
+                job_file.remove()
+            raise
+        run = _Run(proc, err, cmd, job_file)
         accepted = run.wait_accepted()
         if accepted is None:
             rc = proc.wait()
+            run.wait(None)
             raise FanoutError(error_message(run.stderr(), "fanout run: exit status %d" % rc), rc,
                               cmd)
-        return Job(self, accepted["job_id"], run=run)
+        return Job(self, accepted["job_id"], run=run, job_file=job_file)
 
     def run(self, job, **overrides):
         """Runs `job` to its end (see submit()) and returns its Job; its state says how it
@@ -129,8 +173,9 @@ class _Run:
     """A `fanout run --json` process of this Python process: its events are read as they come
     (so its pipe never fills), the newest progress and the end kept."""
 
-    def __init__(self, proc, err, cmd):
+    def __init__(self, proc, err, cmd, job_file=None):
         self.proc, self.err, self.cmd = proc, err, cmd
+        self.job_file = job_file  # removed when the run has ended
         self.accepted = None
         self.progress = None
         self.ended = None
@@ -156,6 +201,9 @@ class _Run:
                 self._cond.notify_all()
             if self.printer is not None and kind in ("progress", "ended"):
                 self.printer(ev)
+        self.proc.wait()
+        if self.job_file is not None:
+            self.job_file.remove()
         with self._cond:
             self._done = True
             self._cond.notify_all()
@@ -194,10 +242,12 @@ class Job:
     """A job in a Client's store. Each call reads the store through the CLI, so what it returns
     is current; a job this Client submitted is also followed through its run's events."""
 
-    def __init__(self, client, id, run=None):
+    def __init__(self, client, id, run=None, job_file=None):
         self.client = client
         self.id = int(id)
         self._run = run
+        self._job_file = job_file  # a dict or SDK job's file, written again for resume()
+        self._exit_status = None
 
     def __repr__(self):
         return "<fanout.Job %d>" % self.id
@@ -212,6 +262,22 @@ class Job:
     def state(self):
         """running, succeeded, partial, failed or cancelled."""
         return self.status()["state"]
+
+    @property
+    def exit_status(self):
+        """The CLI's exit status for this job (README, exit status): that of the `fanout run`,
+        `wait` or `resume` this Job followed to the job's end; for a job it did not follow, the
+        one its state gives (succeeded 0, partial 4, failed or cancelled 1). None while the job
+        runs."""
+        if self._exit_status is not None:
+            return self._exit_status
+        if self._run is not None and self._run.proc.poll() is not None:
+            self._run.wait(None)
+            self._exit_status = self._run.proc.returncode
+            return self._exit_status
+        return _STATE_EXIT.get(self.state)
+
+    returncode = exit_status  # subprocess.Popen's name for it
 
     def wait(self, timeout=None, progress=True):
         """Follows the job to its end and returns its state. `progress`: a line on stderr as it
@@ -255,6 +321,7 @@ class Job:
         st = self.status()["state"]
         if st not in ENDED_STATES:
             raise FanoutError(error_message(err, "job %d did not end" % self.id), rc, cmd)
+        self._exit_status = rc
         return st
 
     def cancel(self):
@@ -273,8 +340,15 @@ class Job:
             options)
         if failed:
             args.append("--failed")
-        self.client.cli(*args, ok=(0, 1, 4))
+        if self._job_file is not None:
+            self._job_file.write()
+        try:
+            p = run_cli(self.client.fanout, args, ok=(0, 1, 4))
+        finally:
+            if self._job_file is not None:
+                self._job_file.remove()
         self._run = None
+        self._exit_status = p.returncode
         return self.state
 
     def rows(self, follow=True):

@@ -51,6 +51,8 @@ def main():
         path, _ = job(tmp, "ok", ["a", "b", "c", "d"])
         j = c.run(path, workers=2, progress=False)
         expect("succeeded job state", j.state, "succeeded")
+        expect("succeeded exit_status", (j.exit_status, j.returncode), (0, 0))
+        expect("job(id) exit_status (from its state)", c.job(j.id).exit_status, 0)
         expect("its rows", sorted(j.rows()), ["row a", "row b", "row c", "row d"])
         st = j.status()
         expect("status total", (st["total"], st["succeeded"]), (4, 4))
@@ -66,6 +68,8 @@ def main():
         path, _ = job(tmp, "part", ["a", "bad1", "c"])
         j = c.run(path, allow_partial=True, progress=False)
         expect("partial job state", j.state, "partial")
+        expect("partial exit_status with allow_partial", j.exit_status, 0)
+        expect("job(id) of a partial job: exit_status", c.job(j.id).exit_status, 4)
         expect("partial rows", sorted(j.rows()), ["row a", "row c"])
 
         # Failed: past mini_batch_error_threshold; then resumed with failed=True once fixed.
@@ -73,10 +77,12 @@ def main():
                            top="mini_batch_error_threshold: 0\n")
         j = c.run(path, progress=False)
         expect("failed job state", j.state, "failed")
+        expect("failed exit_status", j.exit_status, 1)
         if not any("bad item" in e["message"] for e in j.status()["last_errors"]):
             fail("the failed job's status names no error: %s" % j.status()["last_errors"])
         support.write(os.path.join(folder, "ok-now"), "")
         expect("resumed job state", j.resume(failed=True), "succeeded")
+        expect("resumed exit_status", j.exit_status, 0)
 
         # Cancelled: a running job stopped.
         path, _ = job(tmp, "slow", ["slow%02d" % i for i in range(30)])
@@ -84,6 +90,7 @@ def main():
         support.wait_until(lambda: j.status()["succeeded"] >= 1, 120, "a slow mini-batch")
         expect("cancelled job state", j.cancel(), "cancelled")
         expect("its state after", j.wait(progress=False), "cancelled")
+        expect("cancelled exit_status", j.exit_status, 1)
 
         # Errors carry the CLI's message and exit status.
         try:
@@ -109,6 +116,30 @@ def main():
                             "entry_script": "score.py", "append_row_to": "${{outputs.out}}"}},
                   progress=False)
         expect("dict job", (j.state, len(list(j.rows()))), ("succeeded", 4))
+
+        # A dict job's relative paths are meant from the working folder, and its job file is
+        # gone once its run ended: after run(), after submit() and wait(), after a refusal.
+        os.chdir(d)
+        rel = {"type": "parallel", "name": "rel-dict",
+               "inputs": {"files": {"type": "uri_folder", "path": "./data"}},
+               "outputs": {"out": {"type": "uri_file", "path": "rel-out.txt"}},
+               "input_data": "${{inputs.files}}", "mini_batch_size": "2",
+               "task": {"type": "run_function", "code": "./src", "entry_script": "score.py",
+                        "append_row_to": "${{outputs.out}}"}}
+        j = c.run(rel, progress=False)
+        expect("relative dict job", (j.state, j.exit_status), ("succeeded", 0))
+        expect("its rows", sorted(j.rows()), ["row a", "row b", "row c", "row d"])
+        left = lambda: sorted(f for f in os.listdir(d) if f.startswith(".fanout-job-"))
+        expect("job files left after run()", left(), [])
+        j = c.submit(dict(rel, name="rel-dict-2"), overwrite=True)
+        j.wait(progress=False)
+        support.wait_until(lambda: not left(), 30, "the submitted job's file removed")
+        try:
+            c.submit(dict(rel, mini_batch_size="two"))
+            fail("a bad dict job raised nothing")
+        except fanout.FanoutError as e:
+            expect("a bad dict job's exit status", e.exit_status, 2)
+        expect("job files left after a refusal", left(), [])
     print("ok")
 
 
