@@ -278,6 +278,86 @@ ParallelRunConfig(
 """
 
 
+# The shape of Azure's partition-per-folder and partition-per-column ParallelRunStep notebooks:
+# azureml.core.workspace, VERSION, get_status().serialize(), a file dataset of a pattern with a
+# partition_format given from the datastore's root, partition_keys, and a tabular dataset's
+# partition_by / to_pandas_dataframe.
+PARTITIONS = """import os, sys, tempfile
+import azureml.core
+from azureml.core.workspace import Workspace
+from azureml.core import Dataset, Environment, Experiment
+from azureml.core.compute import AmlCompute, ComputeTarget
+from azureml.pipeline.core import Pipeline, PipelineData
+from azureml.pipeline.steps import ParallelRunConfig, ParallelRunStep
+print("SDK version:", azureml.core.VERSION)
+ws = Workspace.from_config()
+datastore = ws.get_default_datastore()
+target = ComputeTarget.create(ws, "cpu-cluster",
+                              AmlCompute.provisioning_configuration(vm_size="STANDARD_D2_V2"))
+target.wait_for_completion(show_output=True)
+print(target.get_status().serialize())
+for user, season, genre in (("u1", "winter", "disco"), ("u1", "fall", "piano"),
+                            ("u2", "fall", "piano"), ("u2", "spring", "piano")):
+    datastore.upload("data/" + genre, "parts/%s/%s" % (user, season), overwrite=True,
+                     show_progress=False)
+files = Dataset.File.from_files(path=(datastore, "parts/*/*/*.txt"),
+                                partition_format="parts/{user}/{season}/{genre}.txt",
+                                validate=False)
+if files.partition_keys != ["user", "season", "genre"]:
+    sys.exit("partition_keys: %r" % files.partition_keys)
+out = PipelineData(name="sizes", datastore=datastore)
+config = ParallelRunConfig(source_directory="./src", entry_script="parts.py",
+                           partition_keys=["user", "genre"], error_threshold=5,
+                           output_action="append_row", append_row_file_name="sizes.txt",
+                           environment=Environment(name="e"), compute_target=target,
+                           node_count=2, run_invocation_timeout=600)
+step = ParallelRunStep(name="sizes", inputs=[files.as_named_input("partitioned")], output=out,
+                       parallel_run_config=config, allow_reuse=False)
+run = Experiment(ws, "partitions").submit(Pipeline(workspace=ws, steps=[step]))
+run.wait_for_completion(show_output=True)
+port = run.find_step_run(step.name)[0].get_output_data(out.name)
+where = tempfile.mkdtemp()
+port.download(local_path=where, show_progress=False)
+with open(os.path.join(where, port.path_on_datastore, "sizes.txt")) as f:
+    print("rows", sorted(f.read().split()))
+datastore.upload_files(["./table.csv"], ".", "tables", overwrite=True, show_progress=False)
+table = Dataset.Tabular.from_delimited_files(path=(datastore, "tables/*.csv"))
+parted = table.partition_by(partition_keys=["Store", "Brand"], target=(datastore, "by_key"),
+                            name="parted")
+print("keys", parted.partition_keys, parted.as_named_input("t").partition_keys)
+try:
+    import pandas
+except ImportError:
+    pandas = None
+if pandas is not None and len(table.to_pandas_dataframe()) != 3:
+    sys.exit("to_pandas_dataframe: %r" % table.to_pandas_dataframe())
+"""
+
+PARTS_ENTRY = """def init():
+    pass
+def run(mini_batch, mini_batch_context=None):
+    key = mini_batch_context.partition_key_value
+    return ["%s/%s:%d" % (key["user"], key["genre"], len(mini_batch))]
+"""
+
+
+def partition_notebooks(tmp):
+    root = os.path.join(tmp, "partitions")
+    for genre in ("disco", "piano"):
+        support.make_files(os.path.join(root, "data", genre), [genre + ".txt"])
+    write(os.path.join(root, "src", "parts.py"), PARTS_ENTRY)
+    write(os.path.join(root, ".azureml", "config.json"),
+          json.dumps({"subscription_id": "0", "resource_group": "rg", "workspace_name": "ws"}))
+    write(os.path.join(root, "table.csv"), "Store,Brand,INCOME\n2,t,1\n2,m,2\n5,t,3\n")
+    write(os.path.join(root, "prog.py"), PARTITIONS)
+    p = fanout_python(["prog.py"], root, None, os.path.join(root, "s.db"))
+    want = ["rows ['u1/disco:1', 'u1/piano:1', 'u2/piano:2']",
+            "keys ['Store', 'Brand'] ['Store', 'Brand']", "SDK version:", "provisioningState"]
+    if p.returncode != 0 or any(w not in p.stdout for w in want):
+        fail("the partition notebooks' shape: exit %d, expected %r\n%s\n%s" % (
+            p.returncode, want, p.stdout, p.stderr))
+
+
 def saved_config_runs(tmp):
     """`fanout run parallel_run_config.yml --input DIR` of a save_to_yaml file: the same rows,
     exactly once, and exit status as the equivalent YAML (a failure within error_threshold
@@ -328,6 +408,7 @@ def main():
     with scratch("azure-v1") as tmp:
         not_ours_outside(tmp)
         saved_config_runs(tmp)
+        partition_notebooks(tmp)
         for interp in interpreters:
             round_trip(tmp, interp)
             notebook_shape(tmp, interp)

@@ -6,6 +6,7 @@ reads, and Pipeline / Experiment.submit running the steps through fanout.Client.
 import glob
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -213,7 +214,7 @@ class ComputeTarget:
             print("compute %s: local (fanout runs on this machine)" % self.name, flush=True)
 
     def get_status(self):
-        return Bag(provisioning_state="Succeeded", current_node_count=1)
+        return self.status
 
     def delete(self):
         note_ignored("ComputeTarget.delete")
@@ -328,6 +329,15 @@ class _Dataset:
     as_download = as_mount
     as_direct = as_mount
 
+    @property
+    def partition_keys(self):
+        """The keys of partition_format (`{user}/{season}/*.wav` has user and season), in order;
+        a dataset made by partition_by has that call's keys."""
+        keys = getattr(self, "_partition_keys", None)
+        if keys is not None:
+            return list(keys)
+        return re.findall(r"\{([^{}/]+)\}", self.partition_format or "")
+
     def register(self, workspace, name, description=None, tags=None, create_new_version=False):
         self.name = name
         workspace.datasets[name] = self
@@ -353,6 +363,16 @@ class FileDataset(_Dataset):
         if len(self.paths) == 1 and os.path.isdir(self.paths[0]):
             return {"type": "uri_folder", "path": self.paths[0],
                     "partition_format": self.partition_format}
+        if len(self.paths) == 1 and self.partition_format and any(c in self.paths[0]
+                                                                  for c in "*?["):
+            # A pattern whose partition_format names its last segments (Azure's notebooks give
+            # both from the datastore's root): the folder of the format's literal leading
+            # segments, read with the rest of the format.
+            fmt = self.partition_format.strip("/").split("/")
+            base = self.paths[0].rstrip("/").rsplit("/", len(fmt))[0]
+            while len(fmt) > 1 and not any(c in fmt[0] for c in "{}*?["):
+                base = os.path.join(base, fmt.pop(0))
+            return {"type": "uri_folder", "path": base, "partition_format": "/".join(fmt)}
         if len(self.paths) == 1 and os.path.isfile(self.paths[0]) and not self.partition_format:
             return {"type": "uri_file", "path": self.paths[0]}
         return {"type": "mltable", "path": self._mltable(scratch)}
@@ -375,6 +395,35 @@ class FileDataset(_Dataset):
 
 
 class TabularDataset(_Dataset):
+    def _files(self):
+        out = []
+        for p in self.paths:
+            if os.path.isdir(p):
+                out += sorted(os.path.join(d, f) for d, _, fs in os.walk(p) for f in fs)
+            else:
+                out += sorted(glob.glob(p))
+        return out
+
+    def to_pandas_dataframe(self, on_error="null", out_of_range_datetime="null"):
+        """The rows of the dataset's files (pandas must be importable)."""
+        import pandas
+        o = self.options
+        header = 0 if o.get("header", True) not in (False, "NO_HEADERS", "no_header") else None
+        frames = [pandas.read_csv(f, sep=o.get("separator", ","), header=header)
+                  for f in self._files()]
+        return pandas.concat(frames, ignore_index=True) if frames else pandas.DataFrame()
+
+    def partition_by(self, partition_keys, target, name=None, show_progress=True,
+                     partition_as_file_dataset=False):
+        """The same rows, partitioned by `partition_keys` when a step runs over them (one
+        mini-batch per combination): nothing is written to `target` (noted)."""
+        note_ignored("TabularDataset.partition_by target",
+                     "the rows are partitioned by the keys when the step runs")
+        c = TabularDataset(self.paths, self.partition_format, **self.options)
+        c._partition_keys = list(partition_keys)
+        c.name = name
+        return c
+
     def _input(self, scratch):
         return {"type": "mltable", "path": self._mltable(scratch)}
 

@@ -5,5 +5,8 @@ from azureml._fanout_v1 import (Dataset, Datastore, Environment, Experiment, Mod
                                 UserErrorException, Workspace)
 from azureml._fanout_v1 import PipelineRun  # noqa: F401
 
+# The SDK's version attribute; fanout's shapes follow the last v1 releases.
+VERSION = "1.0-fanout"
+
 __all__ = ["Dataset", "Datastore", "Environment", "Experiment", "Model", "Run",
            "UserErrorException", "Workspace"]
