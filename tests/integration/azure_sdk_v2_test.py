@@ -7,6 +7,7 @@ parallel one in a pipeline; a bad setting gets fanout's own
 validation message; outside `fanout python`, `import azure.ai.ml` is not ours. Under the pyenv
 python3 and Debian's /usr/bin/python3. Environment: tests/meson.build."""
 
+import glob
 import os
 import re
 import subprocess
@@ -137,16 +138,22 @@ prep = load_component(source="prep.yml")
 score = load_component(source="component.yml")
 
 
-@dsl.pipeline()
+@dsl.pipeline(display_name="prepare and score", tags={"shape": "notebook"})
 def prepare_and_score(raw):
     prepared = prep(raw=raw)
+    # As Azure's iris notebook sets its output: a datastore path, a local folder here.
+    prepared.outputs.prepared.path = (
+        "azureml://datastores/${{default_datastore}}/paths/${{name}}/prepared")
     scored = score(files=prepared.outputs.prepared)
     scored.outputs.scores = Output(type="uri_file", path=sys.argv[1])
     return {"rows": scored.outputs.scores}
 
 
 ml_client = MLClient.from_config(credential=None)
-run = ml_client.jobs.create_or_update(prepare_and_score(raw=Input(path="./data")))
+job = prepare_and_score(raw=Input(path="./data"))
+job.tags.update({"run": "1"})
+print("tags", sorted(job.tags.items()))
+run = ml_client.jobs.create_or_update(job)
 ml_client.jobs.stream(run.name)
 """
 
@@ -224,6 +231,13 @@ def command_then_parallel(tmp, interp):
                                                                  p.stderr))
     check_rows_once(read_rows(out), ["a.txt A", "b.txt B", "d.txt D"],
                     "the rows of the prepared folder")
+    if "tags [('run', '1'), ('shape', 'notebook')]" not in p.stdout:
+        fail("the pipeline job's tags: %s" % p.stdout)
+    made = glob.glob(os.path.join(root, "azureml-outputs", "datastores", "workspaceblobstore",
+                                  "*", "prepared", "d.txt"))
+    if len(made) != 1:
+        fail("the azureml://datastores/ output is not under azureml-outputs/datastores: %s" %
+             os.listdir(root))
 
 
 def validation_message(tmp, interp):

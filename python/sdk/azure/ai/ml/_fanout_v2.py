@@ -356,9 +356,11 @@ class PipelineJob:
     """What a dsl.pipeline function returns: its nodes, in the order they were made (an input can
     only be an earlier node's output, so this order runs them)."""
 
-    def __init__(self, name, nodes, outputs, settings):
+    def __init__(self, name, nodes, outputs, settings, tags=None):
         self.name = None
         self.display_name = name
+        self.tags = dict(tags or {})
+        self.description = settings.get("description")
         self.nodes = nodes
         self.jobs = {}
         for node in nodes:
@@ -390,7 +392,7 @@ def pipeline(func=None, *, name=None, display_name=None, description=None, compu
             outputs = dict(result) if isinstance(result, dict) else {}
             return PipelineJob(name or display_name or fn.__name__, nodes, outputs,
                                {"default_compute": default_compute or compute,
-                                "description": description or fn.__doc__})
+                                "description": description or fn.__doc__}, tags)
         build.__name__, build.__doc__ = fn.__name__, fn.__doc__
         return build
 
@@ -414,6 +416,25 @@ def _default_outputs(node, job_name, node_name):
     for out_name, out in vars(node.outputs).items():
         if out.path is None:
             out.path = os.path.join(os.getcwd(), "azureml-outputs", job_name, node_name, out_name)
+        elif isinstance(out.path, str) and out.path.startswith(_DATASTORE_URI):
+            out.path = _datastore_path(out.path, job_name, out_name)
+
+
+_DATASTORE_URI = "azureml://datastores/"
+
+
+def _datastore_path(uri, job_name, out_name):
+    """An output's azureml://datastores/STORE/paths/PATH as the local folder
+    ./azureml-outputs/datastores/STORE/PATH (${{default_datastore}} is workspaceblobstore;
+    ${{name}} the job's name, ${{output_name}} the output's)."""
+    rest = uri[len(_DATASTORE_URI):]
+    store, _, path = rest.partition("/paths/")
+    store = store.replace("${{default_datastore}}", "workspaceblobstore")
+    path = path.replace("${{name}}", job_name).replace("${{output_name}}", out_name)
+    local = os.path.join(os.getcwd(), "azureml-outputs", "datastores", store, path)
+    note_ignored("output datastore paths",
+                 "an azureml://datastores/ output is written under ./azureml-outputs/datastores/")
+    return local
 
 
 class _LocalJob:
@@ -440,8 +461,10 @@ class _Jobs:
                          **kwargs):
         """Starts `job` (a node or a pipeline job) on fanout and returns it at once."""
         # A fresh name per submission, as Azure's, so that a second run gets its own outputs.
-        name = "%s-%s" % (job.name or getattr(job, "display_name", None) or "job",
-                          uuid.uuid4().hex[:8])
+        # A name fit for paths and commands (Azure's are identifiers too): a display name's
+        # spaces and the like become '_'.
+        base = job.name or getattr(job, "display_name", None) or "job"
+        name = "%s-%s" % (re.sub(r"[^A-Za-z0-9_.-]", "_", base), uuid.uuid4().hex[:8])
         nodes = job.jobs if isinstance(job, PipelineJob) else {name: job}
         local = None
 
