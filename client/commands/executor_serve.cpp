@@ -181,8 +181,11 @@ class Feeder final {
     std::size_t taken = 0;
     while (taken < lines_.size() && frame.batches.size() < room && bytes < (4u << 20)) {
       bytes += lines_[taken].size() + 16;
-      frame.batches.push_back(proto::MiniBatch{
-          .index = next_index_++, .items = {std::move(lines_[taken])}, .detail = {}});
+      frame.batches.push_back(
+          proto::MiniBatch{.index = next_index_++, .items = {lines_[taken]}, .detail = {}});
+      // Kept until the interchange is known to have it: a probe that finds it missing sends it
+      // again from here (resend_from); without the copy the call would be lost.
+      sent_.push_back(std::move(lines_[taken]));
       ++taken;
     }
     lines_.erase(lines_.begin(), lines_.begin() + static_cast<std::ptrdiff_t>(taken));
