@@ -207,6 +207,7 @@ int Interchange::run() {
   poller.add(client_sock_);
   poller.add(pool_sock_);
   const std::size_t reports_item = poller.add_fd(reports_->fd());
+  const std::size_t committed_item = poller.add_fd(store_->committed_fd());
   auto now = Clock::now();
   auto next_heartbeat = now + opts_.heartbeat_period;
   auto next_overview = now + opts_.overview_interval;
@@ -232,6 +233,7 @@ int Interchange::run() {
       on_pool(msg);
     }
     dispatch();
+    if (poller.readable(committed_item)) finish_ended_jobs();
     if (poller.readable(reports_item)) on_reports_done();
     if (metrics_ && Clock::now() >= next_metrics_) publish_metrics(Clock::now());
 
@@ -254,7 +256,8 @@ int Interchange::run() {
       return proto::kExitRuntime;
     }
     end_jobs_whose_output_failed();
-    if (opts_.exit_when_idle && had_client_ && ledger_.empty() && !sessions_.reporting()) {
+    if (opts_.exit_when_idle && had_client_ && ledger_.empty() && ended_.empty() &&
+        !sessions_.reporting()) {
       // Give the last JobEnded time to leave before the sockets close.
       if (!idle) {
         idle = true;
@@ -283,16 +286,26 @@ void Interchange::heartbeat_pools(Clock::time_point now) {
 // A job whose output file failed (disk full, I/O error) ends failed; the others go on.
 void Interchange::end_jobs_whose_output_failed() {
   for (auto& [id, reason] : store_->take_failed_jobs()) store_failed_[id] = std::move(reason);
-  while (!store_failed_.empty()) {
-    auto f = store_failed_.begin();
+  for (auto f = store_failed_.begin(); f != store_failed_.end();) {
     const std::uint64_t id = f->first;
+    // An ended job whose end is not committed yet takes its failure then (finish_ended_job).
+    if (std::any_of(ended_.begin(), ended_.end(),
+                    [id](const EndedJob& e) { return e.job.id == id; })) {
+      ++f;
+      continue;
+    }
     const Verdict failed{JobState::Failed, f->second};
-    store_failed_.erase(f);
+    f = store_failed_.erase(f);
     if (ledger_.find(id) != nullptr) end_job(id, failed);
   }
 }
 
 void Interchange::shut_down() {
+  // Jobs ended but not yet told: their end is committed now, and their reports written below.
+  if (!ended_.empty()) {
+    store_->flush();
+    finish_ended_jobs();
+  }
   // Reports being written are finished (and recorded), and their clients told, before we go.
   reports_->wait_idle();
   on_reports_done();
@@ -981,12 +994,33 @@ void Interchange::end_job(std::uint64_t job_id, const Verdict& verdict) {
     if (pool_sock_.send_to(peer, drop) == net::SendResult::Sent) ++stats_.frames_out;
   }
   store_->finish_job(job.id, state, verdict.reason, unix_now());
-  store_->flush();  // the client is told only what is durable
+  // The client is told only what is durable, but the final flush (the writer's backlog, up to
+  // a second on a busy machine) is not waited for here: this loop serves the other jobs
+  // meanwhile, and finish_ended_jobs() goes on once the store has committed it.
+  const std::uint64_t ticket = store_->flush_async();
+  ended_.push_back(EndedJob{std::move(ended.job), state, verdict.reason, ticket});
+  store_->wake_when_committed(ended_.front().ticket);
+}
+
+void Interchange::finish_ended_jobs() {
+  std::uint64_t count = 0;
+  while (::read(store_->committed_fd(), &count, sizeof count) < 0 && errno == EINTR) {
+  }
+  while (!ended_.empty() && store_->committed(ended_.front().ticket)) {
+    EndedJob e = std::move(ended_.front());
+    ended_.pop_front();
+    finish_ended_job(e);
+  }
+  if (!ended_.empty()) store_->wake_when_committed(ended_.front().ticket);
+}
+
+void Interchange::finish_ended_job(EndedJob& e) {
+  const Job& job = e.job;
   // The job's output file may have failed in what was just flushed: the store then ended it
   // failed (its rows taken back), whatever the verdict was, and so is the client told.
   for (auto& [id, why] : store_->take_failed_jobs()) store_failed_[id] = std::move(why);
-  std::string end_state = state;
-  std::string end_reason = verdict.reason;
+  std::string end_state = std::move(e.state);
+  std::string end_reason = std::move(e.reason);
   if (auto f = store_failed_.find(job.id); f != store_failed_.end()) {
     end_state = state_string(JobState::Failed);
     end_reason = std::move(f->second);

@@ -155,7 +155,13 @@ class Interchange final {
   // Jobs.
   // Ends the job if the ledger has a verdict for it.
   void settle(Job& job);
+  // Ends the job in the ledger and queues its end in the store; the rest (the client's
+  // JobEnded, the report) waits in ended_ for that to be committed, off this loop.
   void end_job(std::uint64_t job_id, const Verdict& verdict);
+  // The ended jobs whose end is committed: each gets its report and JobEnded, in order.
+  void finish_ended_jobs();
+  struct EndedJob;
+  void finish_ended_job(EndedJob& e);
   void log_gave_up(const proto::TaskResult& r);
   void on_reports_done();
   void deliver(Delivery d);
@@ -187,6 +193,14 @@ class Interchange final {
   // Jobs the store failed because their output file could not be written, and why, until the
   // loop or end_job() has ended each as failed (TaskStore::take_failed_jobs()).
   std::map<std::uint64_t, std::string> store_failed_{};
+  // Jobs ended whose end the store has not committed yet (TaskStore::flush_async()'s ticket),
+  // oldest first: the client is told only what is durable.
+  struct EndedJob {
+    Job job{};
+    std::string state{}, reason{};
+    std::uint64_t ticket = 0;
+  };
+  std::deque<EndedJob> ended_{};
 
   PoolTable pools_;
   JobLedger ledger_;

@@ -3,10 +3,14 @@
 #include "fanout/store/task_store.hpp"
 
 #include <sqlite3.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <span>
 #include <string>
@@ -20,6 +24,7 @@
 #include "fanout/store/detail/writer.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/error.hpp"
+#include "fanout/util/fd.hpp"
 #include "fanout/util/fs.hpp"
 
 namespace fanout::store {
@@ -47,7 +52,15 @@ struct TaskStore::Impl {
       : path(p),
         log(std::move(l)),
         db(with_parent_dirs(p), Db::Mode::ReadWriteCreate),
+        committed_wake(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
         queue(path, log) {
+    if (!committed_wake.valid()) {
+      throw Failure(ErrorCode::Io, "store " + path + ": eventfd: " + std::strerror(errno));
+    }
+    queue.set_on_applied([this] {
+      const std::uint64_t one = 1;
+      (void)!::write(committed_wake.get(), &one, sizeof one);
+    });
     db.exec("PRAGMA busy_timeout = 5000", "set busy_timeout");
     bool is_wal = false;
     {
@@ -141,6 +154,7 @@ struct TaskStore::Impl {
   double stats_cpu_s = 0;
   double stats_wall_s = 0;
 
+  UniqueFd committed_wake;   // written when a wake_when_committed() ticket is committed
   detail::WriteQueue queue;  // last: destroyed (stopped) first
 };
 
@@ -208,14 +222,18 @@ void TaskStore::mark_running(std::uint64_t job_id, std::uint64_t index, std::uin
   impl_->queue.push(detail::MarkRunning{job_id, index, tries});
 }
 
-void TaskStore::record_attempt(AttemptRecord rec) { impl_->queue.push(std::move(rec)); }
+void TaskStore::record_attempt(AttemptRecord rec) {
+  impl_->queue.push(std::make_unique<AttemptRecord>(std::move(rec)));
+}
 
 void TaskStore::finish_job(std::uint64_t job_id, const std::string& state,
                            const std::string& reason, double ended) {
   impl_->queue.push(detail::FinishJob{job_id, state, reason, ended});
 }
 
-void TaskStore::upsert_pool(const PoolRecord& pool) { impl_->queue.push(PoolRecord(pool)); }
+void TaskStore::upsert_pool(const PoolRecord& pool) {
+  impl_->queue.push(std::make_unique<PoolRecord>(pool));
+}
 
 void TaskStore::mark_reported(std::uint64_t job_id, double when) {
   impl_->queue.push(detail::MarkReported{job_id, when});
@@ -231,6 +249,19 @@ void TaskStore::flush() {
   impl_->queue.push(detail::WriteSubmitted{});
   impl_->queue.wait_applied();
 }
+
+std::uint64_t TaskStore::flush_async() {
+  impl_->queue.push(detail::WriteSubmitted{});
+  return impl_->queue.ticket();
+}
+
+bool TaskStore::committed(std::uint64_t ticket) { return impl_->queue.applied(ticket); }
+
+void TaskStore::wake_when_committed(std::uint64_t ticket) {
+  impl_->queue.wake_when_applied(ticket);
+}
+
+int TaskStore::committed_fd() const noexcept { return impl_->committed_wake.get(); }
 
 bool TaskStore::ok() const noexcept { return impl_->queue.ok(); }
 

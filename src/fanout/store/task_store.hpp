@@ -76,6 +76,15 @@ class TaskStore final {
 
   // Blocks until everything queued before the call is committed (output data synced first).
   void flush();
+  // flush() without blocking, for a caller that must keep serving: queues what flush() queues
+  // and returns a ticket for everything queued before the call. committed(ticket) is true once
+  // all of it is committed (output data synced first), as flush() would have returned; after
+  // wake_when_committed(ticket), committed_fd() (an eventfd; read it to reset) becomes readable
+  // once it is. Thread-safe.
+  [[nodiscard]] std::uint64_t flush_async();
+  [[nodiscard]] bool committed(std::uint64_t ticket);
+  void wake_when_committed(std::uint64_t ticket);
+  [[nodiscard]] int committed_fd() const noexcept;
   // False once the writer thread hit an error it could not recover from (the store database
   // itself failed).
   [[nodiscard]] bool ok() const noexcept;

@@ -5,6 +5,7 @@
 #include "fanout/store/task_store.hpp"
 
 #include <doctest/doctest.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -139,6 +140,47 @@ TEST_CASE("store.task_store.records_job_lifecycle") {
   CHECK(all[0].id == 1);
   CHECK(reader.history(10, "failed").size() == 1);
   CHECK(reader.history(10, "running").empty());
+}
+
+// flush() without blocking: the interchange ends a job this way, so that its loop serves the
+// other jobs during the final flush. The ticket's writes are committed when committed_fd()
+// says so, and readable through another connection.
+TEST_CASE("store.task_store.flush_async_wakes_the_caller_once_committed") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  TaskStore store(path, quiet_logger());
+  store.create_job(1, make_spec(dir.file("out/o.txt")), 1000.0);
+  store.add_minibatches(1, {make_batch(0, {"/in/a.csv"}), make_batch(1, {"/in/b.csv"})});
+  store.set_submit_done(1, 2);
+  using S = proto::AttemptStatus;
+  for (std::uint64_t i = 0; i < 2; ++i) {
+    store.mark_running(1, i, 1);
+    store.record_attempt(make_attempt(i + 1, 1, i, 1, S::RunDone, "succeeded", "r\n", true));
+  }
+  store.finish_job(1, "succeeded", "", 1001.0);
+  const std::uint64_t ticket = store.flush_async();
+  store.wake_when_committed(ticket);
+  pollfd p{store.committed_fd(), POLLIN, 0};
+  REQUIRE(::poll(&p, 1, 60000) == 1);  // generous: a busy machine
+  CHECK(store.committed(ticket));
+  StoreReader reader(path);
+  const auto job = reader.job(1);
+  REQUIRE(job.has_value());
+  CHECK(job->state == "succeeded");
+  CHECK(job->succeeded == 2);
+  CHECK(job->attempts == 2);
+  // Reset, then a ticket already committed wakes at once.
+  std::uint64_t count = 0;
+  REQUIRE(::read(store.committed_fd(), &count, sizeof count) == sizeof count);
+  CHECK(::poll(&p, 1, 0) == 0);
+  store.wake_when_committed(ticket);
+  CHECK(::poll(&p, 1, 0) == 1);
+  // A later ticket is not committed before its writes are.
+  store.add_minibatches(1, {make_batch(2, {"/in/c.csv"})});
+  const std::uint64_t later = store.flush_async();
+  CHECK(later > ticket);
+  store.flush();
+  CHECK(store.committed(later));
 }
 
 TEST_CASE("store.task_store.write_error_makes_store_not_ok") {

@@ -48,10 +48,14 @@ struct MarkReported {
 
 struct WriteSubmitted {};
 
-// CreateJob and ResourceRecord are rare and large, so they are boxed to keep the queue's
-// elements small.
+// The large records are boxed to keep the queue's elements small: CreateJob, PoolRecord and
+// ResourceRecord are rare, and an AttemptRecord (one per result, about 430 bytes inline) made
+// every element that large, so the queue's two vectors, which keep their capacity and double
+// with a backlog of up to kMaxBacklog, held over 100 MB and moved every queued record's strings
+// each time they grew. A box costs one allocation per result, freed after its commit.
 using Op = std::variant<std::unique_ptr<CreateJob>, AddMiniBatches, SetSubmitDone, MarkRunning,
-                        AttemptRecord, FinishJob, PoolRecord, std::unique_ptr<ResourceRecord>,
-                        MarkReported, WriteSubmitted>;
+                        std::unique_ptr<AttemptRecord>, FinishJob, std::unique_ptr<PoolRecord>,
+                        std::unique_ptr<ResourceRecord>, MarkReported, WriteSubmitted>;
+static_assert(sizeof(Op) <= 96, "a queued operation stays small: box large records");
 
 }  // namespace fanout::store::detail

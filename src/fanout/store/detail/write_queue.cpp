@@ -45,6 +45,18 @@ void WriteQueue::wait_applied() {
   --flush_waiters_;
 }
 
+void WriteQueue::wake_when_applied(std::uint64_t ticket) {
+  {
+    std::lock_guard lk(mu_);
+    if (committed_ < ticket) {
+      wake_at_ = wake_at_ == 0 ? ticket : std::min(wake_at_, ticket);
+      work_cv_.notify_one();  // cut a group-commit wait short
+      return;
+    }
+  }
+  if (on_applied_) on_applied_();
+}
+
 void WriteQueue::run() {
   std::vector<Op> ops;
   std::unique_lock lk(mu_);
@@ -71,9 +83,9 @@ void WriteQueue::run() {
     // those pages again and again. So it waits a moment for more, unless enough are queued,
     // someone waits in wait_applied(), or we stop. Only the time to durability grows, by at
     // most kGroupCommitDelay; nothing is acknowledged to a peer on commit.
-    if (queue_.size() < kGroupCommitOps && !stop_ && flush_waiters_ == 0) {
+    if (queue_.size() < kGroupCommitOps && !stop_ && flush_waiters_ == 0 && wake_at_ == 0) {
       work_cv_.wait_for(lk, kGroupCommitDelay, [this] {
-        return stop_ || flush_waiters_ > 0 || queue_.size() >= kGroupCommitOps;
+        return stop_ || flush_waiters_ > 0 || wake_at_ != 0 || queue_.size() >= kGroupCommitOps;
       });
     }
     ops.swap(queue_);
@@ -87,11 +99,17 @@ void WriteQueue::run() {
       // After a failure the rest is dropped (see ok()), but still counted as done so that
       // wait_applied() returns.
       if (healthy_.load(std::memory_order_relaxed)) apply(std::span<Op>(ops).subspan(i, n));
+      bool wake = false;
       {
         std::lock_guard done_lk(mu_);
         committed_ = first + i + n;
+        if (wake_at_ != 0 && committed_ >= wake_at_) {
+          wake_at_ = 0;
+          wake = true;
+        }
       }
       done_cv_.notify_all();
+      if (wake && on_applied_) on_applied_();
     }
     ops.clear();
     lk.lock();

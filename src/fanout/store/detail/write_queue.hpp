@@ -84,6 +84,23 @@ class WriteQueue final {
   // cutting a group-commit wait short.
   void wait_applied();
 
+  // Operations queued so far: a ticket for everything queued before the call.
+  [[nodiscard]] std::uint64_t ticket() {
+    std::lock_guard lk(mu_);
+    return queued_;
+  }
+  // Whether everything up to `ticket` is applied (or dropped after a failure).
+  [[nodiscard]] bool applied(std::uint64_t ticket) {
+    std::lock_guard lk(mu_);
+    return committed_ >= ticket;
+  }
+  // wait_applied() without blocking: `on_applied` (set once, before start()) is called once
+  // everything up to `ticket` is applied, on the writer thread, or at once on this one when it
+  // already is. Group-commit waits are cut short until then. One target at a time: a later
+  // call with a lower ticket lowers it; the caller asks again for what is still not applied.
+  void wake_when_applied(std::uint64_t ticket);
+  void set_on_applied(std::function<void()> on_applied) { on_applied_ = std::move(on_applied); }
+
   // Applies everything queued, then joins the writer thread (if started). Idempotent; push()
   // must not be called during or after it.
   void stop();
@@ -112,7 +129,9 @@ class WriteQueue final {
   std::uint64_t queued_ = 0;     // operations ever queued
   std::uint64_t committed_ = 0;  // operations ever applied (or dropped after a failure)
   bool stop_ = false;
-  int flush_waiters_ = 0;  // threads in wait_applied(): the writer commits without waiting
+  int flush_waiters_ = 0;      // threads in wait_applied(): the writer commits without waiting
+  std::uint64_t wake_at_ = 0;  // wake_when_applied()'s ticket; 0: none (also commits at once)
+  std::function<void()> on_applied_;
   std::atomic<bool> healthy_{true};
 
   // Writer thread only: when the held submissions are due (see ApplyFn).

@@ -118,7 +118,8 @@ void Writer::apply(std::span<Op> ops) {
       // Consecutive results are queued to share multi-row statements. Any other operation
       // first writes the results queued before it, so that every row is written in the order
       // it was queued (a MarkRunning does so itself, only when it writes a row).
-      if (!std::holds_alternative<AttemptRecord>(op) && !std::holds_alternative<MarkRunning>(op)) {
+      if (!std::holds_alternative<std::unique_ptr<AttemptRecord>>(op) &&
+          !std::holds_alternative<MarkRunning>(op)) {
         flush_attempts();
       }
       std::visit([this](auto& o) { do_op(o); }, op);
@@ -391,8 +392,8 @@ void Writer::do_op(SetSubmitDone& op) {
 void Writer::skip_superseded(std::span<Op> ops) {
   recorded_.clear();
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-    if (auto* rec = std::get_if<AttemptRecord>(&*it)) {
-      recorded_.insert(MiniBatchKey{rec->result.job_id, rec->result.index});
+    if (auto* rec = std::get_if<std::unique_ptr<AttemptRecord>>(&*it)) {
+      recorded_.insert(MiniBatchKey{(*rec)->result.job_id, (*rec)->result.index});
     } else if (auto* run = std::get_if<MarkRunning>(&*it)) {
       run->superseded = recorded_.contains(MiniBatchKey{run->job_id, run->index});
     }

@@ -107,8 +107,10 @@ class Writer final {
   void do_op(WriteSubmitted&);
   void do_op(SetSubmitDone& op);
   void do_op(MarkRunning& op);
+  void do_op(std::unique_ptr<AttemptRecord>& rec) { do_op(*rec); }
   void do_op(AttemptRecord& rec);
   void do_op(FinishJob& op);
+  void do_op(std::unique_ptr<PoolRecord>& p) { do_op(*p); }
   void do_op(PoolRecord& p);
   void do_op(MarkReported& op);
   void do_op(std::unique_ptr<ResourceRecord>& rec);
