@@ -2,6 +2,7 @@
 #include "client/launch/sge_launcher.hpp"
 
 #include <fmt/format.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -52,9 +53,13 @@ Output run_command(const std::vector<std::string>& argv, const std::string& dir)
   return o;
 }
 
+// qstat -u takes a name only (a uid lists nothing): the passwd entry's, else $USER.
 std::string user_name() {
+  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_name != nullptr) {
+    return pw->pw_name;
+  }
   if (const char* u = std::getenv("USER"); u != nullptr && *u != '\0') return u;
-  return std::to_string(::getuid());
+  return "*";
 }
 
 // The states of this user's jobs, or nullopt when qstat failed (then nothing is concluded).
