@@ -405,8 +405,8 @@ void add_run_options(CLI::App* run, client::RunOverrides& ov) {
                   "(fanout.priority; default 1)")
       ->check(CLI::Range(1u, 1000000u));
   run->add_option("--launcher", ov.launcher,
-                  "where the pools run: local (default) or slurm (docs/cluster.md)")
-      ->check(CLI::IsMember({"local", "slurm"}));
+                  "where the pools run: local (default), slurm or sge (docs/cluster.md)")
+      ->check(CLI::IsMember({"local", "slurm", "sge"}));
   run->add_option("--nodes", ov.nodes,
                   "slurm: pool jobs (one node each) at the start (default: instance_count)")
       ->check(CLI::Range(1u, 100000u));

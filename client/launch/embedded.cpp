@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "client/launch/run_plan.hpp"
+#include "client/launch/sge_launcher.hpp"
 #include "client/launch/slurm_launcher.hpp"
 #include "fanout/net/keys.hpp"
 #include "fanout/protocol/exit_codes.hpp"
@@ -117,6 +118,13 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
                                                                        .run_dir = run_dir,
                                                                        .quiet = rs.quiet},
                                                 log_);
+  } else if (plan_launcher(rs) == LauncherKind::Sge) {
+    launcher_ = std::make_unique<SgeLauncher>(SgeLauncher::Options{.launch = rs.launch,
+                                                                   .nodes = rs.pools,
+                                                                   .job_name = rs.job_name,
+                                                                   .run_dir = run_dir,
+                                                                   .quiet = rs.quiet},
+                                              log_);
   } else {
     launcher_ = std::make_unique<LocalLauncher>(run_dir, log_);
   }

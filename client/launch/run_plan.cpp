@@ -160,6 +160,7 @@ std::vector<std::string> plan_pool_argv(const RunSettings& rs, const std::string
 }
 
 LauncherKind plan_launcher(const RunSettings& rs) {
+  if (rs.launch.kind == "sge") return LauncherKind::Sge;
   return rs.launch.kind == "slurm" ? LauncherKind::Slurm : LauncherKind::Local;
 }
 

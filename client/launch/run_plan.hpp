@@ -105,9 +105,9 @@ struct GuestSecurity {
                                                       const std::string& pool_endpoint,
                                                       const std::vector<std::string>& security);
 
-// Which launcher starts the pools: Slurm batch jobs for rs.launch.kind "slurm", else local
-// child processes.
-enum class LauncherKind : std::uint8_t { Local, Slurm };
+// Which launcher starts the pools: Slurm batch jobs for rs.launch.kind "slurm", Grid Engine jobs
+// for "sge", else local child processes.
+enum class LauncherKind : std::uint8_t { Local, Slurm, Sge };
 [[nodiscard]] LauncherKind plan_launcher(const RunSettings& rs);
 
 }  // namespace fanout::client

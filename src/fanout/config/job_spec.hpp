@@ -34,9 +34,10 @@ struct OutputSpec {
 
 // Where the pools run (docs/cluster.md): `launcher: local` (the embedded pools, the default) or
 // `slurm` (one batch job per node, each running one pool with srun), with Parsl's SlurmProvider
-// options. Counts of 0 mean "not given".
+// options, or `sge` (one Grid Engine job per host: partition is the queue, account the project).
+// Counts of 0 mean "not given".
 struct LauncherSettings {
-  std::string kind = "local";         // "local" | "slurm"
+  std::string kind = "local";         // "local" | "slurm" | "sge"
   std::string partition{};            // #SBATCH --partition
   std::string account{};              // #SBATCH --account
   std::string qos{};                  // #SBATCH --qos

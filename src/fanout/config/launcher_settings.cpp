@@ -70,8 +70,8 @@ LauncherSettings read_launcher_settings(const YamlReader& r, const Fields& f) {
   LauncherSettings s;
   if (const Entry* x = f.get("launcher")) {
     std::string k = lower(trim(r.text(*x)));
-    if (k != "local" && k != "slurm") {
-      r.fail(x->where(), "expected local or slurm (got " + quote(x->value.Scalar()) + ")");
+    if (k != "local" && k != "slurm" && k != "sge") {
+      r.fail(x->where(), "expected local, slurm or sge (got " + quote(x->value.Scalar()) + ")");
     }
     s.kind = k;
     s.line = x->line();

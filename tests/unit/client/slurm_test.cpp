@@ -219,7 +219,7 @@ TEST_CASE("client.slurm.job_file_errors") {
     std::string also;
   };
   const std::vector<Case> cases = {
-      {"  launcher: pbs\n", "fanout.launcher", 11, "expected local or slurm (got \"pbs\")"},
+      {"  launcher: pbs\n", "fanout.launcher", 11, "expected local, slurm or sge (got \"pbs\")"},
       {"  walltime: an hour\n", "fanout.walltime", 11, "Slurm time limit"},
       {"  walltime: \"1:2:3:4\"\n", "fanout.walltime", 11, "Slurm time limit"},
       {"  nodes: 0\n", "fanout.nodes", 11, ">= 1"},
