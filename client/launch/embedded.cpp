@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "client/launch/hpc_launcher.hpp"
 #include "client/launch/run_plan.hpp"
 #include "client/launch/slurm_launcher.hpp"
 #include "fanout/net/keys.hpp"
@@ -117,6 +118,14 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
                                                                        .run_dir = run_dir,
                                                                        .quiet = rs.quiet},
                                                 log_);
+  } else if (auto sched = hpc::scheduler_of(rs.launch.kind)) {
+    launcher_ = std::make_unique<HpcLauncher>(HpcLauncher::Options{.scheduler = *sched,
+                                                                   .launch = rs.launch,
+                                                                   .nodes = rs.pools,
+                                                                   .job_name = rs.job_name,
+                                                                   .run_dir = run_dir,
+                                                                   .quiet = rs.quiet},
+                                              log_);
   } else {
     launcher_ = std::make_unique<LocalLauncher>(run_dir, log_);
   }

@@ -105,9 +105,10 @@ struct GuestSecurity {
                                                       const std::string& pool_endpoint,
                                                       const std::vector<std::string>& security);
 
-// Which launcher starts the pools: Slurm batch jobs for rs.launch.kind "slurm", else local
+// Which launcher starts the pools: Slurm batch jobs for rs.launch.kind "slurm", PBS, LSF or
+// HTCondor ones for "pbs", "lsf", "condor" (Hpc), else local
 // child processes.
-enum class LauncherKind : std::uint8_t { Local, Slurm };
+enum class LauncherKind : std::uint8_t { Local, Slurm, Hpc };
 [[nodiscard]] LauncherKind plan_launcher(const RunSettings& rs);
 
 }  // namespace fanout::client
