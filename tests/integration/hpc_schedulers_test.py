@@ -211,7 +211,12 @@ def read(path):
 
 def main():
     support.require_fanout()
-    root = scratch("fanout-hpc-")
+    with scratch("fanout-hpc-") as root:
+        cases(root)
+    print("PASS")
+
+
+def cases(root):
     bindir = os.path.join(root, "bin")
     os.makedirs(bindir)
     for name in NAMES:
@@ -231,7 +236,7 @@ def main():
             fail(f"lsf: the batch script lacks {piece!r}:\n{script}")
     print("ok: lsf: batch script kept")
 
-    rd, r = run_case(root, "condor", "  nodes_per_block: 2\n")
+    rd, _ = run_case(root, "condor", "  nodes_per_block: 2\n")
     sub = read(os.path.join(rd, "condor", "pools.sub"))
     if "queue 2" not in sub:
         fail(f"condor: the submit description lacks `queue 2`:\n{sub}")
@@ -240,7 +245,6 @@ def main():
     if len(logs) != 2:
         fail(f"condor: expected two pool logs (queue 2), got {logs}")
     print("ok: condor: nodes_per_block 2 ran two pools in one cluster")
-    print("PASS")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace fanout::config::detail {
 
@@ -172,24 +173,32 @@ std::string check_scheduler_options(std::string_view kind, std::string_view text
   using detail::quote;
   using detail::trim;
   // Each branch: the one directive prefix the scheduler reads in its script (a line without it
-  // would run as a command, or be ignored), or condor's `key = value` commands.
-  std::string prefix;
-  if (kind == "slurm") prefix = "#SBATCH";
-  if (kind == "pbs") prefix = "#PBS";
-  if (kind == "lsf") prefix = "#BSUB";
-  if (prefix.empty() && kind != "condor") return {};
+  // would run as a command, or be ignored), condor's `key = value` commands, or, where no batch
+  // launcher is written (it may come from --launcher), a line any of them takes.
+  std::vector<std::string> prefixes;
+  if (kind == "slurm" || kind == "local") prefixes.emplace_back("#SBATCH");
+  if (kind == "pbs" || kind == "local") prefixes.emplace_back("#PBS");
+  if (kind == "lsf" || kind == "local") prefixes.emplace_back("#BSUB");
+  const bool condor = kind == "condor" || kind == "local";
+  std::string what = prefixes.empty() ? "" : "an " + prefixes[0];
+  for (std::size_t i = 1; i < prefixes.size(); ++i) what += ", " + prefixes[i];
+  if (!what.empty()) what += " line";
+  if (condor) {
+    what += what.empty() ? "a submit description command `key = value`"
+                         : " or a condor submit command `key = value`";
+  }
   std::size_t n = 0;
   for (std::size_t pos = 0; pos < text.size(); ++n) {
     auto nl = text.find('\n', pos);
     auto line = trim(text.substr(pos, nl - pos));
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
     if (line.empty()) continue;
-    const bool ok = prefix.empty() ? detail::is_condor_command(line) : line.rfind(prefix, 0) == 0;
+    bool ok = condor && detail::is_condor_command(line);
+    for (const auto& p : prefixes) ok = ok || line.starts_with(p);
     if (!ok) {
-      const std::string what =
-          prefix.empty() ? "a submit description command `key = value`" : "an " + prefix + " line";
-      return "line " + std::to_string(n + 1) + ": expected " + what + " for launcher " +
-             std::string(kind) + " (got " + quote(line) + ")";
+      return "line " + std::to_string(n + 1) + ": expected " + what +
+             (kind == "local" ? "" : " for launcher " + std::string(kind)) + " (got " +
+             quote(line) + ")";
     }
   }
   return {};

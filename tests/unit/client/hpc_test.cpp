@@ -335,3 +335,16 @@ TEST_CASE("client.hpc.launcher_keys") {
   CHECK(
       fanout::config::check_scheduler_options("condor", "request_disk = 1G\n+Foo = 1\n\n").empty());
 }
+
+TEST_CASE("client.hpc.slurm_nodes_per_block") {
+  // Slurm's batch script asks for nodes_per_block nodes; its srun runs one pool on each.
+  fanout::client::slurm::ScriptInput in;
+  in.job_name = "score";
+  in.run_dir = "/r";
+  in.pool_argv = {"fanout-pool"};
+  CHECK(has(fanout::client::slurm::batch_script(in), "#SBATCH --nodes=1\n"));
+  in.launch.nodes_per_block = 3;
+  const std::string s = fanout::client::slurm::batch_script(in);
+  CHECK(has(s, "#SBATCH --nodes=3\n#SBATCH --ntasks-per-node=1\n"));
+  CHECK(has(s, "exec srun --ntasks-per-node=1"));
+}
