@@ -382,6 +382,20 @@ void add_adhoc_options(CLI::App* run, RunArgs& a) {
 }
 
 // A long list of independent option declarations; splitting it would only scatter them.
+// The batch-scheduler flags of `fanout run` (docs/cluster.md): each replaces its fanout: key.
+void add_batch_scheduler_options(CLI::App* run, client::RunOverrides& ov) {
+  run->add_option("--queue", ov.queue, "pbs, lsf: the queue (fanout.queue; #PBS -q, #BSUB -q)");
+  run->add_option("--nodes-per-block", ov.nodes_per_block,
+                  "slurm, pbs, lsf, condor: nodes in one pool job, one pool on each "
+                  "(fanout.nodes_per_block; default 1)")
+      ->check(CLI::Range(1u, 100000u));
+  run->add_option("--worker-init", ov.worker_init,
+                  "shell lines run on each node before the pool starts (fanout.worker_init)");
+  run->add_option("--scheduler-options", ov.scheduler_options,
+                  "directive lines passed through verbatim: #SBATCH, #PBS, #BSUB or condor "
+                  "`key = value` (fanout.scheduler_options)");
+}
+
 void add_run_options(CLI::App* run, client::RunOverrides& ov) {
   run->add_option("--interchange", ov.interchange,
                   "client endpoint of a running interchange (default: start a private one)");
@@ -405,8 +419,9 @@ void add_run_options(CLI::App* run, client::RunOverrides& ov) {
                   "(fanout.priority; default 1)")
       ->check(CLI::Range(1u, 1000000u));
   run->add_option("--launcher", ov.launcher,
-                  "where the pools run: local (default), slurm or sge (docs/cluster.md)")
-      ->check(CLI::IsMember({"local", "slurm", "sge"}));
+                  "where the pools run: local (default), slurm, sge, pbs, lsf or condor "
+                  "(docs/cluster.md)")
+      ->check(CLI::IsMember({"local", "slurm", "sge", "pbs", "lsf", "condor"}));
   run->add_option("--nodes", ov.nodes,
                   "slurm: pool jobs (one node each) at the start (default: instance_count)")
       ->check(CLI::Range(1u, 100000u));
@@ -418,6 +433,7 @@ void add_run_options(CLI::App* run, client::RunOverrides& ov) {
   run->add_option("--interchange-address", ov.interchange_address,
                   "slurm: the address the nodes reach this host at (default: the first "
                   "non-loopback interface)");
+  add_batch_scheduler_options(run, ov);
   run->add_flag("--exit-with-client", ov.exit_with_client,
                 "if this client dies, release the pools (scancel) and stop the interchange");
   run->add_option("--window", ov.window,

@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "client/launch/hpc_launcher.hpp"
 #include "client/launch/run_plan.hpp"
 #include "client/launch/sge_launcher.hpp"
 #include "client/launch/slurm_launcher.hpp"
@@ -120,6 +121,14 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
                                                 log_);
   } else if (plan_launcher(rs) == LauncherKind::Sge) {
     launcher_ = std::make_unique<SgeLauncher>(SgeLauncher::Options{.launch = rs.launch,
+                                                                   .nodes = rs.pools,
+                                                                   .job_name = rs.job_name,
+                                                                   .run_dir = run_dir,
+                                                                   .quiet = rs.quiet},
+                                              log_);
+  } else if (auto sched = hpc::scheduler_of(rs.launch.kind)) {
+    launcher_ = std::make_unique<HpcLauncher>(HpcLauncher::Options{.scheduler = *sched,
+                                                                   .launch = rs.launch,
                                                                    .nodes = rs.pools,
                                                                    .job_name = rs.job_name,
                                                                    .run_dir = run_dir,

@@ -160,8 +160,12 @@ std::vector<std::string> plan_pool_argv(const RunSettings& rs, const std::string
 }
 
 LauncherKind plan_launcher(const RunSettings& rs) {
+  if (rs.launch.kind == "slurm") return LauncherKind::Slurm;
   if (rs.launch.kind == "sge") return LauncherKind::Sge;
-  return rs.launch.kind == "slurm" ? LauncherKind::Slurm : LauncherKind::Local;
+  if (rs.launch.kind == "pbs" || rs.launch.kind == "lsf" || rs.launch.kind == "condor") {
+    return LauncherKind::Hpc;
+  }
+  return LauncherKind::Local;
 }
 
 }  // namespace fanout::client

@@ -106,8 +106,9 @@ struct GuestSecurity {
                                                       const std::vector<std::string>& security);
 
 // Which launcher starts the pools: Slurm batch jobs for rs.launch.kind "slurm", Grid Engine jobs
-// for "sge", else local child processes.
-enum class LauncherKind : std::uint8_t { Local, Slurm, Sge };
+// for "sge", PBS, LSF or HTCondor ones for "pbs", "lsf", "condor" (Hpc), else local child
+// processes.
+enum class LauncherKind : std::uint8_t { Local, Slurm, Sge, Hpc };
 [[nodiscard]] LauncherKind plan_launcher(const RunSettings& rs);
 
 }  // namespace fanout::client

@@ -29,6 +29,11 @@ void apply_overrides(config::JobConfig& cfg, const RunOverrides& ov) {
   if (ov.min_nodes > 0) l.min_nodes = ov.min_nodes;
   if (ov.max_nodes > 0) l.max_nodes = ov.max_nodes;
   if (!ov.interchange_address.empty()) l.interchange_address = ov.interchange_address;
+  // The batch-scheduler flags (docs/cluster.md): each replaces its fanout: key.
+  if (!ov.queue.empty()) l.queue = ov.queue;
+  if (ov.nodes_per_block > 0) l.nodes_per_block = ov.nodes_per_block;
+  if (!ov.worker_init.empty()) l.worker_init = ov.worker_init;
+  if (!ov.scheduler_options.empty()) l.scheduler_options = ov.scheduler_options;
   if (!ov.metrics_listen.empty()) cfg.fanout.metrics_listen = ov.metrics_listen;
 }
 
@@ -84,7 +89,7 @@ RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
   rs.job_name = cfg.name;
   rs.exit_with_client = ov.exit_with_client;
   rs.quiet = ov.quiet || ov.json;
-  if (rs.launch.kind == "slurm" || rs.launch.kind == "sge") {
+  if (rs.launch.kind != "local") {
     // A pool job per node (nodes: resources.instance_count unless given); the pools take the
     // node's cores unless the job file says how many workers.
     if (rs.launch.nodes == 0) rs.launch.nodes = rs.pools;
@@ -129,7 +134,7 @@ store::JobSettings recorded_settings(const config::JobConfig& cfg) {
   s.max_minibatches_per_worker = cfg.fanout.max_minibatches_per_worker;
   const auto& l = cfg.fanout.launch;
   s.launcher = l.kind;
-  if (l.kind == "slurm" || l.kind == "sge") {
+  if (l.kind != "local") {
     s.nodes = l.nodes > 0 ? l.nodes : cfg.instance_count;
     s.min_nodes = l.min_nodes;
     s.max_nodes = l.max_nodes;

@@ -38,6 +38,12 @@ struct RunOverrides {
   std::uint32_t min_nodes = 0;
   std::uint32_t max_nodes = 0;
   std::string interchange_address{};
+  // Batch schedulers (docs/cluster.md): --queue, --nodes-per-block, --worker-init,
+  // --scheduler-options; empty / 0: the job file's keys.
+  std::string queue{};
+  std::uint32_t nodes_per_block = 0;
+  std::string worker_init{};
+  std::string scheduler_options{};
   bool exit_with_client = false;  // release the pools and stop the interchange if the client dies
   std::string
       metrics_listen{};  // the embedded interchange's --metrics-listen (fanout.metrics_listen)

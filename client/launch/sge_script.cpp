@@ -72,7 +72,8 @@ std::string job_script(const ScriptInput& in) {
   s += fmt::format("#$ -o {}/sge/pools-$JOB_ID.out\n", in.run_dir);
   if (l.cores_per_node > 0) s += fmt::format("#$ -pe smp {}\n", l.cores_per_node);
   if (!l.walltime.empty()) s += fmt::format("#$ -l h_rt={}\n", h_rt(l.walltime));
-  if (!l.partition.empty()) s += fmt::format("#$ -q {}\n", l.partition);
+  const std::string& queue = l.queue.empty() ? l.partition : l.queue;
+  if (!queue.empty()) s += fmt::format("#$ -q {}\n", queue);
   if (!l.account.empty()) s += fmt::format("#$ -P {}\n", l.account);
   if (!l.scheduler_options.empty()) {
     s += l.scheduler_options;

@@ -243,6 +243,12 @@ Expected<void> prepare_launcher(RunSettings& rs, const config::JobConfig& cfg,
   if (auto e = slurm::check_blocks(rs.launch, cfg.instance_count); !e.empty()) {
     return make_error(ErrorCode::InvalidArgument, where + ": " + e);
   }
+  // scheduler_options again for the launcher chosen last (--launcher may differ from the file's).
+  if (auto e = config::check_scheduler_options(rs.launch.kind, rs.launch.scheduler_options);
+      !e.empty()) {
+    return make_error(ErrorCode::InvalidArgument,
+                      where + ": fanout.scheduler_options (--scheduler-options): " + e);
+  }
   auto addr = interchange_address(rs.launch.interchange_address);
   if (!addr) return Unexpected{addr.error()};
   rs.pool_address = *addr;

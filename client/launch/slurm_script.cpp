@@ -30,7 +30,9 @@ std::string batch_script(const ScriptInput& in) {
       "# connecting back to the job's interchange. Kept for you to read (docs/cluster.md).\n",
       in.job_name);
   s += fmt::format("#SBATCH --job-name=fanout-{}\n", in.job_name);
-  s += "#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\n";
+  // nodes_per_block: srun below runs one pool on each node of the allocation.
+  s += fmt::format("#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1\n",
+                   std::max(1u, l.nodes_per_block));
   s += fmt::format("#SBATCH --output={}/slurm/pools-%j.out\n", in.run_dir);
   if (!l.partition.empty()) s += fmt::format("#SBATCH --partition={}\n", l.partition);
   if (!l.account.empty()) s += fmt::format("#SBATCH --account={}\n", l.account);

@@ -127,7 +127,10 @@ FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
                           "cpu_affinity",
                           "gpus_per_node",
                           "mem_per_node",
-                          "metrics_listen"});
+                          "metrics_listen",
+                          "queue",
+                          "nodes_per_block",
+                          "pbs_flavor"});
   FanoutSettings s;
   s.launch = read_launcher_settings(r, f);
   s.placement = read_placement(r, f);

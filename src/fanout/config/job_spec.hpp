@@ -34,10 +34,11 @@ struct OutputSpec {
 
 // Where the pools run (docs/cluster.md): `launcher: local` (the embedded pools, the default) or
 // `slurm` (one batch job per node, each running one pool with srun), with Parsl's SlurmProvider
-// options, or `sge` (one Grid Engine job per host: partition is the queue, account the project).
+// options, or `sge` (one Grid Engine job per host: queue, else partition, is the queue; account
+// the project).
 // Counts of 0 mean "not given".
 struct LauncherSettings {
-  std::string kind = "local";         // "local" | "slurm" | "sge"
+  std::string kind = "local";         // "local" | "slurm" | "sge" | "pbs" | "lsf" | "condor"
   std::string partition{};            // #SBATCH --partition
   std::string account{};              // #SBATCH --account
   std::string qos{};                  // #SBATCH --qos
@@ -53,7 +54,22 @@ struct LauncherSettings {
   std::string worker_init{};          // shell lines run before the pool starts
   std::string interchange_address{};  // what the nodes connect to; empty: first non-loopback
   int line = 0;                       // where `launcher` was written (0: not written)
+  // PBS, LSF and HTCondor (docs/cluster.md): the queue (#PBS -q, #BSUB -q), nodes in one pool
+  // job (one pool on each), and which PBS writes the node request (pro: -l select, torque:
+  // -l nodes).
+  std::string queue{};                // #PBS -q, #BSUB -q; "": the scheduler's default
+  std::uint32_t nodes_per_block = 0;  // nodes in one pool job; 0: 1
+  std::string pbs_flavor{};           // "pro" | "torque"; "": pro
 };
+
+// The launchers `fanout run --launcher` and `fanout.launcher` take.
+[[nodiscard]] bool is_launcher_kind(std::string_view kind);
+
+// Whether each non-empty line of `text` is a scheduler_options line the launcher `kind` passes
+// through: "#SBATCH ..." (slurm), "#PBS ..." (pbs), "#BSUB ..." (lsf), a submit description
+// command "key = value" or "+Attr = value" (condor); anything for local. "" when fine, else
+// "line N: expected an #SBATCH line (got '...')".
+[[nodiscard]] std::string check_scheduler_options(std::string_view kind, std::string_view text);
 
 // Where a pool's workers run on its node (docs/resources.md): fanout-pool's placement options.
 struct PlacementSettings {

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace fanout::config::detail {
 
@@ -53,6 +54,39 @@ void read_slurm_resources(const YamlReader& r, const Fields& f, LauncherSettings
   slurm_word("mem_per_node", s.mem_per_node, "a memory size as Slurm's --mem takes it: 64G, 4000");
 }
 
+// The keys of the PBS, LSF and HTCondor launchers: queue, nodes_per_block, pbs_flavor.
+void read_batch_settings(const YamlReader& r, const Fields& f, LauncherSettings& s) {
+  if (const Entry* x = f.get("queue")) {
+    s.queue = std::string(trim(r.text(*x)));
+    if (s.queue.empty() || s.queue.find_first_of(" \t\n\"'") != std::string::npos) {
+      r.fail(x->where(), "expected one word (got " + quote(x->value.Scalar()) + ")");
+    }
+  }
+  if (const Entry* x = f.get("nodes_per_block")) {
+    s.nodes_per_block = static_cast<std::uint32_t>(r.integer(*x, 1, 100000));
+  }
+  if (const Entry* x = f.get("pbs_flavor")) {
+    s.pbs_flavor = lower(trim(r.text(*x)));
+    if (s.pbs_flavor != "pro" && s.pbs_flavor != "torque") {
+      r.fail(x->where(), "expected pro or torque (got " + quote(x->value.Scalar()) + ")");
+    }
+  }
+}
+
+// Whether `line` (trimmed, not empty) is a condor submit description command: `key = value`
+// with a key of letters, digits, '_' and '.', or '+' before it (a job ClassAd attribute).
+bool is_condor_command(std::string_view line) {
+  auto eq = line.find('=');
+  if (eq == std::string_view::npos) return false;
+  auto key = trim(line.substr(0, eq));
+  if (!key.empty() && key.front() == '+') key.remove_prefix(1);
+  if (key.empty()) return false;
+  for (char c : key) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '_' && c != '.') return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool is_slurm_time(std::string_view s) {
@@ -70,8 +104,9 @@ LauncherSettings read_launcher_settings(const YamlReader& r, const Fields& f) {
   LauncherSettings s;
   if (const Entry* x = f.get("launcher")) {
     std::string k = lower(trim(r.text(*x)));
-    if (k != "local" && k != "slurm" && k != "sge") {
-      r.fail(x->where(), "expected local, slurm or sge (got " + quote(x->value.Scalar()) + ")");
+    if (!is_launcher_kind(k)) {
+      r.fail(x->where(),
+             "expected local, slurm, sge, pbs, lsf or condor (got " + quote(x->value.Scalar()) + ")");
     }
     s.kind = k;
     s.line = x->line();
@@ -104,19 +139,13 @@ LauncherSettings read_launcher_settings(const YamlReader& r, const Fields& f) {
   read_slurm_resources(r, f, s);
   if (const Entry* x = f.get("exclusive")) s.exclusive = r.boolean(*x);
   if (const Entry* x = f.get("scheduler_options")) {
-    s.scheduler_options = r.text(*x, "#SBATCH lines as one text (a YAML block: `|`)");
-    std::size_t n = 0;
-    for (std::size_t pos = 0; pos < s.scheduler_options.size(); ++n) {
-      auto nl = s.scheduler_options.find('\n', pos);
-      auto line = trim(std::string_view(s.scheduler_options).substr(pos, nl - pos));
-      pos = nl == std::string::npos ? s.scheduler_options.size() : nl + 1;
-      if (!line.empty() && line.rfind("#SBATCH", 0) != 0) {
-        r.fail(x->where(), "line " + std::to_string(n + 1) + ": expected an #SBATCH line (got " +
-                               quote(line) + ")");
-      }
+    s.scheduler_options = r.text(*x, "scheduler directives as one text (a YAML block: `|`)");
+    if (auto e = check_scheduler_options(s.kind, s.scheduler_options); !e.empty()) {
+      r.fail(x->where(), e);
     }
   }
   if (const Entry* x = f.get("worker_init")) s.worker_init = r.text(*x, "shell lines as one text");
+  read_batch_settings(r, f, s);
   // The counts against each other where both are written (nodes may come from instance_count
   // later: the client checks again then).
   if (s.nodes > 0 && s.max_nodes > 0 && s.max_nodes < s.nodes) {
@@ -133,3 +162,48 @@ LauncherSettings read_launcher_settings(const YamlReader& r, const Fields& f) {
 }
 
 }  // namespace fanout::config::detail
+
+namespace fanout::config {
+
+bool is_launcher_kind(std::string_view kind) {
+  return kind == "local" || kind == "slurm" || kind == "sge" || kind == "pbs" || kind == "lsf" ||
+         kind == "condor";
+}
+
+std::string check_scheduler_options(std::string_view kind, std::string_view text) {
+  using detail::quote;
+  using detail::trim;
+  // Each branch: the one directive prefix the scheduler reads in its script (a line without it
+  // would run as a command, or be ignored), condor's `key = value` commands, or, where no batch
+  // launcher is written (it may come from --launcher), a line any of them takes.
+  std::vector<std::string> prefixes;
+  if (kind == "slurm" || kind == "local") prefixes.emplace_back("#SBATCH");
+  if (kind == "sge" || kind == "local") prefixes.emplace_back("#$");
+  if (kind == "pbs" || kind == "local") prefixes.emplace_back("#PBS");
+  if (kind == "lsf" || kind == "local") prefixes.emplace_back("#BSUB");
+  const bool condor = kind == "condor" || kind == "local";
+  std::string what = prefixes.empty() ? "" : "an " + prefixes[0];
+  for (std::size_t i = 1; i < prefixes.size(); ++i) what += ", " + prefixes[i];
+  if (!what.empty()) what += " line";
+  if (condor) {
+    what += what.empty() ? "a submit description command `key = value`"
+                         : " or a condor submit command `key = value`";
+  }
+  std::size_t n = 0;
+  for (std::size_t pos = 0; pos < text.size(); ++n) {
+    auto nl = text.find('\n', pos);
+    auto line = trim(text.substr(pos, nl - pos));
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    if (line.empty()) continue;
+    bool ok = condor && detail::is_condor_command(line);
+    for (const auto& p : prefixes) ok = ok || line.starts_with(p);
+    if (!ok) {
+      return "line " + std::to_string(n + 1) + ": expected " + what +
+             (kind == "local" ? "" : " for launcher " + std::string(kind)) + " (got " +
+             quote(line) + ")";
+    }
+  }
+  return {};
+}
+
+}  // namespace fanout::config

@@ -219,7 +219,8 @@ TEST_CASE("client.slurm.job_file_errors") {
     std::string also;
   };
   const std::vector<Case> cases = {
-      {"  launcher: pbs\n", "fanout.launcher", 11, "expected local, slurm or sge (got \"pbs\")"},
+      {"  launcher: k8s\n", "fanout.launcher", 11,
+       "expected local, slurm, sge, pbs, lsf or condor (got \"k8s\")"},
       {"  walltime: an hour\n", "fanout.walltime", 11, "Slurm time limit"},
       {"  walltime: \"1:2:3:4\"\n", "fanout.walltime", 11, "Slurm time limit"},
       {"  nodes: 0\n", "fanout.nodes", 11, ">= 1"},
@@ -228,7 +229,7 @@ TEST_CASE("client.slurm.job_file_errors") {
       {"  partition: two words\n", "fanout.partition", 11, "expected one word"},
       {"  exclusive: sometimes\n", "fanout.exclusive", 11, ""},
       {"  scheduler_options: |\n    #SBATCH --mem=1G\n    --qos=x\n", "fanout.scheduler_options",
-       11, "line 2: expected an #SBATCH line (got \"--qos=x\")"},
+       11, "line 2: expected an #SBATCH, #$, #PBS, #BSUB line or a condor submit command"},
       {"  worker_init: [a, b]\n", "fanout.worker_init", 11, "shell lines"},
       {"  max_node: 3\n", "fanout.max_node", 11, "did you mean max_nodes?"},
   };
