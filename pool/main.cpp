@@ -14,6 +14,7 @@
 #include "fanout/util/test_hooks.hpp"
 #include "pool/pool.hpp"
 #include "pool/wall_clock.hpp"
+#include "pool/walltime.hpp"
 
 namespace {
 fanout::pool::Pool* g_pool = nullptr;
@@ -74,6 +75,40 @@ void add_memory_options(CLI::App& app, fanout::pool::Options& opts, std::string&
   app.add_option("--max-minibatches-per-worker", opts.max_minibatches_per_worker,
                  "replace a worker after it ran this many mini-batches (0: never)")
       ->capture_default_str();
+}
+
+// The walltime options (docs/cluster.md): when the allocation ends, and how long before it the
+// pool leaves.
+void add_walltime_options(CLI::App& app, std::string& end, unsigned& margin_s) {
+  app.add_option("--walltime-end", end,
+                 "when this pool's allocation ends, in Unix seconds (default: "
+                 "$SLURM_JOB_END_TIME): mini-batches that would not finish are handed back "
+                 "before it");
+  app.add_option("--walltime-margin-s", margin_s,
+                 "leave this many seconds before --walltime-end, handing back what is left")
+      ->check(CLI::Range(0u, 86400u))
+      ->capture_default_str();
+}
+
+// Sets the walltime from --walltime-end, else SLURM_JOB_END_TIME. False (said on stderr) when
+// the flag's value is not Unix seconds; a bad variable is ignored with a warning.
+bool set_walltime(fanout::pool::Options& opts, const std::string& flag, unsigned margin_s) {
+  opts.walltime_margin = std::chrono::seconds(margin_s);
+  std::string why;
+  if (!flag.empty()) {
+    auto end = fanout::pool::parse_walltime_end(flag, why);
+    if (!end) std::fprintf(stderr, "error: --walltime-end: %s\n", why.c_str());
+    if (end) opts.walltime_end = *end;
+    return end.has_value();
+  }
+  const char* env = std::getenv("SLURM_JOB_END_TIME");
+  if (env == nullptr || *env == '\0') return true;
+  if (auto end = fanout::pool::parse_walltime_end(env, why)) {
+    opts.walltime_end = *end;
+  } else {
+    std::fprintf(stderr, "warning: SLURM_JOB_END_TIME ignored: %s\n", why.c_str());
+  }
+  return true;
 }
 
 // The placement options (docs/resources.md): which devices and CPUs each worker gets.
@@ -162,6 +197,9 @@ int main(int argc, char** argv) {
                  "that ask for it)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  std::string walltime_end;
+  unsigned walltime_margin_s = 30;
+  add_walltime_options(app, walltime_end, walltime_margin_s);
   std::string worker_memory_limit;
   add_memory_options(app, opts, worker_memory_limit);
   add_placement_options(app, opts.placement);
@@ -189,6 +227,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", ok.error().message.c_str());
     return fanout::proto::kExitUsage;
   }
+  if (!set_walltime(opts, walltime_end, walltime_margin_s)) return fanout::proto::kExitUsage;
   opts.poll = std::chrono::milliseconds(poll_ms);
   opts.heartbeat_period = std::chrono::milliseconds(hb_ms);
   opts.heartbeat_threshold = std::chrono::milliseconds(hb_threshold_ms);

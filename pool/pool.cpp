@@ -202,7 +202,10 @@ int Pool::run() {
   send_register();
   int rc = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
-    if (signals_.load(std::memory_order_relaxed) > 0 && drain_over(Clock::now())) break;
+    if ((signals_.load(std::memory_order_relaxed) > 0 || walltime_due()) &&
+        drain_over(Clock::now())) {
+      break;
+    }
     const std::vector<std::size_t> fd_slots = wait_for_events(poller);
     note_freeze();
     read_interchange();
@@ -352,9 +355,9 @@ void Pool::say_goodbye() {
     if (w->tasks().task()) ++running;
     queued += w->tasks().queued().size();
   }
-  send(proto::encode(proto::PoolLeaving{
-      fmt::format("the pool was stopped (signal); handed back {} unstarted and {} stopped tasks",
-                  queued, running)}));
+  send(proto::encode(proto::PoolLeaving{fmt::format(
+      "the pool was stopped ({}); handed back {} unstarted and {} stopped tasks",
+      walltime_drain_ ? "its allocation's walltime is near" : "signal", queued, running)}));
   sock_.set_linger(Millis(2000));
   log_->info("said goodbye to the interchange: handed back {} unstarted and {} stopped tasks",
              queued, running);
@@ -373,6 +376,23 @@ void Pool::stop_workers() {
   }
 }
 
+bool Pool::walltime_due() {
+  if (walltime_drain_) return true;
+  if (opts_.walltime_end <= 0) return false;
+  const double now = local_unix_now();
+  const double expected = run_times_.longest_median();
+  if (fits_walltime(now, opts_.walltime_end, static_cast<double>(opts_.walltime_margin.count()),
+                    expected)) {
+    return false;
+  }
+  walltime_drain_ = true;
+  log_->info(
+      "walltime: {:.0f} s left before the allocation ends (margin {} s), a mini-batch takes "
+      "{:.1f} s (median): taking no more, handing back what is left",
+      std::max(0.0, opts_.walltime_end - now), opts_.walltime_margin.count(), expected);
+  return true;
+}
+
 // After a signal the pool asks for no more tasks (capacity 0), starts none of those it holds,
 // and lets its running tasks finish (with the tasks already in their pipes) for at most
 // drain_grace; then it leaves, and PoolLeaving hands back what is left. A second signal, or no
@@ -385,11 +405,19 @@ bool Pool::drain_over(Clock::time_point now) {
   const auto running = std::count_if(slots_.begin(), slots_.end(), busy);
   if (!planner_.draining()) {
     planner_.start_draining();
-    drain_until_ = now + opts_.drain_grace;
+    auto grace = opts_.drain_grace;
+    if (walltime_drain_) {
+      // Before the walltime the running tasks may go on until the margin before the end.
+      grace = std::chrono::duration_cast<Millis>(std::chrono::duration<double>(
+          walltime_left(local_unix_now(), opts_.walltime_end,
+                        static_cast<double>(opts_.walltime_margin.count()))));
+      if (signals_.load(std::memory_order_relaxed) > 0) grace = std::min(grace, opts_.drain_grace);
+    }
+    drain_until_ = now + grace;
     log_->info(
-        "stopping (signal): finishing {} running tasks within {} ms, handing back {} "
+        "stopping ({}): finishing {} running tasks within {} ms, handing back {} "
         "queued ones; a second signal stops at once",
-        running, opts_.drain_grace.count(), planner_.queue().size());
+        walltime_drain_ ? "walltime" : "signal", running, grace.count(), planner_.queue().size());
     send(proto::encode(proto::Heartbeat{planner_.capacity()}));  // 0: no more tasks, please
   }
   if (running == 0) return true;
@@ -668,6 +696,7 @@ void Pool::on_task_done(Worker& w, WorkerEvent& ev) {
   r.cpu_s = ev.cpu_s;
   if (fit_result(r, t)) log_->warn("job {} mini-batch {}: {}", t.job_id, t.index, r.error_message);
   planner_.task_finished(t.job_id, r.elapsed_s);
+  run_times_.add(t.job_id, r.elapsed_s);
   results_.push_back(std::move(r));
   ++stats_.results;
   if (ev.status == pipe::DoneStatus::Exiting) {

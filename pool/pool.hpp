@@ -25,6 +25,7 @@
 #include "pool/memory_guard.hpp"
 #include "pool/pool_planner.hpp"
 #include "pool/resource_monitor.hpp"
+#include "pool/walltime.hpp"
 #include "pool/worker.hpp"
 #include "pool/worker_placement.hpp"
 
@@ -67,6 +68,11 @@ struct Options {
   double mem_per_worker_gib = 0;
   std::uint64_t worker_memory_limit_bytes = 0;
   std::uint32_t max_minibatches_per_worker = 0;
+  // When the allocation ends, in Unix seconds (--walltime-end, else SLURM_JOB_END_TIME; 0: not
+  // known): the pool takes no mini-batch whose expected run() time does not fit, and leaves
+  // walltime_margin before it, handing back what it holds (pool/walltime.hpp).
+  double walltime_end = 0;
+  std::chrono::seconds walltime_margin{30};
 };
 
 struct PoolStats {
@@ -150,8 +156,10 @@ class Pool final {
   void flush_results();
   void send(const std::string& frame);
   void log_stats(bool force);
-  // Draining after a signal (see stop()): whether to leave the loop now.
+  // Draining after a signal (see stop()) or before the walltime: whether to leave the loop now.
   bool drain_over(Clock::time_point now);
+  // Whether the next mini-batch would not fit before the walltime (then the pool drains).
+  [[nodiscard]] bool walltime_due();
   // The wall clock the pool reports, in the interchange's time (see wall_clock.hpp).
   [[nodiscard]] double reported_unix(double local_unix) const noexcept {
     return local_unix + clock_correction_;
@@ -181,6 +189,8 @@ class Pool final {
   std::atomic<bool> stop_{false};
   std::atomic<int> signals_{0};
   Clock::time_point drain_until_{};
+  bool walltime_drain_ = false;  // draining because the walltime is near, not for a signal
+  RunTimes run_times_{};         // the run() durations seen, for the walltime
   // Interchange clock minus ours, measured at each Registered (0 before, or from an old
   // interchange): added to every wall time the pool reports.
   double clock_correction_ = 0;

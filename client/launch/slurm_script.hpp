@@ -24,8 +24,13 @@ struct ScriptInput {
   std::vector<std::string> pool_argv{};  // fanout-pool and its flags (PoolCommand::argv)
 };
 
+// How long before its walltime Slurm sends a pool job SIGTERM (#SBATCH --signal), the backstop
+// of the pool's own walltime drain.
+inline constexpr unsigned kWalltimeSignalS = 20;
+
 // The batch script of one pool job: one node, `#SBATCH` lines from the settings (then
-// scheduler_options as written), worker_init, then `srun` running the pool once per node of
+// scheduler_options as written), worker_init, SLURM_JOB_END_TIME exported (for the pool's
+// walltime drain), then `srun` running the pool once per node of
 // the allocation, named after the job and node, logging to
 // <run_dir>/logs/sys/node/<node>/pool-slurm<JOBID>.log. The job's own output goes to
 // <run_dir>/slurm/pools-<JOBID>.out.
@@ -73,7 +78,8 @@ class BlockPolicy final {
 
 // What the "every pool job ended" message adds for the last pool job's final `state`: for
 // TIMEOUT, that it ran out of time and which key sets that ("; pool job 12 reached its walltime
-// (fanout.walltime 00:01:00): raise it, or allow replacements with --max-nodes"); "" otherwise.
+// (fanout.walltime 00:01:00): raise it, or allow replacements with --max-nodes"); for COMPLETED
+// with fanout.walltime set, that its pool left before the walltime; "" otherwise.
 [[nodiscard]] std::string end_advice(std::uint64_t id, std::string_view state,
                                      const config::LauncherSettings& l);
 

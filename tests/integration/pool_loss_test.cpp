@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
+#include "fanout/util/clock.hpp"
 #include "job_fixture.hpp"
 
 using namespace fanout::test;
@@ -218,4 +219,45 @@ TEST_CASE("integration.pool_loss.embedded_run_reports_its_pools_gone_and_resume_
   check_rows_once(dir / "out.txt", 40);
   CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 40);
   CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 40);
+}
+
+// A pool that knows when its allocation ends (--walltime-end; SLURM_JOB_END_TIME on Slurm)
+// takes no mini-batch that would not finish a margin before it, and leaves then by itself,
+// handing back what it holds: no attempt is lost, no try spent, and the job finishes on the
+// other pool. (The minute-long heartbeat threshold keeps silence out of the picture.)
+TEST_CASE("integration.pool_loss.pool_leaves_before_its_walltime_with_no_try_spent") {
+  TempDir dir("poolwalltime");
+  const std::string db = dir / "fanout.db";
+  const std::vector<std::string> beats = {"--heartbeat-period-ms", "200",
+                                          "--heartbeat-threshold-ms", "60000"};
+  Cluster cl;
+  make_counting_job(dir.path(), "pool-walltime", 120, "0.5");
+  cl.start_interchange(dir.path(), db, beats);
+  auto walltime = beats;
+  walltime.insert(walltime.end(), {"--walltime-end",
+                                   std::to_string(static_cast<long long>(fanout::unix_now()) + 20),
+                                   "--walltime-margin-s", "5"});
+  cl.start_pool(dir.path(), "pool-a", 2, walltime);
+  cl.start_pool(dir.path(), "pool-b", 2, beats);
+  auto client = start_run(dir / "job.yaml", db, cl.client_ep, dir / "client");
+
+  // pool-a leaves on its own, well before the job ends.
+  auto pool_st = cl.pools[0].wait_for(std::chrono::seconds(60));
+  INFO(cl.logs());
+  REQUIRE(pool_st.has_value());
+  CHECK(pool_st->code == 0);
+  CHECK(read_text(dir / "pool-a.log").find("walltime") != std::string::npos);
+
+  auto st = client.wait_for(std::chrono::seconds(180));
+  INFO("client stderr:\n" << read_text(dir / "client.err"));
+  REQUIRE(st.has_value());
+  CHECK(st->code == 0);
+  check_rows_once(dir / "out.txt", 120);
+  CHECK(sql_column(db, "select state from pools where name='pool-a'") ==
+        std::vector<std::string>{"gone"});
+  // pool-a did work, and nothing failed: one successful attempt per mini-batch.
+  CHECK(sql_int(db, "select count(*) from attempts where pool='pool-a'") >= 1);
+  CHECK(sql_int(db, "select count(*) from attempts where status<>'RUN_DONE'") == 0);
+  CHECK(read_lines(dir / "runs.txt").size() == 120);
+  CHECK(!cl.interchange.poll().has_value());
 }

@@ -71,6 +71,10 @@ TEST_CASE("client.slurm.batch_script") {
   // #SBATCH lines are read only before the first command: worker_init and srun come after.
   CHECK(s.find("#SBATCH --constraint") < s.find("module load"));
   CHECK(s.find("module load") < s.find("exec srun"));
+  // The walltime: an early SIGTERM as a backstop, and the end passed on to the pool.
+  CHECK(has(s, "#SBATCH --signal=TERM@20\n"));
+  CHECK(has(s, "export SLURM_JOB_END_TIME"));
+  CHECK(s.find("SLURM_JOB_END_TIME") < s.find("exec srun"));
   // The pool command, each word quoted; the space in the key folder stays one word.
   CHECK(has(s,
             "'/opt/fanout/bin/fanout-pool' '--interchange' 'tcp://10.0.0.1:4242' '--keys' "
@@ -169,7 +173,12 @@ TEST_CASE("client.slurm.end_advice") {
             "the partition's default time limit (set "
             "fanout.walltime)"));
   // Other ends say nothing more: the state in the message says enough.
-  for (const char* st : {"CANCELLED", "CANCELLED by 0", "NODE_FAIL", "FAILED", "", "COMPLETED"}) {
+  // A pool that left before its walltime ends its job COMPLETED: the walltime is named too.
+  CHECK(has(slurm::end_advice(12, "COMPLETED", l),
+            "left before its walltime (fanout.walltime "
+            "00:01:00)"));
+  CHECK(slurm::end_advice(12, "COMPLETED", {}).empty());
+  for (const char* st : {"CANCELLED", "CANCELLED by 0", "NODE_FAIL", "FAILED", ""}) {
     CHECK(slurm::end_advice(12, st, l).empty());
   }
 }
