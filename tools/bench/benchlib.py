@@ -31,6 +31,9 @@ def arg_parser(doc, repeats=3):
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument("--only", default="", help="comma-separated contenders to run (default: all)")
+    ap.add_argument("--fanout-before", default="",
+                    help="another fanout client (e.g. a build of main) run as contender "
+                         "'fanout-before', interleaved with the others")
     ap.add_argument("--timeline", action="store_true",
                     help="after each fanout run, print where its time went (from its store)")
     return ap
@@ -71,10 +74,18 @@ def timed(cmd, cwd=None, env=None):
 _LAST_DB = [None]
 
 
-def fanout_cmd(args, job_yaml, workdir):
+def fanout_contenders(args, job_yaml, workdir):
+    """fanout, and with --fanout-before the other client as 'fanout-before' (same job file)."""
+    out = [("fanout", lambda: fanout_cmd(args, job_yaml, workdir))]
+    if args.fanout_before:
+        out.append(("fanout-before", lambda: fanout_cmd(args, job_yaml, workdir, args.fanout_before)))
+    return out
+
+
+def fanout_cmd(args, job_yaml, workdir, client=None):
     """`fanout run JOB` with its own store in the work folder; a run replaces the last output."""
     _LAST_DB[0] = os.path.join(workdir, "runs-%d.db" % time.monotonic_ns())
-    return [args.fanout, "run", job_yaml, "--python", args.python, "--db", _LAST_DB[0],
+    return [client or args.fanout, "run", job_yaml, "--python", args.python, "--db", _LAST_DB[0],
             "--overwrite"]
 
 
@@ -125,7 +136,7 @@ def run_interleaved(contenders, repeats, check=None, timeline=False):
                 continue
             t0 = time.time()
             results.setdefault(name, []).append(timed(cmd))
-            if timeline and name == "fanout":
+            if timeline and name.startswith("fanout"):
                 print_timeline(t0, time.time())
             if check is not None:
                 check(name)

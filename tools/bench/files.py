@@ -105,13 +105,13 @@ def main():
                 data, args.workers, outs["parallel"])]
 
         contenders = [
-            ("fanout", lambda: benchlib.fanout_cmd(args, job, wd)),
+            *benchlib.fanout_contenders(args, job, wd),
             ("pool", lambda: [args.python, me, "--peer", src, data, outs["pool"], str(args.workers)]),
             ("parallel", parallel_cmd)]
         contenders = [c for c in contenders if benchlib.wanted(args, c[0])]
 
         def check(name):
-            n = benchlib.count_lines(outs[name])
+            n = benchlib.count_lines(outs[name.replace("-before", "")])
             if n != args.files:
                 raise SystemExit("files: %s wrote %d rows, expected %d" % (name, n, args.files))
 

@@ -166,12 +166,12 @@ def main():
                 return "dask.distributed is not importable (%s; Debian: python3-distributed)" % e
             return peer("dask")
 
-        contenders = [("fanout", lambda: benchlib.fanout_cmd(args, job, wd)),
+        contenders = [*benchlib.fanout_contenders(args, job, wd),
                       ("pool", lambda: peer("pool")), ("dask", dask_cmd)]
         contenders = [c for c in contenders if benchlib.wanted(args, c[0])]
 
         def check(name):
-            n = benchlib.count_lines(outs[name])
+            n = benchlib.count_lines(outs[name.replace("-before", "")])
             if n != args.rows:
                 raise SystemExit("tabular: %s wrote %d rows, expected %d" % (name, n, args.rows))
 

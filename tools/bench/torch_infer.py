@@ -128,13 +128,13 @@ def main():
                                per_batch=args.per_batch))
         me = os.path.abspath(__file__)
         contenders = [
-            ("fanout", lambda: benchlib.fanout_cmd(args, job, wd)),
+            *benchlib.fanout_contenders(args, job, wd),
             ("pool", lambda: [args.python, me, "--peer", src, data, outs["pool"], str(args.workers),
                               str(args.per_batch)])]
         contenders = [c for c in contenders if benchlib.wanted(args, c[0])]
 
         def check(name):
-            n = benchlib.count_lines(outs[name])
+            n = benchlib.count_lines(outs[name.replace("-before", "")])
             if n != args.images:
                 raise SystemExit("torch: %s wrote %d rows, expected %d" % (name, n, args.images))
 
