@@ -63,7 +63,7 @@ def main():
                                src=src))
         contenders = [*benchlib.fanout_contenders(args, job, wd),
                       ("python3 -c pass", lambda: [args.python, "-c", "pass"]),
-                      ("pool, 1 task", lambda: [args.python, pool_py])]
+                      ("pool 1 task", lambda: [args.python, pool_py])]
         contenders = [c for c in contenders if benchlib.wanted(args, c[0])]
         results, skipped = benchlib.run_interleaved(contenders, args.repeats, None, args.timeline)
         benchlib.print_table("startup: `fanout run` of a one-file Python job, %d workers, %d "

@@ -74,7 +74,7 @@ transformations:
 '''
 
 # The peers, run as their own process: `python3 tabular.py --peer pool|dask SRC CSV OUT W`.
-CHUNK_ROWS = 53000  # about 4 MB of this table's rows, as fanout's "4mb"
+MINI_BATCH_BYTES = 4 * 1024 * 1024  # fanout's "4mb"
 
 
 def peer_pool(src, csv, out, workers):
@@ -83,8 +83,12 @@ def peer_pool(src, csv, out, workers):
     import pandas as pd
 
     sys.path.insert(0, src)
+    # Chunks of about fanout's mini-batch size: the rows in 4 MB at the file's mean row length.
+    with open(csv, "rb") as f:
+        head = f.read(1 << 20)
+    chunk_rows = max(1, MINI_BATCH_BYTES * max(1, head.count(b"\n")) // max(1, len(head)))
     with multiprocessing.Pool(workers) as pool, open(out, "w") as f:
-        chunks = pd.read_csv(csv, chunksize=CHUNK_ROWS)
+        chunks = pd.read_csv(csv, chunksize=chunk_rows)
         for text in pool.imap_unordered(_pool_work, chunks):
             f.write(text)
 
@@ -125,7 +129,8 @@ def make_data(folder, rows):
         "area_m2": rng.uniform(20, 250, rows).round(1),
         "rooms": rng.integers(1, 8, rows),
         "year": rng.integers(1900, 2025, rows),
-        "note": np.array(["quiet street", "needs work", "near station", "garden"])[
+        "note": np.array(["quiet street, south-facing garden", "needs work on the roof",
+                          "near the station and the river", "garden with old fruit trees"])[
             rng.integers(0, 4, rows)],
     })
     os.makedirs(folder)
