@@ -19,13 +19,13 @@ def has(module):
                                                  capture_output=True).returncode == 0
 
 
-def bench(script, *args):
+def bench(script, *args, peer="pool"):
     path = os.path.join(support.SOURCE_ROOT, "tools", "bench", script)
     r = subprocess.run([PY, path, "--fanout", support.FANOUT, "--repeats", "1", *args],
                        capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         fail("%s exited %d\n%s\n%s" % (script, r.returncode, r.stdout, r.stderr[-3000:]))
-    for name in ("| fanout |", "| pool |"):
+    for name in ("| fanout |", "| %s |" % peer):
         if name not in r.stdout:
             fail("%s: no row %r in its table:\n%s" % (script, name, r.stdout))
     print(r.stdout)
@@ -37,7 +37,7 @@ def main():
         skip("%s cannot import pandas and numpy (apt-get install python3-pandas)" % PY)
     bench("tabular.py", "--rows", "3000", "--only", "fanout,pool")
     bench("files.py", "--files", "300")
-    bench("startup.py", "--only", "fanout,pool 1 task")
+    bench("startup.py", "--only", "fanout,pool 1 task", peer="pool 1 task")
     if has("torch"):
         bench("torch_infer.py", "--images", "60", "--per-batch", "20")
     else:
