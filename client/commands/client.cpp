@@ -103,8 +103,11 @@ Expected<void> check_tabular(const config::JobConfig& cfg) {
   if (!*table) return {};
   auto layout = check_table(cfg, **table);
   if (!layout) return Unexpected{layout.error()};
+  // Found, not imported: importing pandas costs the run about half a second of start-up, and each
+  // worker imports it anyway (an install that is found but broken fails the first mini-batch).
   auto probe = ChildProcess::spawn(SpawnOptions{
-      .argv = {cfg.fanout.python, "-c", "import pandas"},
+      .argv = {cfg.fanout.python, "-c",
+               "import importlib.util, sys; sys.exit(importlib.util.find_spec('pandas') is None)"},
       .stdin_file = "null",
       .stdout_file = "/dev/null",
       .stderr_file = "/dev/null",

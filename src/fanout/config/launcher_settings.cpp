@@ -105,8 +105,8 @@ LauncherSettings read_launcher_settings(const YamlReader& r, const Fields& f) {
   if (const Entry* x = f.get("launcher")) {
     std::string k = lower(trim(r.text(*x)));
     if (!is_launcher_kind(k)) {
-      r.fail(x->where(),
-             "expected local, slurm, sge, pbs, lsf or condor (got " + quote(x->value.Scalar()) + ")");
+      r.fail(x->where(), "expected local, slurm, sge, pbs, lsf or condor (got " +
+                             quote(x->value.Scalar()) + ")");
     }
     s.kind = k;
     s.line = x->line();
