@@ -339,7 +339,8 @@ class ExperimentStore {
                        "INSERT INTO experiments (id, created, job_file, budget_s, sample, factors, "
                        "state) VALUES (?, ?, ?, ?, ?, ?, 'running')");
     s.bind(1, e.id).bind(2, unix_now()).bind(3, e.job_file).bind(4, e.budget_s);
-    s.bind(5, e.sample).bind(6, factors_text(e.factors));
+    const std::string factors = factors_text(e.factors);  // bound, not copied: must outlive run()
+    s.bind(5, e.sample).bind(6, factors);
     s.run();
   }
 
@@ -378,7 +379,8 @@ class ExperimentStore {
                        "INSERT INTO experiment_runs (experiment, seq, job_id, treatment, "
                        "seconds_per_item, wall_s, ok) VALUES (?, ?, ?, ?, ?, ?, ?)");
     s.bind(1, id).bind(2, static_cast<std::int64_t>(seq)).bind(3, r.job_id);
-    s.bind(4, treatment_key(r.treatment)).bind(5, r.seconds_per_item).bind(6, r.wall_s);
+    const std::string treatment = treatment_key(r.treatment);  // bound, not copied
+    s.bind(4, treatment).bind(5, r.seconds_per_item).bind(6, r.wall_s);
     s.bind(7, static_cast<std::int64_t>(r.ok ? 1 : 0));
     s.run();
   }
@@ -405,7 +407,8 @@ struct Runner {
   fs::path scratch{};
   Logger log{};
   ExperimentStore* store = nullptr;
-  double used_s = 0;  // wall seconds of the runs so far, resumed ones included
+  double used_s = 0;     // wall seconds of this invocation's runs
+  std::size_t done = 0;  // this invocation's runs
   bool out_of_budget = false;
 };
 
@@ -438,7 +441,7 @@ void run_treatments(Runner& r, Experiment& e, const std::vector<Treatment>& desi
   for (std::size_t i = 0; i < design.size() && !r.out_of_budget; ++i) {
     const std::size_t seq = from + i;
     if (seq < e.runs.size()) continue;  // done before a --resume
-    const double estimate = e.runs.empty() ? 0 : r.used_s / static_cast<double>(e.runs.size());
+    const double estimate = r.done == 0 ? 0 : r.used_s / static_cast<double>(r.done);
     if (r.used_s + estimate > e.budget_s) {
       r.out_of_budget = true;
       break;
@@ -449,6 +452,7 @@ void run_treatments(Runner& r, Experiment& e, const std::vector<Treatment>& desi
     std::printf("  %s: %.4g s/item, %.1f s (job %llu)\n", run.ok ? "ok" : "failed",
                 run.seconds_per_item, run.wall_s, static_cast<unsigned long long>(run.job_id));
     r.used_s += run.wall_s;
+    ++r.done;
     r.store->add_run(e.id, seq, run);
     e.runs.push_back(std::move(run));
   }
@@ -596,7 +600,8 @@ int run_explore(const ExploreOptions& opt, const RunOverrides& ov, const Logger&
   r.ov.overwrite = true;
   r.ov.db = db;
   r.ov.run_dir = (r.scratch / "logs").string();
-  for (const auto& run : e->runs) r.used_s += run.wall_s;
+  // The budget is this invocation's: a --resume runs for its own --budget.
+  e->budget_s = opt.budget_s;
   std::printf("experiment %s: %zu factors, budget %.0f s, store %s\n", e->id.c_str(),
               e->factors.size(), e->budget_s, db.c_str());
   const auto first = report::one_factor_design(e->factors, opt.repeats);
