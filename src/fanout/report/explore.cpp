@@ -358,6 +358,10 @@ std::string explore_text(const std::vector<ExploreFactor>& factors,
       "{:.2f}x ± {:.2f}\n",
       treatment_text(factors, a.best), a.best_seconds_per_item, a.base_seconds_per_item,
       a.speedup.mean, a.speedup.half);
+  if (a.speedup.mean - a.speedup.half <= 1) {
+    s += "  (within the noise of the job's own settings: more repeats or a larger sample would "
+         "tell)\n";
+  }
   return s;
 }
 
