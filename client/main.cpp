@@ -22,6 +22,7 @@
 #include "client/commands/client.hpp"
 #include "client/commands/dashboard.hpp"
 #include "client/commands/executor_serve.hpp"
+#include "client/commands/explore.hpp"
 #include "client/commands/follow.hpp"
 #include "client/commands/keygen.hpp"
 #include "client/commands/perf.hpp"
@@ -820,6 +821,65 @@ Subcommand add_tune(CLI::App& app) {
           }};
 }
 
+// ---- explore: experiments over a job's settings (docs/explore.md) ----
+
+// A budget in seconds: "600", "90s", "10m", "1h"; nullopt when it is none of these.
+std::optional<double> parse_budget(const std::string& text) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    const std::string unit = text.substr(used);
+    const double scale = unit.empty() || unit == "s" ? 1
+                         : unit == "m"               ? 60
+                         : unit == "h"               ? 3600
+                                                     : 0;
+    if (scale == 0 || v <= 0) return std::nullopt;
+    return v * scale;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+Subcommand add_explore(CLI::App& app) {
+  struct Args {
+    client::ExploreOptions eo;
+    client::RunOverrides ov;
+    std::string budget = "10m";
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "explore", "find the best settings for a job by experiment on a sample of its input");
+  cmd->add_option("job", a->eo.job_file, "the job file (not with --resume)");
+  cmd->add_option("--budget", a->budget, "wall-clock budget: 600, 90s, 10m, 1h (default 10m)");
+  cmd->add_option("--sample", a->eo.sample, "input files or rows to use: N or P% (default 10%)");
+  cmd->add_option("--factors", a->eo.factors,
+                  "factors to vary, comma-separated (default: mini_batch_size,workers,prefetch,"
+                  "poll_ms,log_level)");
+  cmd->add_option("--factor", a->eo.factor_levels,
+                  "NAME=L1,L2,...: a factor's levels (repeatable)");
+  cmd->add_option("--repeats", a->eo.repeats, "runs of the base and of the best (noise)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{20}));
+  cmd->add_option("--write", a->eo.write, "write the best configuration's settings (YAML)");
+  cmd->add_option("--resume", a->eo.resume, "continue experiment EXP from the store");
+  add_run_options(cmd, a->ov);
+  add_key_options(cmd, a->ov.security);
+  return {cmd, [a](const Logger& log) {
+            auto budget = parse_budget(a->budget);
+            if (!budget) {
+              std::fprintf(stderr, "error: explore: --budget %s: expected seconds or Ns, Nm, Nh\n",
+                           a->budget.c_str());
+              return kExitUsage;
+            }
+            a->eo.budget_s = *budget;
+            if (a->eo.job_file.empty() == a->eo.resume.empty()) {
+              std::fprintf(stderr,
+                           "error: explore: give a job file or --resume EXP (one of them)\n");
+              return kExitUsage;
+            }
+            return client::run_explore(a->eo, a->ov, log);
+          }};
+}
+
 // ---- dashboard ----
 
 Subcommand add_dashboard(CLI::App& app) {
@@ -1012,7 +1072,8 @@ int main(int argc, char** argv) {
   const std::vector<Subcommand> commands = {
       add_run(app, log_level), add_keygen(app), add_history(app), add_follow(app, false),
       add_follow(app, true),   add_resume(app), add_status(app),  add_report(app),
-      add_compare(app),        add_tune(app),   add_perf(app),    add_dashboard(app)};
+      add_compare(app),        add_tune(app),   add_perf(app),    add_dashboard(app),
+      add_explore(app)};
   const std::vector<Subcommand> python_commands = {add_python(app), add_executor_serve(app)};
   auto args = split_adhoc_argv(argc, argv);
   if (!args) return kExitUsage;

@@ -200,6 +200,37 @@ constexpr std::string_view kScript = R"js(
     compare_chart('chart-compare-items', J, 'items');
     compare_chart('chart-compare-minibatches', J, 'minibatches');
   }
+  // fanout explore: each factor's mean effect with its interval (a floating bar and a point),
+  // best vs base, and per factor the pairs' before/after coloured by the other factors.
+  function explore() {
+    const E = R.effects;
+    make('chart-explore-effects', {type: 'bar', data: {labels: E.map((e) => e.name), datasets: [
+      {label: '95% interval', data: E.map((e) => [e.mean - e.half, e.mean + e.half]),
+        backgroundColor: '#0969da55'},
+      {label: 'mean', type: 'scatter', data: E.map((e) => ({x: e.name, y: e.mean})),
+        backgroundColor: '#0969da'}]},
+    options: {scales: {y: linear('time per item, % change per step up')}}}, E.length);
+    const B = R.best;
+    make('chart-explore-best', {type: 'bar', data: {labels: ["job's settings", 'best found'],
+      datasets: [{label: 'seconds per item', data: [B.base, B.best],
+        backgroundColor: ['#6e7781', '#2da44e']}]},
+    options: {indexAxis: 'y', plugins: {title: {display: true,
+      text: 'speed-up ' + B.speedup.toFixed(2) + 'x ± ' + B.half.toFixed(2)}}}}, 2);
+    E.forEach((e) => {
+      if (!e.before.length) return;
+      const groups = {};
+      e.before.forEach((b, i) => (groups[e.other[i]] = groups[e.other[i]] || []).push(
+        {x: b, y: e.after[i]}));
+      const hi = Math.max(...e.before, ...e.after);
+      const series = Object.entries(groups).map(([label, data], i) => ({label: label, data: data,
+        backgroundColor: palette[i % palette.length]}));
+      series.push({label: 'no change', type: 'line', data: [{x: 0, y: 0}, {x: hi, y: hi}],
+        borderColor: '#afb8c1', pointRadius: 0});
+      make('chart-explore-factor-' + e.index, {type: 'scatter', data: {datasets: series},
+        options: {plugins: {title: {display: true, text: e.name + ': lower level (x) vs higher (y)'}},
+          scales: {x: linear('s/item before'), y: linear('s/item after')}}}, e.before.length);
+    });
+  }
   // Draws the charts of `data`, replacing any drawn before (the dashboard's live pages call it
   // again with new figures after replacing the page's body).
   function draw(data) {
@@ -207,7 +238,9 @@ constexpr std::string_view kScript = R"js(
     R = data;
     drawn = 0;
     try {
-      if (R.kind === 'compare') compare(); else job();
+      if (R.kind === 'compare') compare();
+      else if (R.kind === 'explore') explore();
+      else job();
     } finally {
       document.documentElement.setAttribute('data-rendered', String(drawn));
     }

@@ -344,6 +344,29 @@ FROM attempts
 WHERE coalesce(process, '') != ''
 GROUP BY job_id, node, pool, process;
 )sql",
+    // 5 -> 6: `fanout explore`'s experiments and their runs (each run a job of `jobs`). Applies
+    // after the pool_jobs migration when both are merged (then it is the next version).
+    R"sql(
+CREATE TABLE experiments (
+  id        TEXT PRIMARY KEY,
+  created   REAL NOT NULL,
+  job_file  TEXT NOT NULL,
+  budget_s  REAL NOT NULL,
+  sample    TEXT NOT NULL,
+  factors   TEXT NOT NULL,
+  state     TEXT NOT NULL
+);
+CREATE TABLE experiment_runs (
+  experiment       TEXT NOT NULL REFERENCES experiments(id),
+  seq              INTEGER NOT NULL,
+  job_id           INTEGER,
+  treatment        TEXT NOT NULL,
+  seconds_per_item REAL,
+  wall_s           REAL NOT NULL,
+  ok               INTEGER NOT NULL,
+  PRIMARY KEY (experiment, seq)
+);
+)sql",
 };
 
 static_assert(std::size(kMigrations) == static_cast<std::size_t>(kSchemaVersion),

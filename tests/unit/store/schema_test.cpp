@@ -33,10 +33,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Takes a current store back to what version 6 found: without fanout explore's tables.
+void undo_version_6(Db& db) {
+  db.exec("DROP TABLE experiment_runs");
+  db.exec("DROP TABLE experiments");
+}
+
 // Takes a current store back to what version 5 found: without the placement columns, the
 // gpu_samples table and process_summary's new columns (the view is replaced by a stand-in that
 // the migration drops).
 void undo_version_5(Db& db) {
+  undo_version_6(db);
   db.exec("DROP TABLE gpu_samples");
   db.exec("DROP VIEW process_summary");
   db.exec("ALTER TABLE attempts DROP COLUMN device");
@@ -114,6 +121,21 @@ TEST_CASE("store.schema.refuses_newer_schema") {
       CHECK(f.error().message.find(newer) != std::string::npos);
     }
   }
+}
+
+TEST_CASE("store.schema.version_6_adds_the_explore_experiments") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  { TaskStore store(path, quiet_logger()); }
+  {
+    Db db(path, Db::Mode::ReadWriteCreate);
+    undo_version_6(db);
+    db.exec("PRAGMA user_version = 5");
+  }
+  { TaskStore store(path, quiet_logger()); }
+  CHECK(sql_int(path, "PRAGMA user_version") == kSchemaVersion);
+  CHECK(sql_int(path, "SELECT count(*) FROM experiments") == 0);
+  CHECK(sql_int(path, "SELECT count(*) FROM experiment_runs") == 0);
 }
 
 TEST_CASE("store.schema.version_3_records_each_pools_key_fingerprint") {

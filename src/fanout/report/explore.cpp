@@ -1,0 +1,429 @@
+// The design and analysis of `fanout explore`. See explore.hpp and docs/explore.md.
+#include "fanout/report/explore.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "fanout/report/html_report.hpp"
+#include "fanout/util/json.hpp"
+
+namespace fanout::report {
+
+namespace {
+
+// Student's t for a two-sided 95% interval with `df` degrees of freedom.
+double t95(std::size_t df) {
+  static constexpr double kT[] = {12.71, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                                  2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131};
+  if (df == 0) return 0;
+  if (df <= std::size(kT)) return kT[df - 1];
+  return df < 30 ? 2.05 : 1.96;
+}
+
+// Whether a and b differ in factor f only.
+bool differ_only_in(const Treatment& a, const Treatment& b, std::size_t f) {
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if ((a[i] != b[i]) != (i == f)) return false;
+  }
+  return true;
+}
+
+// The other factors' levels of a treatment, in words (the scatter's colour groups).
+std::string others_text(const std::vector<ExploreFactor>& factors, const Treatment& t,
+                        std::size_t f) {
+  std::string s;
+  for (std::size_t i = 0; i < factors.size(); ++i) {
+    if (i == f || t[i] == factors[i].base) continue;
+    s += fmt::format("{}{}={}", s.empty() ? "" : " ", factors[i].name, factors[i].levels[t[i]]);
+  }
+  return s.empty() ? "others at base" : s;
+}
+
+// Mean seconds per item of each measured treatment (successful runs).
+std::map<Treatment, std::vector<double>> by_treatment(const std::vector<ExploreRun>& runs) {
+  std::map<Treatment, std::vector<double>> m;
+  for (const auto& r : runs) {
+    if (r.ok && r.seconds_per_item > 0) m[r.treatment].push_back(r.seconds_per_item);
+  }
+  return m;
+}
+
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+// The pairs (X, X+t) of factor f, and its best level with the others at base.
+FactorEffect factor_effect(const std::vector<ExploreFactor>& factors,
+                           const std::vector<ExploreRun>& runs, std::size_t f,
+                           const std::map<Treatment, std::vector<double>>& groups) {
+  FactorEffect e{.factor = f};
+  std::vector<double> deltas;
+  for (const auto& a : runs) {
+    for (const auto& b : runs) {
+      if (!a.ok || !b.ok || a.seconds_per_item <= 0 || b.seconds_per_item <= 0) continue;
+      if (a.treatment[f] >= b.treatment[f] || !differ_only_in(a.treatment, b.treatment, f)) {
+        continue;
+      }
+      deltas.push_back((b.seconds_per_item - a.seconds_per_item) / a.seconds_per_item);
+      e.before.push_back(a.seconds_per_item);
+      e.after.push_back(b.seconds_per_item);
+      e.other.push_back(others_text(factors, a.treatment, f));
+    }
+  }
+  e.delta = mean_interval(deltas);
+  Treatment t(factors.size());
+  for (std::size_t i = 0; i < factors.size(); ++i) t[i] = factors[i].base;
+  const auto base = groups.find(t);
+  e.best_level = factors[f].base;
+  if (base == groups.end()) return e;
+  double best = mean(base->second), worst = best;
+  for (std::size_t l = 0; l < factors[f].levels.size(); ++l) {
+    t[f] = l;
+    const auto it = groups.find(t);
+    if (it == groups.end()) continue;
+    worst = std::max(worst, mean(it->second));
+    if (mean(it->second) < best) {
+      best = mean(it->second);
+      e.best_level = l;
+    }
+  }
+  e.best_vs_base = (best - mean(base->second)) / mean(base->second);
+  e.spread = (worst - best) / mean(base->second);
+  return e;
+}
+
+// The interaction of a and b in words, from the model's coefficients (log scale).
+std::string interaction_words(const std::vector<ExploreFactor>& factors, std::size_t a,
+                              std::size_t b, double main_a, double c) {
+  const auto& fa = factors[a];
+  const auto& fb = factors[b];
+  const double at_low = std::exp(2 * (main_a - c)) - 1;
+  const double at_high = std::exp(2 * (main_a + c)) - 1;
+  return fmt::format(
+      "{} from {} to {} changes the time per item by {:+.0f}% when {}={}, by "
+      "{:+.0f}% when {}={}",
+      fa.name, fa.levels.front(), fa.levels.back(), 100 * at_low, fb.name, fb.levels.front(),
+      100 * at_high, fb.name, fb.levels.back());
+}
+
+// The model fit on log seconds per item, and its pairwise interactions ranked.
+void fit_model(const std::vector<ExploreFactor>& factors, const std::vector<ExploreRun>& runs,
+               ExploreAnalysis& out) {
+  std::vector<std::vector<double>> x;
+  std::vector<double> y;
+  for (const auto& r : runs) {
+    if (!r.ok || r.seconds_per_item <= 0) continue;
+    x.push_back(model_row(factors, r.treatment));
+    y.push_back(std::log(r.seconds_per_item));
+  }
+  if (x.empty()) return;
+  out.coefficients = least_squares(x, y);
+  const std::size_t k = factors.size();
+  std::size_t col = 1 + k;
+  for (std::size_t a = 0; a < k; ++a) {
+    for (std::size_t b = a + 1; b < k; ++b, ++col) {
+      const double c = out.coefficients[col];
+      out.interactions.push_back(
+          {a, b, c, interaction_words(factors, a, b, out.coefficients[1 + a], c)});
+    }
+  }
+  std::stable_sort(out.interactions.begin(), out.interactions.end(),
+                   [](const Interaction& l, const Interaction& r) {
+                     return std::abs(l.coefficient) > std::abs(r.coefficient);
+                   });
+}
+
+// The best measured treatment and its speed-up over the base.
+void pick_best(const std::vector<ExploreFactor>& factors,
+               const std::map<Treatment, std::vector<double>>& groups, ExploreAnalysis& out) {
+  Treatment base(factors.size());
+  for (std::size_t i = 0; i < factors.size(); ++i) base[i] = factors[i].base;
+  out.best = base;
+  const auto b = groups.find(base);
+  if (b == groups.end()) return;
+  double best = mean(b->second);
+  for (const auto& [t, v] : groups) {
+    if (mean(v) < best) {
+      best = mean(v);
+      out.best = t;
+    }
+  }
+  const auto mb = mean_interval(b->second);
+  const auto mt = mean_interval(groups.at(out.best));
+  out.base_seconds_per_item = mb.mean;
+  out.best_seconds_per_item = mt.mean;
+  const double s = mb.mean / mt.mean;
+  // Without repeats of the best, its spread is taken as the base's.
+  const double rb = mb.half / mb.mean;
+  const double rt = mt.n > 1 ? mt.half / mt.mean : rb;
+  out.speedup = {s, s * std::sqrt(rb * rb + rt * rt), std::min(mb.n, mt.n)};
+}
+
+}  // namespace
+
+std::vector<Treatment> one_factor_design(const std::vector<ExploreFactor>& factors,
+                                         std::size_t repeats) {
+  Treatment base(factors.size());
+  for (std::size_t i = 0; i < factors.size(); ++i) base[i] = factors[i].base;
+  std::vector<Treatment> out(std::max<std::size_t>(repeats, 1), base);
+  for (std::size_t f = 0; f < factors.size(); ++f) {
+    for (std::size_t l = 0; l < factors[f].levels.size(); ++l) {
+      if (l == factors[f].base) continue;
+      Treatment t = base;
+      t[f] = l;
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
+std::vector<Treatment> fractional_factorial(const std::vector<ExploreFactor>& factors,
+                                            const std::vector<std::size_t>& chosen,
+                                            const std::vector<std::size_t>& lo,
+                                            const std::vector<std::size_t>& hi,
+                                            std::size_t max_runs) {
+  const std::size_t k = chosen.size();
+  if (k == 0) return {};
+  // m basic factors: every combination of them; the others are products of 2+ of them.
+  std::size_t m = 1;
+  while (m < k && (std::size_t{1} << (m + 1)) <= std::max<std::size_t>(max_runs, 4)) ++m;
+  while (m < k && (std::size_t{1} << m) - 1 - m < k - m) ++m;  // enough distinct products
+  std::vector<unsigned> masks;
+  for (std::size_t i = 0; i < m; ++i) masks.push_back(1U << i);
+  for (unsigned mask = 3; masks.size() < k; ++mask) {
+    if (std::popcount(mask) >= 2 && mask < (1U << m)) masks.push_back(mask);
+  }
+  Treatment base(factors.size());
+  for (std::size_t i = 0; i < factors.size(); ++i) base[i] = factors[i].base;
+  std::vector<Treatment> out;
+  for (unsigned run = 0; run < (1U << m); ++run) {
+    Treatment t = base;
+    for (std::size_t i = 0; i < k; ++i) {
+      t[chosen[i]] = std::popcount(run & masks[i]) % 2 == 1 ? hi[i] : lo[i];
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<double> least_squares(const std::vector<std::vector<double>>& x,
+                                  const std::vector<double>& y) {
+  const std::size_t p = x.empty() ? 0 : x.front().size();
+  std::vector<double> a(p * p, 0.0), rhs(p, 0.0);
+  for (std::size_t r = 0; r < x.size(); ++r) {
+    for (std::size_t i = 0; i < p; ++i) {
+      rhs[i] += x[r][i] * y[r];
+      for (std::size_t j = 0; j < p; ++j) a[i * p + j] += x[r][i] * x[r][j];
+    }
+  }
+  double trace = 0;
+  for (std::size_t i = 0; i < p; ++i) trace += a[i * p + i];
+  for (std::size_t i = 0; i < p; ++i) a[i * p + i] += 1e-10 * (trace + 1);
+  // Cholesky: a = L L^T, L stored in the lower triangle of a.
+  for (std::size_t j = 0; j < p; ++j) {
+    double d = a[j * p + j];
+    for (std::size_t k = 0; k < j; ++k) d -= a[j * p + k] * a[j * p + k];
+    a[j * p + j] = std::sqrt(std::max(d, 1e-300));
+    for (std::size_t i = j + 1; i < p; ++i) {
+      double s = a[i * p + j];
+      for (std::size_t k = 0; k < j; ++k) s -= a[i * p + k] * a[j * p + k];
+      a[i * p + j] = s / a[j * p + j];
+    }
+  }
+  std::vector<double> z(p), b(p);
+  for (std::size_t i = 0; i < p; ++i) {
+    double s = rhs[i];
+    for (std::size_t k = 0; k < i; ++k) s -= a[i * p + k] * z[k];
+    z[i] = s / a[i * p + i];
+  }
+  for (std::size_t i = p; i-- > 0;) {
+    double s = z[i];
+    for (std::size_t k = i + 1; k < p; ++k) s -= a[k * p + i] * b[k];
+    b[i] = s / a[i * p + i];
+  }
+  return b;
+}
+
+MeanInterval mean_interval(const std::vector<double>& v) {
+  MeanInterval m{.mean = mean(v), .half = 0, .n = v.size()};
+  if (v.size() < 2) return m;
+  double ss = 0;
+  for (double x : v) ss += (x - m.mean) * (x - m.mean);
+  const double sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
+  m.half = t95(v.size() - 1) * sd / std::sqrt(static_cast<double>(v.size()));
+  return m;
+}
+
+double coded_level(const ExploreFactor& f, std::size_t level) {
+  if (f.levels.size() < 2) return 0;
+  return -1.0 + 2.0 * static_cast<double>(level) / static_cast<double>(f.levels.size() - 1);
+}
+
+std::vector<double> model_row(const std::vector<ExploreFactor>& factors, const Treatment& t) {
+  std::vector<double> row{1.0};
+  for (std::size_t i = 0; i < factors.size(); ++i) row.push_back(coded_level(factors[i], t[i]));
+  for (std::size_t a = 0; a < factors.size(); ++a) {
+    for (std::size_t b = a + 1; b < factors.size(); ++b) row.push_back(row[1 + a] * row[1 + b]);
+  }
+  return row;
+}
+
+ExploreAnalysis analyse(const std::vector<ExploreFactor>& factors,
+                        const std::vector<ExploreRun>& runs, double noise_factor) {
+  ExploreAnalysis out;
+  const auto groups = by_treatment(runs);
+  Treatment base(factors.size());
+  for (std::size_t i = 0; i < factors.size(); ++i) base[i] = factors[i].base;
+  if (auto b = groups.find(base); b != groups.end() && b->second.size() > 1) {
+    const double m = mean(b->second);
+    double ss = 0;
+    for (double x : b->second) ss += (x - m) * (x - m);
+    out.noise = std::sqrt(ss / static_cast<double>(b->second.size() - 1)) / m;
+  }
+  fit_model(factors, runs, out);
+  for (std::size_t f = 0; f < factors.size(); ++f) {
+    auto e = factor_effect(factors, runs, f, groups);
+    if (out.coefficients.size() > 1 + f) e.model = 2 * out.coefficients[1 + f];
+    e.matters = e.spread > std::max(noise_factor * out.noise, 0.02);
+    out.effects.push_back(std::move(e));
+  }
+  std::stable_sort(
+      out.effects.begin(), out.effects.end(),
+      [](const FactorEffect& l, const FactorEffect& r) { return l.spread > r.spread; });
+  pick_best(factors, groups, out);
+  return out;
+}
+
+std::string treatment_text(const std::vector<ExploreFactor>& factors, const Treatment& t) {
+  std::string s;
+  for (std::size_t i = 0; i < factors.size(); ++i) {
+    s += fmt::format("{}{}={}", i ? " " : "", factors[i].name, factors[i].levels[t[i]]);
+  }
+  return s;
+}
+
+std::string explore_yaml(const std::vector<ExploreFactor>& factors, const Treatment& t) {
+  std::string top, block;
+  for (std::size_t i = 0; i < factors.size(); ++i) {
+    if (t[i] == factors[i].base) continue;
+    const auto& v = factors[i].levels[t[i]];
+    // mini_batch_size is a top-level key of the job file; the rest belong to `fanout:`.
+    if (factors[i].name == "mini_batch_size") {
+      top += fmt::format("mini_batch_size: \"{}\"\n", v);
+    } else if (factors[i].name == "pools") {
+      top += fmt::format("resources:\n  instance_count: {}\n", v);
+    } else {
+      block += fmt::format("  {}: {}\n", factors[i].name, v);
+    }
+  }
+  std::string out =
+      "# fanout explore: the best configuration found (the settings that differ "
+      "from the job file's)\n" +
+      top;
+  if (!block.empty()) out += "fanout:\n" + block;
+  if (top.empty() && block.empty()) out += "# the job file's own settings were the best\n";
+  return out;
+}
+
+// Lines of a text table: every factor ranked, the interactions, best vs base.
+std::string explore_text(const std::vector<ExploreFactor>& factors,
+                         const std::vector<ExploreRun>& runs, const ExploreAnalysis& a) {
+  std::size_t ok = 0;
+  for (const auto& r : runs) ok += r.ok ? 1 : 0;
+  std::string s = fmt::format("{} runs ({} succeeded); noise of the base's repeats: {:.1f}%\n\n",
+                              runs.size(), ok, 100 * a.noise);
+  s += "factors, largest effect first (time per item: slowest vs fastest level; best level vs "
+       "the job's own):\n";
+  for (const auto& e : a.effects) {
+    const auto& f = factors[e.factor];
+    s += fmt::format(
+        "  {:<18} spread {:5.1f}%; {:+.1f}% at {} (base {}); per step up {:+.1f}% ± {:.1f}% "
+        "over {} pairs{}\n",
+        f.name, 100 * e.spread, 100 * e.best_vs_base, f.levels[e.best_level], f.levels[f.base],
+        100 * e.delta.mean, 100 * e.delta.half, e.delta.n, e.matters ? "" : "  (within noise)");
+  }
+  std::size_t named = 0;
+  for (const auto& i : a.interactions) {
+    if (std::abs(i.coefficient) < std::max(0.02, a.noise) || named == 3) break;
+    if (named++ == 0) s += "\ninteractions:\n";
+    s += "  " + i.words + "\n";
+  }
+  s += fmt::format(
+      "\nbest: {}\n  {:.4g} s/item vs {:.4g} s/item with the job's settings: "
+      "{:.2f}x ± {:.2f}\n",
+      treatment_text(factors, a.best), a.best_seconds_per_item, a.base_seconds_per_item,
+      a.speedup.mean, a.speedup.half);
+  if (a.speedup.mean - a.speedup.half <= 1) {
+    s += "  (within the noise of the job's own settings: more repeats or a larger sample would "
+         "tell)\n";
+  }
+  return s;
+}
+
+// The page's figures: window.fanoutReport with kind "explore".
+std::string explore_data_json(const std::vector<ExploreFactor>& factors, const ExploreAnalysis& a) {
+  std::string j = "{\"kind\":\"explore\",\"effects\":[";
+  bool first = true;
+  for (const auto& e : a.effects) {
+    j += first ? "{\"name\":" : ",{\"name\":";
+    first = false;
+    json_quote(j, factors[e.factor].name);
+    j += fmt::format(",\"index\":{},\"mean\":{},\"half\":{},\"n\":{},\"before\":", e.factor,
+                     100 * e.delta.mean, 100 * e.delta.half, e.delta.n);
+    append_json_numbers(j, e.before);
+    j += ",\"after\":";
+    append_json_numbers(j, e.after);
+    j += ",\"other\":[";
+    for (std::size_t i = 0; i < e.other.size(); ++i) {
+      if (i) j += ",";
+      json_quote(j, e.other[i]);
+    }
+    j += "]}";
+  }
+  j +=
+      fmt::format("],\"best\":{{\"base\":{},\"best\":{},\"speedup\":{},\"half\":{}}}}}",
+                  a.base_seconds_per_item, a.best_seconds_per_item, a.speedup.mean, a.speedup.half);
+  return j;
+}
+
+// The interaction tiles: one cell per pair, coloured by the size of its coefficient.
+void interaction_tiles(std::string& b, const std::vector<ExploreFactor>& factors,
+                       const ExploreAnalysis& a) {
+  b += "<h2>Interactions</h2>\n<div class=\"tiles\">\n";
+  for (const auto& i : a.interactions) {
+    const double strength = std::min(1.0, std::abs(i.coefficient) / 0.3);
+    const char* hue = i.coefficient > 0 ? "207,34,46" : "45,164,78";
+    b += fmt::format(
+        "<div class=\"tile\" style=\"background:rgba({},{:.2f})\" title=\"{}\">"
+        "<b>{} × {}</b><br>{:+.3f}</div>\n",
+        hue, strength, html_escape(i.words), html_escape(factors[i.a].name),
+        html_escape(factors[i.b].name), i.coefficient);
+  }
+  b += "</div>\n";
+}
+
+std::string explore_html(const std::string& experiment, const std::vector<ExploreFactor>& factors,
+                         const std::vector<ExploreRun>& runs, const ExploreAnalysis& a) {
+  std::string b = fmt::format("<h1>fanout explore {}</h1>\n<pre>{}</pre>\n",
+                              html_escape(experiment), html_escape(explore_text(factors, runs, a)));
+  b += "<style>.tiles{display:flex;flex-wrap:wrap;gap:4px}.tile{border:1px solid #ccc;"
+       "padding:4px;font-size:.8em;min-width:9em}</style>\n";
+  b += "<h2>Mean effect per factor (time per item, one step up, %)</h2>\n";
+  chart_canvas(b, "chart-explore-effects", 320);
+  b += "<h2>Best vs the job's settings (seconds per item)</h2>\n";
+  chart_canvas(b, "chart-explore-best", 200);
+  b += "<h2>Before and after, per factor (seconds per item)</h2>\n<div class=\"grid\">\n";
+  for (const auto& e : a.effects) {
+    if (!e.before.empty()) chart_canvas(b, fmt::format("chart-explore-factor-{}", e.factor), 260);
+  }
+  b += "</div>\n";
+  interaction_tiles(b, factors, a);
+  return html_page("fanout explore " + experiment, b, explore_data_json(factors, a));
+}
+
+}  // namespace fanout::report

@@ -1,0 +1,133 @@
+// The design generator and the model fit of `fanout explore`, on constructed data.
+#include "fanout/report/explore.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <set>
+
+using namespace fanout::report;
+
+namespace {
+
+std::vector<ExploreFactor> four_factors() {
+  return {{"mini_batch_size", {"1", "4", "16"}, 1},
+          {"prefetch", {"0", "2"}, 0},
+          {"poll_ms", {"1", "10", "50"}, 1},
+          {"log_level", {"WARNING", "INFO"}, 1}};
+}
+
+// A synthetic time per item: log y = known intercept, main effects and one interaction.
+double synthetic(const std::vector<ExploreFactor>& f, const Treatment& t) {
+  const double a = coded_level(f[0], t[0]), b = coded_level(f[1], t[1]);
+  const double c = coded_level(f[2], t[2]), d = coded_level(f[3], t[3]);
+  return std::exp(-3.0 + 1.0 * a - 0.2 * b + 0.05 * c + 0.0 * d + 0.3 * a * b);
+}
+
+}  // namespace
+
+TEST_CASE("report.explore.one_factor_design_varies_one_factor_from_the_base") {
+  const auto f = four_factors();
+  const auto d = one_factor_design(f, 3);
+  // 3 repeats of the base, then every other level of each factor: 2 + 1 + 2 + 1.
+  REQUIRE(d.size() == 3 + 6);
+  const Treatment base{1, 0, 1, 1};
+  for (std::size_t i = 0; i < 3; ++i) CHECK(d[i] == base);
+  std::set<Treatment> seen;
+  for (std::size_t i = 3; i < d.size(); ++i) {
+    std::size_t differ = 0;
+    for (std::size_t k = 0; k < 4; ++k) differ += d[i][k] != base[k] ? 1 : 0;
+    CHECK(differ == 1);
+    seen.insert(d[i]);
+  }
+  CHECK(seen.size() == 6);
+}
+
+TEST_CASE("report.explore.fractional_factorial_is_balanced_and_unaliased") {
+  std::vector<ExploreFactor> f;
+  for (int i = 0; i < 5; ++i) f.push_back({"f" + std::to_string(i), {"a", "b", "c"}, 1});
+  const std::vector<std::size_t> chosen{0, 1, 2, 3, 4}, lo{0, 0, 0, 0, 0}, hi{2, 2, 2, 2, 2};
+  const auto d = fractional_factorial(f, chosen, lo, hi, 8);
+  REQUIRE(d.size() == 8);  // 2^(5-2)
+  // Every factor at each level in half the runs, and no two factors' columns equal or opposite.
+  for (std::size_t i = 0; i < 5; ++i) {
+    std::size_t high = 0;
+    for (const auto& t : d) high += t[i] == 2 ? 1 : 0;
+    CHECK(high == 4);
+    for (std::size_t j = i + 1; j < 5; ++j) {
+      std::size_t same = 0;
+      for (const auto& t : d) same += t[i] == t[j] ? 1 : 0;
+      CHECK(same == 4);  // orthogonal: agree in exactly half
+    }
+  }
+  // Fewer factors than the runs allow: a full factorial.
+  CHECK(fractional_factorial(f, {0, 1}, {0, 0}, {2, 2}, 16).size() == 4);
+  CHECK(fractional_factorial(f, {}, {}, {}, 8).empty());
+}
+
+TEST_CASE("report.explore.least_squares_recovers_known_coefficients") {
+  // y = 2 - x1 + 0.5 x2 + 3 x1 x2 over a full grid: exact.
+  std::vector<std::vector<double>> x;
+  std::vector<double> y;
+  for (double a : {-1.0, 0.0, 1.0}) {
+    for (double b : {-1.0, 1.0}) {
+      x.push_back({1, a, b, a * b});
+      y.push_back(2 - a + 0.5 * b + 3 * a * b);
+    }
+  }
+  const auto c = least_squares(x, y);
+  REQUIRE(c.size() == 4);
+  CHECK(c[0] == doctest::Approx(2).epsilon(1e-6));
+  CHECK(c[1] == doctest::Approx(-1).epsilon(1e-6));
+  CHECK(c[2] == doctest::Approx(0.5).epsilon(1e-6));
+  CHECK(c[3] == doctest::Approx(3).epsilon(1e-6));
+}
+
+TEST_CASE("report.explore.analysis_ranks_factors_and_names_the_interaction") {
+  const auto f = four_factors();
+  // Every treatment once (a full factorial), the base three times with a little noise.
+  std::vector<ExploreRun> runs;
+  for (std::size_t a = 0; a < 3; ++a) {
+    for (std::size_t b = 0; b < 2; ++b) {
+      for (std::size_t c = 0; c < 3; ++c) {
+        for (std::size_t d = 0; d < 2; ++d) {
+          const Treatment t{a, b, c, d};
+          runs.push_back({.treatment = t, .seconds_per_item = synthetic(f, t)});
+        }
+      }
+    }
+  }
+  const Treatment base{1, 0, 1, 1};
+  for (double k : {0.99, 1.01})
+    runs.push_back({.treatment = base, .seconds_per_item = k * synthetic(f, base)});
+  const auto an = analyse(f, runs);
+  // The model recovers the coefficients (the base's two noisy repeats move them only a little).
+  REQUIRE(an.coefficients.size() == 1 + 4 + 6);
+  CHECK(an.coefficients[1] == doctest::Approx(1.0).epsilon(0.02));
+  CHECK(an.coefficients[2] == doctest::Approx(-0.2).epsilon(0.02));
+  CHECK(std::abs(an.coefficients[4]) < 0.01);
+  // mini_batch_size (index 0) ranks first, log_level (no effect) last and within noise.
+  CHECK(an.effects.front().factor == 0);
+  CHECK(an.effects.back().factor == 3);
+  CHECK_FALSE(an.effects.back().matters);
+  CHECK(an.effects.front().matters);
+  // The largest interaction is mini_batch_size × prefetch, named in words.
+  REQUIRE_FALSE(an.interactions.empty());
+  CHECK(an.interactions.front().a == 0);
+  CHECK(an.interactions.front().b == 1);
+  CHECK(an.interactions.front().coefficient == doctest::Approx(0.3).epsilon(0.02));
+  CHECK(an.interactions.front().words.find("when prefetch=0") != std::string::npos);
+  // The best measured treatment is the true best: log y - intercept = a - 0.2b + 0.3ab +
+  // 0.05c is least at a = -1, b = +1, c = -1 (mini_batch_size 1, prefetch 2, poll_ms 1).
+  CHECK(an.best[0] == 0);
+  CHECK(an.best[1] == 1);
+  CHECK(an.best[2] == 0);
+  CHECK(an.speedup.mean > 1.5);
+  const auto yaml = explore_yaml(f, an.best);
+  CHECK(yaml.find("mini_batch_size: \"1\"") != std::string::npos);
+  CHECK(yaml.find("fanout:\n") != std::string::npos);
+  CHECK(yaml.find("  prefetch: 2\n") != std::string::npos);
+  const auto page = explore_html("exp-1", f, runs, an);
+  CHECK(page.find("chart-explore-effects") != std::string::npos);
+  CHECK(page.find("\"kind\":\"explore\"") != std::string::npos);
+}
