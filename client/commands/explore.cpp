@@ -391,8 +391,12 @@ class ExperimentStore {
     s.run();
   }
 
-  std::uint64_t last_job() {
-    return static_cast<std::uint64_t>(db_.query_int("SELECT max(id) FROM jobs"));
+  // The job a run made, by its name (unique to the experiment and run), so that other clients
+  // submitting to the same store meanwhile are not mistaken for it; 0 when none.
+  std::uint64_t job_named(const std::string& name) {
+    store::Statement s(db_, "SELECT max(id) FROM jobs WHERE name = ?");
+    s.bind(1, name);
+    return s.step() ? s.column_uint64(0) : 0;
   }
 
  private:
@@ -426,7 +430,7 @@ ExploreRun run_one(Runner& r, const Experiment& e, const Treatment& t, std::size
   const auto t0 = std::chrono::steady_clock::now();
   const int rc = run_job(cfg, r.ov, r.log);
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  run.job_id = r.store->last_job();
+  run.job_id = r.store->job_named(cfg.name);
   if (auto d = report::read_report_data(r.db, run.job_id); d && d->items_succeeded > 0) {
     run.seconds_per_item = run.wall_s / static_cast<double>(d->items_succeeded);
     run.ok = rc == proto::kExitOk && d->items_failed == 0;
