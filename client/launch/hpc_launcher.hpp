@@ -5,14 +5,15 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "client/launch/batch_launcher.hpp"
 #include "client/launch/hpc_script.hpp"
 #include "client/launch/launcher.hpp"
 #include "client/launch/slurm_script.hpp"
 #include "fanout/config/job_spec.hpp"
-#include "fanout/util/clock.hpp"
 
 namespace fanout::client {
 
@@ -20,7 +21,7 @@ namespace fanout::client {
 // pools.lsf or pools.sub, kept), pool-node.sh (what each node runs), job_ids (one submitted id a
 // line) and the jobs' output. Releases its jobs when destroyed unless detached. Not
 // thread-safe; owned by Embedded.
-class HpcLauncher final : public Launcher {
+class HpcLauncher final : public BatchLauncher {
  public:
   struct Options {
     hpc::Scheduler scheduler = hpc::Scheduler::Pbs;
@@ -33,31 +34,21 @@ class HpcLauncher final : public Launcher {
   HpcLauncher(Options opts, Logger log);
   ~HpcLauncher() override;
 
-  void start(const PoolCommand& pool, std::uint32_t blocks) override;
-  std::string poll() override;
-  void release() override;
-  void detach() override { detached_ = true; }
-  [[nodiscard]] std::string release_command() const override;
-
  private:
-  // Submits one pool job; throws Failure with the submit command's message when refused.
-  void submit();
-  // Asks the scheduler (every few seconds at most) and reports a change of states.
-  void refresh(bool now);
-  [[nodiscard]] std::uint32_t active() const;
-  [[nodiscard]] std::string describe() const;
+  void write_scripts(const PoolCommand& pool) override;
+  // Throws Failure with the submit command's message when refused.
+  [[nodiscard]] std::string submit_job() override;
+  [[nodiscard]] std::optional<std::map<std::string, std::string>> query_states() override;
+  [[nodiscard]] bool is_active(const std::string& state) const override;
+  [[nodiscard]] std::string describe() const override;
+  [[nodiscard]] std::vector<std::string> cancel_command(
+      const std::vector<std::string>& ids) const override;
+  // The scheduler's name ("pbs: <error>").
+  [[nodiscard]] std::string cancel_label() const override { return name_; }
+  [[nodiscard]] std::optional<EndNote> end_note() override;
 
-  Options o_;
-  Logger log_;
-  slurm::BlockPolicy policy_;
-  std::string name_, dir_, submit_file_, node_script_, ids_file_;
-  std::vector<std::string> ids_{};
-  std::map<std::string, std::string> states_{};  // by id as submitted
-  std::map<std::string, int> missing_{};         // refreshes in a row that did not list the job
-  Clock::time_point next_refresh_{};
-  std::string shown_{};
-  bool detached_ = false;
-  bool released_ = false;
+  hpc::Scheduler scheduler_;
+  std::string name_, node_script_;
 };
 
 }  // namespace fanout::client

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "client/launch/batch_launcher.hpp"
 #include "client/launch/launcher.hpp"
 #include "client/launch/run_settings.hpp"
 #include "client/launch/slurm_script.hpp"
@@ -20,43 +22,25 @@ namespace fanout::client {
 // Pool jobs of one fanout job. Files, in <run_dir>/slurm/: pools.sbatch (the batch script, kept),
 // job_ids (one submitted id a line), pools-<JOBID>.out (each job's output). Releases its jobs
 // when destroyed unless detached. Not thread-safe; owned by Embedded.
-class SlurmLauncher final : public Launcher {
+class SlurmLauncher final : public BatchLauncher {
  public:
-  struct Options {
-    config::LauncherSettings launch{};
-    std::uint32_t nodes = 1;  // pool jobs at the start (after defaults)
-    std::string job_name{};
-    std::string run_dir{};
-    bool quiet = false;  // no "pool jobs:" lines on stderr
-  };
   SlurmLauncher(Options opts, Logger log);
   ~SlurmLauncher() override;
 
-  void start(const PoolCommand& pool, std::uint32_t blocks) override;
-  std::string poll() override;
-  void release() override;
-  void detach() override { detached_ = true; }
-  [[nodiscard]] std::string release_command() const override;
-
  private:
-  // Submits one pool job; throws Failure with sbatch's message when refused.
-  void submit();
-  // Asks squeue (every few seconds at most) and reports a change of states.
-  void refresh(bool now);
-  [[nodiscard]] std::uint32_t active() const;
+  void write_scripts(const PoolCommand& pool) override;
+  // sbatch; throws Failure with sbatch's message when refused.
+  [[nodiscard]] std::string submit_job() override;
+  // squeue.
+  [[nodiscard]] std::optional<std::map<std::string, std::string>> query_states() override;
+  [[nodiscard]] bool is_active(const std::string& state) const override;
+  [[nodiscard]] std::string describe() const override;
+  [[nodiscard]] std::vector<std::string> cancel_command(
+      const std::vector<std::string>& ids) const override;
+  // Waits a while for a COMPLETING job's final state, then advises on walltime.
+  [[nodiscard]] std::optional<EndNote> end_note() override;
 
-  Options o_;
-  Logger log_;
-  slurm::BlockPolicy policy_;
-  std::string dir_, script_, ids_file_;
-  std::vector<std::uint64_t> ids_{};
-  std::map<std::uint64_t, std::string> states_{};
-  std::map<std::uint64_t, int> missing_{};  // refreshes in a row that did not list the job
-  Clock::time_point next_refresh_{};
   Clock::time_point settle_until_{};  // how long to wait for a COMPLETING job's final state
-  std::string shown_{};
-  bool detached_ = false;
-  bool released_ = false;
 };
 
 // Completes `rs` for a launcher other than local before anything starts: the node counts are

@@ -1,0 +1,114 @@
+// BatchLauncher: what the scheduler launchers (Slurm, Grid Engine, PBS, LSF, HTCondor) share: the
+// pool jobs submitted, their states as the scheduler last reported them, one "pool jobs:" line
+// whenever a state changes, replacements within --max-nodes, and the bounded release. Each
+// scheduler supplies only its commands and its reading of states through the hooks below.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/launch/launcher.hpp"
+#include "client/launch/slurm_script.hpp"
+#include "fanout/config/job_spec.hpp"
+#include "fanout/util/child_process.hpp"
+#include "fanout/util/clock.hpp"
+
+namespace fanout::client {
+
+// What a scheduler command printed and how it ended.
+struct CommandOutput {
+  ExitStatus status{};
+  std::string out{}, err{};
+};
+
+// Runs a scheduler command, its output captured in files of `dir` (stdin from `stdin_file`, else
+// /dev/null); a command that hangs (the scheduler's server unreachable) is stopped after 30 s.
+// A command that cannot be started ends with code 127 and the reason in `err`.
+[[nodiscard]] CommandOutput run_command(const std::vector<std::string>& argv,
+                                        const std::string& dir, const std::string& stdin_file = {});
+
+// Writes a job script at `path`, executable by its owner; throws Failure when it cannot.
+void write_script(const std::string& path, const std::string& text);
+
+// Pool jobs of one fanout job, in <run_dir>/<scheduler folder>/ with job_ids (one submitted id
+// a line). Not thread-safe; owned by Embedded. A subclass's destructor calls release() unless
+// detached (the hooks are gone by the time this class's destructor runs).
+class BatchLauncher : public Launcher {
+ public:
+  struct Options {
+    config::LauncherSettings launch{};
+    std::uint32_t nodes = 1;  // pool jobs at the start (after defaults)
+    std::string job_name{};
+    std::string run_dir{};
+    bool quiet = false;  // no "pool jobs:" lines on stderr
+  };
+  // Files go to <run_dir>/<folder>/; `script` is the file submitted (named in the log), and a
+  // job just submitted is in state `submitted_state` until the scheduler reports it.
+  BatchLauncher(Options opts, Logger log, const std::string& folder, const std::string& script,
+                std::string submitted_state);
+  BatchLauncher(const BatchLauncher&) = delete;
+  BatchLauncher& operator=(const BatchLauncher&) = delete;
+
+  void start(const PoolCommand& pool, std::uint32_t blocks) override;
+  std::string poll() override;
+  void release() override;
+  void detach() override { detached_ = true; }
+  [[nodiscard]] std::string release_command() const override;
+
+ protected:
+  // Where the message that every pool job ended differs between schedulers.
+  struct EndNote {
+    std::string advice{};  // right after "allows no replacement" (Slurm's walltime advice)
+    std::string output{};  // after "pool logs under <run_dir>/logs/sys/node/, "
+  };
+
+  [[nodiscard]] bool detached() const { return detached_; }
+
+  // Writes the files a pool job is submitted with.
+  virtual void write_scripts(const PoolCommand& pool) = 0;
+  // Submits one pool job and returns its id; throws Failure with the scheduler's message.
+  [[nodiscard]] virtual std::string submit_job() = 0;
+  // The states of the submitted jobs by id as submitted (a job said to have ended maps to "";
+  // one left out is concluded ended only after two refreshes in a row); nullopt when the
+  // scheduler could not be asked (then nothing is concluded).
+  [[nodiscard]] virtual std::optional<std::map<std::string, std::string>> query_states() = 0;
+  // Whether a job in `state` still holds (or will hold) a node.
+  [[nodiscard]] virtual bool is_active(const std::string& state) const = 0;
+  // Whether release() cancels a job in `state` and waits for it to leave; is_active by default.
+  [[nodiscard]] virtual bool holds(const std::string& state) const { return is_active(state); }
+  // The jobs and their states, for the "pool jobs:" line.
+  [[nodiscard]] virtual std::string describe() const = 0;
+  // The command that cancels `ids` (its argv[0] alone is the program release_command names).
+  [[nodiscard]] virtual std::vector<std::string> cancel_command(
+      const std::vector<std::string>& ids) const = 0;
+  // What a failed cancel is logged as ("scancel: <error>").
+  [[nodiscard]] virtual std::string cancel_label() const;
+  // The scheduler's part of the message that every pool job ended; nullopt to wait a while
+  // longer (so the message can say why they ended).
+  [[nodiscard]] virtual std::optional<EndNote> end_note() = 0;
+
+  Options o_;
+  Logger log_;
+  slurm::BlockPolicy policy_;
+  std::string dir_, script_, ids_file_;
+  std::vector<std::string> ids_{};
+  std::map<std::string, std::string> states_{};  // by id as submitted
+
+ private:
+  void submit();
+  // Asks the scheduler (every few seconds at most) and reports a change of states.
+  void refresh(bool now);
+  [[nodiscard]] std::uint32_t count(bool (BatchLauncher::*pred)(const std::string&) const) const;
+
+  std::string submitted_state_;
+  std::map<std::string, int> missing_{};  // refreshes in a row that did not list the job
+  Clock::time_point next_refresh_{};
+  std::string shown_{};
+  bool detached_ = false;
+  bool released_ = false;
+};
+
+}  // namespace fanout::client
