@@ -616,7 +616,7 @@ Subcommand add_run(CLI::App& app, std::string& log_level) {
                          {"--priority", "Workers", "N"},
                          {"--allow-partial", "Failures"},
                          {"--interchange", "Cluster", "ENDPOINT"},
-                         {"--launcher", "Cluster"},
+                         {"--launcher", "Cluster", "KIND"},
                          {"--nodes", "Cluster", "N"},
                          {"--min-nodes", "Cluster", "N"},
                          {"--max-nodes", "Cluster", "N"},
@@ -853,8 +853,8 @@ Subcommand add_explore(CLI::App& app) {
   cmd->add_option("--budget", a->budget, "wall-clock budget: 600, 90s, 10m, 1h (default 10m)");
   cmd->add_option("--sample", a->eo.sample, "input files or rows to use: N or P% (default 10%)");
   cmd->add_option("--factors", a->eo.factors,
-                  "factors to vary, comma-separated (default: mini_batch_size,workers,prefetch,"
-                  "poll_ms,log_level)");
+                  "factors to vary, comma-separated (default: mini_batch_size, workers, "
+                  "prefetch, poll_ms, log_level)");
   cmd->add_option("--factor", a->eo.factor_levels,
                   "NAME=L1,L2,...: a factor's levels (repeatable)");
   cmd->add_option("--repeats", a->eo.repeats, "runs of the base and of the best (noise)")
