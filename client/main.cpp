@@ -516,7 +516,10 @@ int run_adhoc(const fanout::config::JobConfig& cfg, RunArgs& a, const client::Ad
               const Logger& log) {
   std::optional<client::AdhocStream> stream;
   stream.emplace(job, adhoc_store(a), a.ao.keep_order);
+  // The last rows and stderr lines come before the summary, which names them.
+  a.ov.before_summary = [&stream] { stream->stop(); };
   int rc = client::run_job(cfg, a.ov, log);
+  a.ov.before_summary = {};
   stream->stop();
   // GNU's --halt success=N|done=N ends the run well once it is met.
   if (stream->halted_on_success()) rc = fanout::proto::kExitOk;

@@ -407,10 +407,12 @@ bool Pool::drain_over(Clock::time_point now) {
     planner_.start_draining();
     auto grace = opts_.drain_grace;
     if (walltime_drain_) {
-      // Before the walltime the running tasks may go on until the margin before the end.
+      // The drain starts when a mini-batch started now would not end a margin before the end,
+      // so a running one may need up to its run time past that point: running tasks may go on
+      // until half the margin before the end (a task cut then would spend a try).
       grace = std::chrono::duration_cast<Millis>(std::chrono::duration<double>(
           walltime_left(local_unix_now(), opts_.walltime_end,
-                        static_cast<double>(opts_.walltime_margin.count()))));
+                        static_cast<double>(opts_.walltime_margin.count()) / 2.0)));
       if (signals_.load(std::memory_order_relaxed) > 0) grace = std::min(grace, opts_.drain_grace);
     }
     drain_until_ = now + grace;

@@ -374,6 +374,7 @@ int finish_run(const RunContext& ctx, Connection& c, bool empty_input) {
   const std::string& db = ctx.paths.db;
   ctx.printer.update(state.progress(), true);
   ctx.printer.finish();
+  if (ctx.ov.before_summary) ctx.ov.before_summary();
   if (state.restarts() > 0) {
     std::fprintf(stderr, "fanout: reattached to job %llu after the interchange restarted\n",
                  static_cast<unsigned long long>(job_id));

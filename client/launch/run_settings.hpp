@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "fanout/config/job_spec.hpp"
@@ -26,6 +27,9 @@ struct RunOverrides {
   std::uint32_t pools = 0;     // overrides resources.instance_count
   std::uint32_t priority = 0;  // overrides fanout.priority when > 0
   std::uint32_t window = 0;    // the embedded interchange's --window; 0: its default
+  // Called once the job is over, before its summary is printed: what streams the job's output
+  // (an ad-hoc run's rows and stderr) shows its last lines first.
+  std::function<void()> before_summary{};
   bool quiet = false;
   bool allow_partial = false;  // a `partial` job exits 0 (also fanout.allow_partial)
   bool json = false;         // progress as JSON events on stdout (see client/session/progress.hpp)
