@@ -142,16 +142,7 @@ std::string check_blocks(const config::LauncherSettings& s, std::uint32_t instan
 
 std::string end_advice(std::uint64_t id, std::string_view state,
                        const config::LauncherSettings& l) {
-  const auto word = state.substr(0, state.find(' '));
-  if (word == "COMPLETED" && !l.walltime.empty()) {
-    // A pool ends its job by itself before the fanout job is over only when it left for the
-    // walltime (pool/walltime.hpp): it drains a margin before the end.
-    return fmt::format(
-        "; pool job {} ended by itself: its pool left before its walltime (fanout.walltime {}): "
-        "raise it, or allow replacement pool jobs with --max-nodes",
-        id, l.walltime);
-  }
-  if (word != "TIMEOUT") return {};
+  if (state.substr(0, state.find(' ')) != "TIMEOUT") return {};
   const std::string limit = l.walltime.empty()
                                 ? "the partition's default time limit (set fanout.walltime)"
                                 : "its walltime (fanout.walltime " + l.walltime + ")";
