@@ -40,9 +40,6 @@ std::string batch_script(const ScriptInput& in) {
   if (!l.walltime.empty()) s += fmt::format("#SBATCH --time={}\n", l.walltime);
   if (l.cores_per_node > 0) s += fmt::format("#SBATCH --cpus-per-task={}\n", l.cores_per_node);
   if (l.exclusive) s += "#SBATCH --exclusive\n";
-  // The pool leaves a margin (30 s) before the allocation's end by itself; this signal is the
-  // backstop for a pool that did not learn the end: it drains on SIGTERM.
-  s += fmt::format("#SBATCH --signal=TERM@{}\n", kWalltimeSignalS);
   // The pool takes the GPUs (CUDA_VISIBLE_DEVICES) and cores (its CPU affinity) Slurm gives the
   // step: docs/resources.md.
   if (!l.gpus_per_node.empty()) s += fmt::format("#SBATCH --gpus-per-node={}\n", l.gpus_per_node);
@@ -55,13 +52,6 @@ std::string batch_script(const ScriptInput& in) {
     s += "\n# worker_init\n" + l.worker_init;
     if (s.back() != '\n') s += '\n';
   }
-  // The pool drains before the walltime (fanout-pool --walltime-end): Slurm 23.02 and later set
-  // SLURM_JOB_END_TIME; before that the end is asked of squeue (nothing when there is no limit).
-  s += "\nif [ -z \"${SLURM_JOB_END_TIME:-}\" ]; then\n"
-       "  end=$(squeue -h -j \"$SLURM_JOB_ID\" -o %e 2>/dev/null)\n"
-       "  case \"$end\" in [0-9]*) SLURM_JOB_END_TIME=$(date -d \"$end\" +%s 2>/dev/null) && "
-       "export SLURM_JOB_END_TIME ;; esac\n"
-       "fi\n";
   // sh -c 'program' LOGS fanout-pool ARGS...: $0 is the pool-log folder, "$@" the command; the
   // node's name and the job id are known only on the node.
   s += "\nexec srun --ntasks-per-node=1 --kill-on-bad-exit=0 /bin/sh -c \\\n";

@@ -24,13 +24,8 @@ struct ScriptInput {
   std::vector<std::string> pool_argv{};  // fanout-pool and its flags (PoolCommand::argv)
 };
 
-// How long before its walltime Slurm sends a pool job SIGTERM (#SBATCH --signal), the backstop
-// of the pool's own walltime drain.
-inline constexpr unsigned kWalltimeSignalS = 20;
-
 // The batch script of one pool job: one node, `#SBATCH` lines from the settings (then
-// scheduler_options as written), worker_init, SLURM_JOB_END_TIME exported (for the pool's
-// walltime drain), then `srun` running the pool once per node of
+// scheduler_options as written), worker_init, then `srun` running the pool once per node of
 // the allocation, named after the job and node, logging to
 // <run_dir>/logs/sys/node/<node>/pool-slurm<JOBID>.log. The job's own output goes to
 // <run_dir>/slurm/pools-<JOBID>.out.

@@ -71,10 +71,6 @@ TEST_CASE("client.slurm.batch_script") {
   // #SBATCH lines are read only before the first command: worker_init and srun come after.
   CHECK(s.find("#SBATCH --constraint") < s.find("module load"));
   CHECK(s.find("module load") < s.find("exec srun"));
-  // The walltime: an early SIGTERM as a backstop, and the end passed on to the pool.
-  CHECK(has(s, "#SBATCH --signal=TERM@20\n"));
-  CHECK(has(s, "export SLURM_JOB_END_TIME"));
-  CHECK(s.find("SLURM_JOB_END_TIME") < s.find("exec srun"));
   // The pool command, each word quoted; the space in the key folder stays one word.
   CHECK(has(s,
             "'/opt/fanout/bin/fanout-pool' '--interchange' 'tcp://10.0.0.1:4242' '--keys' "
