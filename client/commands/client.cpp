@@ -450,8 +450,11 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
   return run_job(cfg, ov, std::move(log), JobFeeder{});
 }
 
-int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log,
-            const JobFeeder& feed) {
+namespace {
+
+// The run path of run_job and run_job_with_id.
+JobRun run_job_path(const config::JobConfig& cfg, const RunOverrides& ov, Logger log,
+                    const JobFeeder& feed) {
   std::error_code cwd_ec;
   RunPaths paths = plan_paths(cfg, ov,
                               RunFacts{.cwd = fs::current_path(cwd_ec).string(),
@@ -459,11 +462,12 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log,
                                        .now = std::time(nullptr),
                                        .pid = static_cast<long>(::getpid())});
   RunSettings rs = run_settings(cfg, ov);
-  if (auto r = prepare_launcher(rs, cfg, ov); !r) return fail_with(r.error(), proto::kExitUsage);
-  if (int rc = make_run_folders(cfg, ov, paths); rc != proto::kExitOk) return rc;
+  if (auto r = prepare_launcher(rs, cfg, ov); !r)
+    return {fail_with(r.error(), proto::kExitUsage), 0};
+  if (int rc = make_run_folders(cfg, ov, paths); rc != proto::kExitOk) return {rc, 0};
   proto::JobSpec spec = job_spec(cfg, paths.log_dir());
   spec.interchange_run_dir = paths.run_dir.empty();
-  if (int rc = lay_out_model(cfg, paths, spec); rc != proto::kExitOk) return rc;
+  if (int rc = lay_out_model(cfg, paths, spec); rc != proto::kExitOk) return {rc, 0};
   if (!ov.quiet) {
     for (const auto& n : cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());
   }
@@ -480,10 +484,24 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log,
                        .log = std::move(log)};
   Connection c;
   // 1. Submit the job and wait for its id. 2. Stream the input. 3. Follow the job to its end.
-  if (int rc = connect_and_submit(ctx, c); rc != proto::kExitOk) return rc;
+  if (int rc = connect_and_submit(ctx, c); rc != proto::kExitOk) {
+    return {rc, c.session ? c.session->policy().job_id() : 0};
+  }
   record_accepted(ctx, c);
   const bool empty_input = feed ? feed(*c.session, paths.db) : stream_and_follow(cfg, *c.session);
-  return finish_run(ctx, c, empty_input);
+  const std::uint64_t job_id = c.session->policy().job_id();
+  return {finish_run(ctx, c, empty_input), job_id};
+}
+
+}  // namespace
+
+int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log,
+            const JobFeeder& feed) {
+  return run_job_path(cfg, ov, std::move(log), feed).exit_code;
+}
+
+JobRun run_job_with_id(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
+  return run_job_path(cfg, ov, std::move(log), JobFeeder{});
 }
 
 int print_history(const std::string& db, std::size_t limit, const std::string& state, bool json) {

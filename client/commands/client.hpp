@@ -35,6 +35,16 @@ using JobFeeder = std::function<bool(Session& session, const std::string& db)>;
 int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log,
             const JobFeeder& feed);
 
+// A run's exit code and the id of the job it submitted (0 when none was accepted), so that a
+// caller running several jobs on one store (`fanout explore`) knows which one was its own.
+struct JobRun {
+  int exit_code = 0;
+  std::uint64_t job_id = 0;
+};
+
+// As run_job, returning the job's id too.
+JobRun run_job_with_id(const config::JobConfig& cfg, const RunOverrides& ov, Logger log);
+
 // Prints recent jobs. Returns an exit code.
 int print_history(const std::string& db, std::size_t limit, const std::string& state, bool json);
 
