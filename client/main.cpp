@@ -864,6 +864,8 @@ Subcommand add_explore(CLI::App& app) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{20}));
   cmd->add_option("--write", a->eo.write, "write the best configuration's settings (YAML)");
   cmd->add_option("--resume", a->eo.resume, "continue experiment EXP from the store");
+  cmd->add_flag("--verbose", a->eo.verbose,
+                "print each run's own progress and summary (default: one line per run)");
   add_run_options(cmd, a->ov);
   add_key_options(cmd, a->ov.security);
   return {cmd, [a](const Logger& log) {

@@ -1,8 +1,10 @@
-// `fanout explore`: runs each treatment as a job through run_job(), in this process. See
+// `fanout explore`: runs each treatment as a job through run_job_with_id(), in this process. See
 // explore.hpp and docs/explore.md.
 #include "client/commands/explore.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +12,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -70,6 +73,7 @@ std::string base_level(const config::JobConfig& cfg, const std::string& name) {
     return cfg.fanout.placement.cpu_affinity.empty() ? "none" : cfg.fanout.placement.cpu_affinity;
   }
   if (name == "cores_per_worker") return std::to_string(cfg.fanout.placement.cores_per_worker);
+  if (name == "curve") return "on";  // the base: an encrypted TCP interchange
   return {};
 }
 
@@ -98,11 +102,12 @@ Expected<ExploreFactor> default_factor(const config::JobConfig& cfg, const std::
   std::vector<std::string> levels;
   if (name == "log_level") levels = {"WARNING", "INFO", "DEBUG"};
   if (name == "cpu_affinity") levels = {"none", "block"};
+  if (name == "curve") levels = {"on", "off"};
   if (levels.empty()) {
     return make_error(ErrorCode::InvalidArgument,
                       "explore: --factors: unknown factor '" + name +
                           "' (mini_batch_size, workers, pools, prefetch, poll_ms, log_level, "
-                          "cpu_affinity, cores_per_worker)");
+                          "cpu_affinity, cores_per_worker, curve)");
   }
   if (std::find(levels.begin(), levels.end(), base) == levels.end())
     levels.insert(levels.begin(), base);
@@ -125,6 +130,15 @@ Expected<ExploreFactor> named_levels(const config::JobConfig& cfg, const std::st
   for (std::string l; std::getline(in, l, ',');) {
     if (!l.empty()) f.levels.push_back(l);
   }
+  if (name == "curve") {
+    for (const auto& l : f.levels) {
+      if (l != "on" && l != "off") {
+        return make_error(
+            ErrorCode::InvalidArgument,
+            "explore: --factor " + spec + ": curve's levels are on and off, not '" + l + "'");
+      }
+    }
+  }
   const std::string base = base_level(cfg, name);
   auto it = std::find(f.levels.begin(), f.levels.end(), base);
   if (it == f.levels.end()) it = f.levels.insert(f.levels.begin(), base);
@@ -132,9 +146,24 @@ Expected<ExploreFactor> named_levels(const config::JobConfig& cfg, const std::st
   return f;
 }
 
+// Why Curve cannot be varied for this job's runs; empty when it can: only the interchange that
+// explore starts itself (the local embedded default) listens as a treatment says.
+std::string curve_fixed_reason(const config::JobConfig& cfg, const RunOverrides& ov) {
+  if (!ov.interchange.empty()) {
+    return "the runs go to --interchange " + ov.interchange + ", which listens as it was started";
+  }
+  if (cfg.fanout.launch.kind != "local") {
+    return "pools launched by " + cfg.fanout.launch.kind +
+           " always reach the interchange with Curve";
+  }
+  return {};
+}
+
 // The factors of a new experiment: --factors (or the defaults), each with --factor's levels.
+// Curve is dropped, said once, where it cannot be varied.
 Expected<std::vector<ExploreFactor>> make_factors(const config::JobConfig& cfg,
-                                                  const ExploreOptions& opt) {
+                                                  const ExploreOptions& opt,
+                                                  const RunOverrides& ov) {
   std::vector<std::string> names;
   std::stringstream in(opt.factors.empty() ? "mini_batch_size,workers,prefetch,poll_ms,log_level"
                                            : opt.factors);
@@ -151,6 +180,11 @@ Expected<std::vector<ExploreFactor>> make_factors(const config::JobConfig& cfg,
                            [&](const std::string& s) { return s.substr(0, s.find('=')) == n; });
     auto f = it != opt.factor_levels.end() ? named_levels(cfg, *it) : default_factor(cfg, n);
     if (!f) return Unexpected{f.error()};
+    if (n == "curve" && !curve_fixed_reason(cfg, ov).empty()) {
+      std::printf("note: explore: curve is not a factor of this experiment: %s\n",
+                  curve_fixed_reason(cfg, ov).c_str());
+      continue;
+    }
     if (f->levels.size() > 1) out.push_back(std::move(*f));
   }
   if (out.empty())
@@ -186,7 +220,7 @@ Expected<void> apply_treatment(config::JobConfig& cfg, const std::vector<Explore
         cfg.fanout.placement.cpu_affinity = v == "none" ? "" : v;
       } else if (name == "cores_per_worker") {
         cfg.fanout.placement.cores_per_worker = static_cast<std::uint32_t>(std::stoul(v));
-      }
+      }  // curve is not the job's setting: run_overrides() sets how the interchange listens
     } catch (const std::exception&) {
       return make_error(ErrorCode::InvalidArgument,
                         "explore: factor " + name + ": level '" + v + "' is not a number");
@@ -371,7 +405,39 @@ class ExperimentStore {
       for (std::size_t l; in >> l;) run.treatment.push_back(l);
       e.runs.push_back(std::move(run));
     }
+    for (auto& run : e.runs) add_measures(run);
     return true;
+  }
+
+  // The measures of a run beyond time per item, from its job's attempts (computed when needed
+  // rather than stored: the job's rows are the record, and no schema change is needed).
+  void add_measures(ExploreRun& run) {
+    if (run.job_id == 0) return;
+    store::Statement a(db_,
+                       "SELECT status, elapsed_s, run_s FROM attempts WHERE job_id = ? "
+                       "ORDER BY id");
+    a.bind(1, run.job_id);
+    std::vector<double> overheads;
+    double run_s = 0;
+    run.attempts = run.attempts_failed = 0;
+    while (a.step()) {
+      ++run.attempts;
+      if (a.column_text(0) != "RUN_DONE") {
+        ++run.attempts_failed;
+        continue;
+      }
+      run_s += a.column_double(2);
+      overheads.push_back(std::max(0.0, a.column_double(1) - a.column_double(2)));
+    }
+    if (!overheads.empty()) {
+      auto mid = overheads.begin() + static_cast<std::ptrdiff_t>(overheads.size() / 2);
+      std::nth_element(overheads.begin(), mid, overheads.end());
+      run.overhead_s = *mid;
+    }
+    const std::uint64_t workers = job_workers(run.job_id);
+    if (workers > 0 && run.wall_s > 0) {
+      run.utilisation = run_s / (static_cast<double>(workers) * run.wall_s);
+    }
   }
 
   void add_run(const std::string& id, std::size_t seq, const ExploreRun& r) {
@@ -391,15 +457,22 @@ class ExperimentStore {
     s.run();
   }
 
-  // The job a run made, by its name (unique to the experiment and run), so that other clients
-  // submitting to the same store meanwhile are not mistaken for it; 0 when none.
-  std::uint64_t job_named(const std::string& name) {
-    store::Statement s(db_, "SELECT max(id) FROM jobs WHERE name = ?");
-    s.bind(1, name);
-    return s.step() ? s.column_uint64(0) : 0;
+ private:
+  // The workers of the pools that ran the job's attempts; without their count, the worker
+  // processes seen in its attempts.
+  std::uint64_t job_workers(std::uint64_t job_id) {
+    store::Statement p(db_,
+                       "SELECT coalesce(sum(workers), 0) FROM pools WHERE id IN "
+                       "(SELECT DISTINCT pool_id FROM attempts WHERE job_id = ?)");
+    p.bind(1, job_id);
+    if (p.step() && p.column_uint64(0) > 0) return p.column_uint64(0);
+    store::Statement w(db_,
+                       "SELECT count(DISTINCT coalesce(pool_id, 0) || '/' || coalesce(process, "
+                       "worker_pid)) FROM attempts WHERE job_id = ?");
+    w.bind(1, job_id);
+    return w.step() ? w.column_uint64(0) : 0;
   }
 
- private:
   store::Db db_;
 };
 
@@ -411,35 +484,107 @@ struct Runner {
   fs::path scratch{};
   Logger log{};
   ExperimentStore* store = nullptr;
+  bool verbose = false;  // the runs' own progress and summaries on the terminal
   double used_s = 0;     // wall seconds of this invocation's runs
   std::size_t done = 0;  // this invocation's runs
   bool out_of_budget = false;
 };
 
-// Runs one treatment as a job and measures seconds per item of the whole job.
-ExploreRun run_one(Runner& r, const Experiment& e, const Treatment& t, std::size_t seq) {
+// Sends this process's stderr (a run's progress, summary and errors, and what the processes it
+// starts inherit) to a file while it lives; a run's output stays there, quiet on the terminal.
+class StderrToFile {
+ public:
+  explicit StderrToFile(const fs::path& path) {
+    std::fflush(stderr);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    saved_ = fd < 0 ? -1 : ::fcntl(2, F_DUPFD_CLOEXEC, 3);
+    if (saved_ >= 0) ::dup2(fd, 2);
+    if (fd >= 0) ::close(fd);
+  }
+  ~StderrToFile() {
+    std::fflush(stderr);
+    if (saved_ < 0) return;
+    ::dup2(saved_, 2);
+    ::close(saved_);
+  }
+  StderrToFile(const StderrToFile&) = delete;
+  StderrToFile& operator=(const StderrToFile&) = delete;
+
+ private:
+  int saved_ = -1;
+};
+
+// The run's overrides: how the embedded interchange listens when curve is a factor (Curve with
+// keys made for the run, or plaintext TCP, --insecure, on loopback only: the interchange refuses
+// it elsewhere).
+RunOverrides run_overrides(const Runner& r, const Experiment& e, const Treatment& t) {
+  RunOverrides ov = r.ov;
+  for (std::size_t i = 0; i < e.factors.size(); ++i) {
+    if (e.factors[i].name != "curve") continue;
+    ov.transport = e.factors[i].levels[t[i]] == "off" ? Transport::Tcp : Transport::Curve;
+  }
+  return ov;
+}
+
+// Runs one treatment as a job and measures seconds per item of the whole job. The job's own
+// output goes to `output` unless --verbose.
+ExploreRun run_one(Runner& r, const Experiment& e, const Treatment& t, std::size_t seq,
+                   const fs::path& output) {
   ExploreRun run{.treatment = t, .seconds_per_item = 0, .wall_s = 0, .job_id = 0, .ok = false};
   config::JobConfig cfg = r.base;
   if (auto a = apply_treatment(cfg, e.factors, t); !a) {
     std::fprintf(stderr, "error: %s\n", a.error().message.c_str());
     return run;
   }
-  scratch_outputs(cfg, r.scratch / "runs" / std::to_string(seq));
+  const fs::path dir = r.scratch / "runs" / std::to_string(seq);
+  scratch_outputs(cfg, dir);
   cfg.name = r.base.name + "-" + e.id + "-" + std::to_string(seq);
   cfg.fanout.run_dir = (r.scratch / "logs").string();
+  const RunOverrides ov = run_overrides(r, e, t);
+  std::optional<StderrToFile> quiet;
+  if (!r.verbose) {
+    fs::create_directories(dir);
+    quiet.emplace(output);
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  const int rc = run_job(cfg, r.ov, r.log);
+  const JobRun jr = run_job_with_id(cfg, ov, r.log);
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  run.job_id = r.store->job_named(cfg.name);
+  quiet.reset();
+  run.job_id = jr.job_id;
   if (auto d = report::read_report_data(r.db, run.job_id); d && d->items_succeeded > 0) {
     run.seconds_per_item = run.wall_s / static_cast<double>(d->items_succeeded);
-    run.ok = rc == proto::kExitOk && d->items_failed == 0;
+    run.ok = jr.exit_code == proto::kExitOk && d->items_failed == 0;
   }
+  r.store->add_measures(run);
   return run;
 }
 
+// The line of a finished run: its time per item, with the interval over its treatment's runs so
+// far, and whether it succeeded.
+void print_run(const Experiment& e, const ExploreRun& run, bool verbose, const fs::path& output) {
+  std::vector<double> same;
+  for (const auto& o : e.runs) {
+    if (o.ok && o.treatment == run.treatment) same.push_back(o.seconds_per_item);
+  }
+  const auto mi = report::mean_interval(same);
+  std::string line =
+      run.ok ? fmt::format("{:.4g} s/item ± {}", run.seconds_per_item,
+                           mi.n > 1 ? fmt::format("{:.2g} (over {} runs)", mi.half, mi.n) : "-")
+             : std::string("-");
+  line += run.ok ? (run.attempts_failed > 0 ? ", ok with failed attempts" : ", ok") : ", failed";
+  line += fmt::format(", {:.1f} s (job {})", run.wall_s, run.job_id);
+  if (!run.ok && !verbose) line += "; its output: " + output.string();
+  if (verbose) {
+    std::printf("  %s\n", line.c_str());
+  } else {
+    std::printf("%s\n", line.c_str());
+  }
+  std::fflush(stdout);
+}
+
 // Runs the treatments from index `from` of the experiment's runs on; stops at the budget: a run
-// is not started when the runs' mean wall time would take the experiment past it.
+// is not started when the runs' mean wall time would take the experiment past it. One line per
+// run: its treatment, then (once it ended) its result.
 void run_treatments(Runner& r, Experiment& e, const std::vector<Treatment>& design,
                     std::size_t from) {
   for (std::size_t i = 0; i < design.size() && !r.out_of_budget; ++i) {
@@ -450,15 +595,16 @@ void run_treatments(Runner& r, Experiment& e, const std::vector<Treatment>& desi
       r.out_of_budget = true;
       break;
     }
-    std::printf("run %zu: %s\n", seq + 1, report::treatment_text(e.factors, design[i]).c_str());
+    std::printf("run %zu: %s%s", seq + 1, report::treatment_text(e.factors, design[i]).c_str(),
+                r.verbose ? "\n" : ": ");
     std::fflush(stdout);
-    auto run = run_one(r, e, design[i], seq);
-    std::printf("  %s: %.4g s/item, %.1f s (job %llu)\n", run.ok ? "ok" : "failed",
-                run.seconds_per_item, run.wall_s, static_cast<unsigned long long>(run.job_id));
+    const fs::path output = r.scratch / "runs" / std::to_string(seq) / "fanout-run.log";
+    auto run = run_one(r, e, design[i], seq, output);
     r.used_s += run.wall_s;
     ++r.done;
     r.store->add_run(e.id, seq, run);
     e.runs.push_back(std::move(run));
+    print_run(e, e.runs.back(), r.verbose, output);
   }
 }
 
@@ -525,7 +671,7 @@ std::string new_id() {
 
 // The experiment to run: a new one from the options, or --resume's from the store.
 Expected<Experiment> open_experiment(const ExploreOptions& opt, const config::JobConfig* cfg,
-                                     ExperimentStore& st) {
+                                     const RunOverrides& ov, ExperimentStore& st) {
   Experiment e;
   if (!opt.resume.empty()) {
     if (!st.load(opt.resume, e)) {
@@ -534,7 +680,7 @@ Expected<Experiment> open_experiment(const ExploreOptions& opt, const config::Jo
     }
     return e;
   }
-  auto factors = make_factors(*cfg, opt);
+  auto factors = make_factors(*cfg, opt, ov);
   if (!factors) return Unexpected{factors.error()};
   e = {.id = new_id(),
        .job_file = fs::absolute(opt.job_file).string(),
@@ -584,7 +730,7 @@ int run_explore(const ExploreOptions& opt, const RunOverrides& ov, const Logger&
   }
   auto cfg = load_prepared(opt.resume.empty() ? opt.job_file : stored.job_file, ov);
   if (!cfg) return proto::kExitUsage;
-  auto e = open_experiment(opt, &*cfg, *st);
+  auto e = open_experiment(opt, &*cfg, ov, *st);
   if (!e) {
     std::fprintf(stderr, "error: %s\n", e.error().message.c_str());
     return proto::kExitUsage;
@@ -600,10 +746,17 @@ int run_explore(const ExploreOptions& opt, const RunOverrides& ov, const Logger&
   r.ov.poll_ms = -1;
   r.ov.workers = 0;
   r.ov.pools = 0;
-  r.ov.quiet = true;
+  r.ov.quiet = !opt.verbose;
+  r.verbose = opt.verbose;
   r.ov.overwrite = true;
   r.ov.db = db;
   r.ov.run_dir = (r.scratch / "logs").string();
+  const bool curve = std::any_of(e->factors.begin(), e->factors.end(),
+                                 [](const ExploreFactor& f) { return f.name == "curve"; });
+  if (curve && !opt.resume.empty() && !curve_fixed_reason(*cfg, ov).empty()) {
+    std::printf("note: explore: curve's levels are not applied to this run: %s\n",
+                curve_fixed_reason(*cfg, ov).c_str());
+  }
   // The budget is this invocation's: a --resume runs for its own --budget.
   e->budget_s = opt.budget_s;
   std::printf("experiment %s: %zu factors, budget %.0f s, store %s\n", e->id.c_str(),

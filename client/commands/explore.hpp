@@ -22,6 +22,7 @@ struct ExploreOptions {
   std::string write{};                       // the winning settings' YAML
   std::string resume{};                      // an experiment id to continue
   std::size_t repeats = 3;                   // runs of the base (and of the best) for the noise
+  bool verbose = false;  // each run's own progress and summary too (else one line per run)
 };
 
 // Runs or resumes the experiment. Returns the exit code: 0 analysed (budget reached included),

@@ -100,6 +100,7 @@ RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
     rs.transport = Transport::Curve;
     rs.keys_dir = ov.security.keys_dir.empty() ? net::default_keys_dir() : ov.security.keys_dir;
   }
+  if (ov.transport && rs.launch.kind == "local") rs.transport = *ov.transport;
   rs.window = ov.window;
   rs.mem_per_worker_gib = cfg.fanout.mem_per_worker_gib;
   rs.worker_memory_limit_bytes = cfg.fanout.worker_memory_limit_bytes;

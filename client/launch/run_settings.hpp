@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "fanout/config/job_spec.hpp"
@@ -14,6 +15,8 @@
 #include "fanout/store/job_settings.hpp"
 
 namespace fanout::client {
+
+enum class Transport : std::uint8_t;
 
 // Command-line overrides of job-spec settings (0 / empty: keep the spec's value).
 struct RunOverrides {
@@ -51,6 +54,8 @@ struct RunOverrides {
   bool exit_with_client = false;  // release the pools and stop the interchange if the client dies
   std::string
       metrics_listen{};  // the embedded interchange's --metrics-listen (fanout.metrics_listen)
+  // How a local embedded interchange listens (fanout explore's curve factor); nullopt: ipc.
+  std::optional<Transport> transport{};
 };
 
 // How the embedded interchange listens (docs/security.md). Ipc: ipc:// endpoints in a fresh 0700

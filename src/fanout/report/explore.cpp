@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "fanout/report/html_report.hpp"
 #include "fanout/util/json.hpp"
@@ -57,10 +59,20 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
+// The treatments with a failed run or a failed attempt: never a best.
+std::set<Treatment> failing_treatments(const std::vector<ExploreRun>& runs) {
+  std::set<Treatment> out;
+  for (const auto& r : runs) {
+    if (r.has_failures()) out.insert(r.treatment);
+  }
+  return out;
+}
+
 // The pairs (X, X+t) of factor f, and its best level with the others at base.
 FactorEffect factor_effect(const std::vector<ExploreFactor>& factors,
                            const std::vector<ExploreRun>& runs, std::size_t f,
-                           const std::map<Treatment, std::vector<double>>& groups) {
+                           const std::map<Treatment, std::vector<double>>& groups,
+                           const std::set<Treatment>& failing) {
   FactorEffect e{.factor = f};
   std::vector<double> deltas;
   for (const auto& a : runs) {
@@ -87,7 +99,7 @@ FactorEffect factor_effect(const std::vector<ExploreFactor>& factors,
     const auto it = groups.find(t);
     if (it == groups.end()) continue;
     worst = std::max(worst, mean(it->second));
-    if (mean(it->second) < best) {
+    if (mean(it->second) < best && !failing.contains(t)) {
       best = mean(it->second);
       e.best_level = l;
     }
@@ -140,15 +152,17 @@ void fit_model(const std::vector<ExploreFactor>& factors, const std::vector<Expl
 
 // The best measured treatment and its speed-up over the base.
 void pick_best(const std::vector<ExploreFactor>& factors,
-               const std::map<Treatment, std::vector<double>>& groups, ExploreAnalysis& out) {
+               const std::map<Treatment, std::vector<double>>& groups,
+               const std::set<Treatment>& failing, ExploreAnalysis& out) {
   Treatment base(factors.size());
   for (std::size_t i = 0; i < factors.size(); ++i) base[i] = factors[i].base;
   out.best = base;
   const auto b = groups.find(base);
   if (b == groups.end()) return;
-  double best = mean(b->second);
+  // The base stays the answer only when no treatment without failures was measured.
+  double best = failing.contains(base) ? std::numeric_limits<double>::infinity() : mean(b->second);
   for (const auto& [t, v] : groups) {
-    if (mean(v) < best) {
+    if (mean(v) < best && !failing.contains(t)) {
       best = mean(v);
       out.best = t;
     }
@@ -164,7 +178,93 @@ void pick_best(const std::vector<ExploreFactor>& factors,
   out.speedup = {s, s * std::sqrt(rb * rb + rt * rt), std::min(mb.n, mt.n)};
 }
 
+// The measures of a group of runs: times over the successful ones, failures over all.
+struct Measures {
+  std::vector<double> spi{};
+  double overhead_s = 0, utilisation = 0, failures = 0;
+  std::size_t runs = 0, ok = 0;
+  bool has_failures = false;
+};
+Measures measures_of(const std::vector<const ExploreRun*>& runs) {
+  Measures m;
+  std::uint64_t attempts = 0, failed = 0;
+  for (const auto* r : runs) {
+    ++m.runs;
+    attempts += r->attempts;
+    failed += r->attempts_failed;
+    m.has_failures = m.has_failures || r->has_failures();
+    if (!r->ok || r->seconds_per_item <= 0) continue;
+    ++m.ok;
+    m.spi.push_back(r->seconds_per_item);
+    m.overhead_s += r->overhead_s;
+    m.utilisation += r->utilisation;
+  }
+  if (m.ok > 0) {
+    m.overhead_s /= static_cast<double>(m.ok);
+    m.utilisation /= static_cast<double>(m.ok);
+  }
+  m.failures = attempts == 0 ? 0 : static_cast<double>(failed) / static_cast<double>(attempts);
+  return m;
+}
+
+// A percentage, or "-" for a measure with no successful run behind it.
+std::string percent_or_dash(double v, std::size_t ok) {
+  return ok == 0 ? "-" : fmt::format("{:.0f}%", 100 * v);
+}
+
 }  // namespace
+
+std::vector<TreatmentMeasures> treatment_measures(const std::vector<ExploreRun>& runs) {
+  std::vector<Treatment> order;
+  std::map<Treatment, std::vector<const ExploreRun*>> groups;
+  for (const auto& r : runs) {
+    auto& g = groups[r.treatment];
+    if (g.empty()) order.push_back(r.treatment);
+    g.push_back(&r);
+  }
+  std::vector<TreatmentMeasures> out;
+  for (const auto& t : order) {
+    const Measures m = measures_of(groups[t]);
+    const auto mi = mean_interval(m.spi);
+    out.push_back({.treatment = t,
+                   .runs = m.runs,
+                   .ok = m.ok,
+                   .seconds_per_item = mi.mean,
+                   .half = mi.half,
+                   .overhead_s = m.overhead_s,
+                   .utilisation = m.utilisation,
+                   .failures = m.failures,
+                   .has_failures = m.has_failures});
+  }
+  return out;
+}
+
+std::vector<LevelMeasures> level_measures(const std::vector<ExploreFactor>& factors,
+                                          const std::vector<ExploreRun>& runs) {
+  std::vector<LevelMeasures> out;
+  for (std::size_t f = 0; f < factors.size(); ++f) {
+    for (std::size_t l = 0; l < factors[f].levels.size(); ++l) {
+      std::vector<const ExploreRun*> at;
+      for (const auto& r : runs) {
+        bool others_base = r.treatment[f] == l;
+        for (std::size_t i = 0; i < factors.size() && others_base; ++i) {
+          others_base = i == f || r.treatment[i] == factors[i].base;
+        }
+        if (others_base) at.push_back(&r);
+      }
+      if (at.empty()) continue;
+      const Measures m = measures_of(at);
+      out.push_back({.factor = f,
+                     .level = l,
+                     .runs = m.runs,
+                     .seconds_per_item = mean(m.spi),
+                     .overhead_s = m.overhead_s,
+                     .utilisation = m.utilisation,
+                     .failures = m.failures});
+    }
+  }
+  return out;
+}
 
 std::vector<Treatment> one_factor_design(const std::vector<ExploreFactor>& factors,
                                          std::size_t repeats) {
@@ -286,8 +386,9 @@ ExploreAnalysis analyse(const std::vector<ExploreFactor>& factors,
     out.noise = std::sqrt(ss / static_cast<double>(b->second.size() - 1)) / m;
   }
   fit_model(factors, runs, out);
+  const auto failing = failing_treatments(runs);
   for (std::size_t f = 0; f < factors.size(); ++f) {
-    auto e = factor_effect(factors, runs, f, groups);
+    auto e = factor_effect(factors, runs, f, groups, failing);
     if (out.coefficients.size() > 1 + f) e.model = 2 * out.coefficients[1 + f];
     e.matters = e.spread > std::max(noise_factor * out.noise, 0.02);
     out.effects.push_back(std::move(e));
@@ -295,7 +396,7 @@ ExploreAnalysis analyse(const std::vector<ExploreFactor>& factors,
   std::stable_sort(
       out.effects.begin(), out.effects.end(),
       [](const FactorEffect& l, const FactorEffect& r) { return l.spread > r.spread; });
-  pick_best(factors, groups, out);
+  pick_best(factors, groups, failing, out);
   return out;
 }
 
@@ -313,7 +414,13 @@ std::string explore_yaml(const std::vector<ExploreFactor>& factors, const Treatm
     if (t[i] == factors[i].base) continue;
     const auto& v = factors[i].levels[t[i]];
     // mini_batch_size is a top-level key of the job file; the rest belong to `fanout:`.
-    if (factors[i].name == "mini_batch_size") {
+    if (factors[i].name == "curve") {
+      // Not a job-file setting: how explore's own interchange listened.
+      top += fmt::format(
+          "# curve {} was faster here (explore's loopback TCP interchange); fanout run's "
+          "embedded default uses a private ipc folder, and a tcp:// interchange keeps Curve on\n",
+          v);
+    } else if (factors[i].name == "mini_batch_size") {
       top += fmt::format("mini_batch_size: \"{}\"\n", v);
     } else if (factors[i].name == "pools") {
       top += fmt::format("resources:\n  instance_count: {}\n", v);
@@ -329,6 +436,74 @@ std::string explore_yaml(const std::vector<ExploreFactor>& factors, const Treatm
   if (top.empty() && block.empty()) out += "# the job file's own settings were the best\n";
   return out;
 }
+
+namespace {
+
+// The measures per treatment and per factor level, as text tables.
+std::string measures_text(const std::vector<ExploreFactor>& factors,
+                          const std::vector<ExploreRun>& runs) {
+  std::string s =
+      "\nper treatment (overhead: median elapsed - run() time per mini-batch; utilisation: run() "
+      "time / (workers x wall); failures: failed attempts / attempts):\n";
+  s += fmt::format("  {:<22} {:>10} {:>11} {:>8} {:>5}  {}\n", "time per item (s)", "overhead",
+                   "utilisation", "failures", "runs", "treatment");
+  Treatment base(factors.size());
+  for (std::size_t i = 0; i < factors.size(); ++i) base[i] = factors[i].base;
+  for (const auto& t : treatment_measures(runs)) {
+    s += fmt::format("  {:<22} {:>10} {:>11} {:>8} {:>5}  {}{}{}\n",
+                     t.ok == 0 ? "-" : fmt::format("{:.4g} ± {:.2g}", t.seconds_per_item, t.half),
+                     t.ok == 0 ? "-" : fmt::format("{:.1f} ms", 1000 * t.overhead_s),
+                     percent_or_dash(t.utilisation, t.ok), fmt::format("{:.1f}%", 100 * t.failures),
+                     fmt::format("{}/{}", t.ok, t.runs), treatment_text(factors, t.treatment),
+                     t.treatment == base ? " (base)" : "",
+                     t.has_failures ? "  FAILURES: never the best" : "");
+  }
+  s += "per factor level (the other factors at base):\n";
+  for (const auto& l : level_measures(factors, runs)) {
+    const auto& f = factors[l.factor];
+    s += fmt::format(
+        "  {:<18} {:<10} {:>10.4g} s/item  overhead {:6.1f} ms  utilisation {:>4.0f}%  "
+        "failures {:4.1f}%  ({} runs)\n",
+        f.name, f.levels[l.level], l.seconds_per_item, 1000 * l.overhead_s, 100 * l.utilisation,
+        100 * l.failures, l.runs);
+  }
+  return s;
+}
+
+// The measures per treatment and per factor level, as HTML tables.
+void measures_tables(std::string& b, const std::vector<ExploreFactor>& factors,
+                     const std::vector<ExploreRun>& runs) {
+  b += "<h2>Measures per treatment</h2>\n<table class=\"measures\" id=\"treatments\">\n<tr>"
+       "<th>treatment</th><th>runs ok</th><th>time per item (s)</th><th>±</th><th>overhead per "
+       "mini-batch (ms, median)</th><th>utilisation</th><th>failures</th></tr>\n";
+  for (const auto& t : treatment_measures(runs)) {
+    b += fmt::format(
+        "<tr{}><td>{}{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{:.1f}%</td></tr>\n",
+        t.has_failures ? " class=\"failures\"" : "",
+        html_escape(treatment_text(factors, t.treatment)),
+        t.has_failures ? " <b>(failures: never the best)</b>" : "", t.ok, t.runs,
+        t.ok == 0 ? "-" : fmt::format("{:.4g}", t.seconds_per_item),
+        t.ok == 0 ? "-" : fmt::format("{:.2g}", t.half),
+        t.ok == 0 ? "-" : fmt::format("{:.1f}", 1000 * t.overhead_s),
+        percent_or_dash(t.utilisation, t.ok), 100 * t.failures);
+  }
+  b += "</table>\n<h2>Measures per factor level (the other factors at base)</h2>\n"
+       "<table class=\"measures\" id=\"levels\">\n<tr><th>factor</th><th>level</th><th>runs</th>"
+       "<th>time per item (s)</th><th>overhead (ms)</th><th>utilisation</th><th>failures</th>"
+       "</tr>\n";
+  for (const auto& l : level_measures(factors, runs)) {
+    const auto& f = factors[l.factor];
+    b += fmt::format(
+        "<tr><td>{}</td><td>{}{}</td><td>{}</td><td>{:.4g}</td><td>{:.1f}</td><td>{:.0f}%</td>"
+        "<td>{:.1f}%</td></tr>\n",
+        html_escape(f.name), html_escape(f.levels[l.level]), l.level == f.base ? " (base)" : "",
+        l.runs, l.seconds_per_item, 1000 * l.overhead_s, 100 * l.utilisation, 100 * l.failures);
+  }
+  b += "</table>\n";
+}
+
+}  // namespace
 
 // Lines of a text table: every factor ranked, the interactions, best vs base.
 std::string explore_text(const std::vector<ExploreFactor>& factors,
@@ -362,6 +537,7 @@ std::string explore_text(const std::vector<ExploreFactor>& factors,
     s += "  (within the noise of the job's own settings: more repeats or a larger sample would "
          "tell)\n";
   }
+  s += measures_text(factors, runs);
   return s;
 }
 
@@ -412,7 +588,9 @@ std::string explore_html(const std::string& experiment, const std::vector<Explor
   std::string b = fmt::format("<h1>fanout explore {}</h1>\n<pre>{}</pre>\n",
                               html_escape(experiment), html_escape(explore_text(factors, runs, a)));
   b += "<style>.tiles{display:flex;flex-wrap:wrap;gap:4px}.tile{border:1px solid #ccc;"
-       "padding:4px;font-size:.8em;min-width:9em}</style>\n";
+       "padding:4px;font-size:.8em;min-width:9em}table.measures{border-collapse:collapse}"
+       "table.measures td,table.measures th{border:1px solid #ccc;padding:2px 6px}"
+       "tr.failures{background:#fde}</style>\n";
   b += "<h2>Mean effect per factor (time per item, one step up, %)</h2>\n";
   chart_canvas(b, "chart-explore-effects", 320);
   b += "<h2>Best vs the job's settings (seconds per item)</h2>\n";
@@ -423,6 +601,7 @@ std::string explore_html(const std::string& experiment, const std::vector<Explor
   }
   b += "</div>\n";
   interaction_tiles(b, factors, a);
+  measures_tables(b, factors, runs);
   return html_page("fanout explore " + experiment, b, explore_data_json(factors, a));
 }
 

@@ -25,14 +25,50 @@ struct ExploreFactor {
 using Treatment = std::vector<std::size_t>;
 
 // One run of a treatment: seconds per item of the whole job (the measure), its wall time, and
-// whether it succeeded (a failed run is not analysed).
+// whether it succeeded (a failed run is not analysed). The other measures come from its job's
+// attempts in the store: the median per-mini-batch overhead (elapsed - run() time), the workers'
+// utilisation (run() time summed / (workers x wall)), and its attempts and failed attempts.
 struct ExploreRun {
   Treatment treatment{};
   double seconds_per_item = 0;
   double wall_s = 0;
   std::uint64_t job_id = 0;
   bool ok = true;
+  double overhead_s = 0;
+  double utilisation = 0;
+  std::uint64_t attempts = 0, attempts_failed = 0;
+
+  // Failed attempts over attempts; 0 without attempts.
+  [[nodiscard]] double failure_rate() const {
+    return attempts == 0 ? 0 : static_cast<double>(attempts_failed) / static_cast<double>(attempts);
+  }
+  // A failed run, or one with a failed attempt (retried or not): never chosen as best.
+  [[nodiscard]] bool has_failures() const { return !ok || attempts_failed > 0; }
 };
+
+// The measures of one treatment over its runs (successful runs; failures over every run).
+struct TreatmentMeasures {
+  Treatment treatment{};
+  std::size_t runs = 0, ok = 0;
+  double seconds_per_item = 0, half = 0;  // mean and 95% half-width
+  double overhead_s = 0, utilisation = 0;
+  double failures = 0;        // failed attempts / attempts, over its runs
+  bool has_failures = false;  // any run failed or had a failed attempt
+};
+
+// The measures of each level of a factor, over the runs with every other factor at base.
+struct LevelMeasures {
+  std::size_t factor = 0, level = 0, runs = 0;
+  double seconds_per_item = 0, overhead_s = 0, utilisation = 0, failures = 0;
+};
+
+// Every treatment measured, in the order of its first run.
+[[nodiscard]] std::vector<TreatmentMeasures> treatment_measures(
+    const std::vector<ExploreRun>& runs);
+
+// Every level of every factor that has runs with the others at base, factor by factor.
+[[nodiscard]] std::vector<LevelMeasures> level_measures(const std::vector<ExploreFactor>& factors,
+                                                        const std::vector<ExploreRun>& runs);
 
 // Stage 1: the base `repeats` times, then every other level of each factor alone, once.
 [[nodiscard]] std::vector<Treatment> one_factor_design(const std::vector<ExploreFactor>& factors,
@@ -88,7 +124,7 @@ struct ExploreAnalysis {
   std::vector<FactorEffect> effects{};      // ranked: largest effect first
   std::vector<double> coefficients{};       // intercept, main effects, then pairs (a<b) in order
   std::vector<Interaction> interactions{};  // every pair, largest |coefficient| first
-  Treatment best{};                         // the measured treatment with the least mean time
+  Treatment best{};  // the measured treatment with the least mean time and no failures
   double best_seconds_per_item = 0, base_seconds_per_item = 0;
   MeanInterval speedup{};  // base time / best time, with its interval
 };
@@ -101,7 +137,8 @@ struct ExploreAnalysis {
                                             const Treatment& t);
 
 // Analyses the runs (failed ones are left out). Factors are ranked by their spread; one matters
-// when its spread exceeds noise_factor × the noise (and 2%).
+// when its spread exceeds noise_factor × the noise (and 2%). A treatment with failures is never
+// the best, nor its level a factor's best level.
 [[nodiscard]] ExploreAnalysis analyse(const std::vector<ExploreFactor>& factors,
                                       const std::vector<ExploreRun>& runs,
                                       double noise_factor = 2.0);
@@ -115,13 +152,15 @@ struct ExploreAnalysis {
 [[nodiscard]] std::string treatment_text(const std::vector<ExploreFactor>& factors,
                                          const Treatment& t);
 
-// The terminal summary: factors ranked, interactions in words, best vs base.
+// The terminal summary: factors ranked, interactions in words, best vs base, and the measures
+// per treatment and per factor level.
 [[nodiscard]] std::string explore_text(const std::vector<ExploreFactor>& factors,
                                        const std::vector<ExploreRun>& runs,
                                        const ExploreAnalysis& a);
 
 // explore.html: the effects with their intervals, a before/after scatter per factor coloured
-// by the other factors, the interaction tiles, and best vs base. Uses html_page().
+// by the other factors, the interaction tiles, best vs base, and the measures' tables per
+// treatment and per factor. Uses html_page().
 [[nodiscard]] std::string explore_html(const std::string& experiment,
                                        const std::vector<ExploreFactor>& factors,
                                        const std::vector<ExploreRun>& runs,

@@ -131,3 +131,103 @@ TEST_CASE("report.explore.analysis_ranks_factors_and_names_the_interaction") {
   CHECK(page.find("chart-explore-effects") != std::string::npos);
   CHECK(page.find("\"kind\":\"explore\"") != std::string::npos);
 }
+
+TEST_CASE("report.explore.measures_per_treatment_and_per_level") {
+  const std::vector<ExploreFactor> f{{"prefetch", {"0", "8"}, 0}, {"curve", {"on", "off"}, 0}};
+  const Treatment base{0, 0}, pre{1, 0}, off{0, 1};
+  std::vector<ExploreRun> runs{{.treatment = base,
+                                .seconds_per_item = 0.10,
+                                .wall_s = 10,
+                                .job_id = 1,
+                                .ok = true,
+                                .overhead_s = 0.002,
+                                .utilisation = 0.6,
+                                .attempts = 10,
+                                .attempts_failed = 0},
+                               {.treatment = base,
+                                .seconds_per_item = 0.12,
+                                .wall_s = 12,
+                                .job_id = 2,
+                                .ok = true,
+                                .overhead_s = 0.004,
+                                .utilisation = 0.4,
+                                .attempts = 10,
+                                .attempts_failed = 0},
+                               {.treatment = pre,
+                                .seconds_per_item = 0.08,
+                                .wall_s = 8,
+                                .job_id = 3,
+                                .ok = true,
+                                .overhead_s = 0.001,
+                                .utilisation = 0.8,
+                                .attempts = 10,
+                                .attempts_failed = 0},
+                               {.treatment = off,
+                                .seconds_per_item = 0.09,
+                                .wall_s = 9,
+                                .job_id = 4,
+                                .ok = true,
+                                .overhead_s = 0.003,
+                                .utilisation = 0.7,
+                                .attempts = 12,
+                                .attempts_failed = 2}};
+  const auto t = treatment_measures(runs);
+  REQUIRE(t.size() == 3);
+  CHECK(t[0].treatment == base);
+  CHECK(t[0].runs == 2);
+  CHECK(t[0].seconds_per_item == doctest::Approx(0.11));
+  CHECK(t[0].half > 0);
+  CHECK(t[0].overhead_s == doctest::Approx(0.003));
+  CHECK(t[0].utilisation == doctest::Approx(0.5));
+  CHECK_FALSE(t[0].has_failures);
+  CHECK(t[2].failures == doctest::Approx(2.0 / 12));
+  CHECK(t[2].has_failures);
+  const auto l = level_measures(f, runs);
+  REQUIRE(l.size() == 4);  // prefetch 0 and 8, curve on and off: the other at base
+  CHECK(l[0].factor == 0);
+  CHECK(l[0].level == 0);
+  CHECK(l[0].runs == 2);
+  CHECK(l[1].overhead_s == doctest::Approx(0.001));
+  CHECK(l[3].failures == doctest::Approx(2.0 / 12));
+  const auto a = analyse(f, runs);
+  const auto text = explore_text(f, runs, a);
+  CHECK(text.find("overhead") != std::string::npos);
+  CHECK(text.find("utilisation") != std::string::npos);
+  CHECK(text.find("FAILURES: never the best") != std::string::npos);
+  const auto page = explore_html("exp-2", f, runs, a);
+  CHECK(page.find("id=\"treatments\"") != std::string::npos);
+  CHECK(page.find("id=\"levels\"") != std::string::npos);
+  CHECK(page.find("class=\"failures\"") != std::string::npos);
+}
+
+TEST_CASE("report.explore.a_treatment_with_failures_is_never_the_best") {
+  const std::vector<ExploreFactor> f{{"prefetch", {"0", "8"}, 0}, {"poll_ms", {"1", "10"}, 1}};
+  const Treatment base{0, 1}, fast_failing{1, 1}, slower{0, 0};
+  std::vector<ExploreRun> runs{
+      {.treatment = base, .seconds_per_item = 0.10, .attempts = 4},
+      {.treatment = base, .seconds_per_item = 0.10, .attempts = 4},
+      // Fastest, and ok (its failed attempt was retried), but it had a failure.
+      {.treatment = fast_failing, .seconds_per_item = 0.02, .attempts = 5, .attempts_failed = 1},
+      {.treatment = slower, .seconds_per_item = 0.05, .attempts = 4}};
+  auto a = analyse(f, runs);
+  CHECK(a.best == slower);
+  for (const auto& e : a.effects) {
+    if (e.factor == 0) CHECK(e.best_level == 0);  // prefetch 8 failed: not its best level
+  }
+  // Every other treatment failing: the base stays, never the failing one.
+  runs.pop_back();
+  a = analyse(f, runs);
+  CHECK(a.best == base);
+  // The base failing too: it stays the reference, the failing faster one is still not chosen.
+  runs[0].attempts_failed = 1;
+  a = analyse(f, runs);
+  CHECK(a.best == base);
+  CHECK(explore_yaml(f, a.best).find("prefetch") == std::string::npos);
+}
+
+TEST_CASE("report.explore.curve_off_is_written_as_a_comment_not_a_setting") {
+  const std::vector<ExploreFactor> f{{"curve", {"on", "off"}, 0}};
+  const auto yaml = explore_yaml(f, {1});
+  CHECK(yaml.find("# curve off") != std::string::npos);
+  CHECK(yaml.find("fanout:") == std::string::npos);
+}
