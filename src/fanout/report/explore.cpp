@@ -209,7 +209,7 @@ Measures measures_of(const std::vector<const ExploreRun*>& runs) {
 
 // A percentage, or "-" for a measure with no successful run behind it.
 std::string percent_or_dash(double v, std::size_t ok) {
-  return ok == 0 ? "-" : fmt::format("{:.0f}%", 100 * v);
+  return ok == 0 ? "-" : fmt::format("{:.1f}%", 100 * v);
 }
 
 }  // namespace
@@ -451,7 +451,9 @@ std::string measures_text(const std::vector<ExploreFactor>& factors,
   for (std::size_t i = 0; i < factors.size(); ++i) base[i] = factors[i].base;
   for (const auto& t : treatment_measures(runs)) {
     s += fmt::format("  {:<22} {:>10} {:>11} {:>8} {:>5}  {}{}{}\n",
-                     t.ok == 0 ? "-" : fmt::format("{:.4g} ± {:.2g}", t.seconds_per_item, t.half),
+                     t.ok == 0   ? "-"
+                     : t.ok == 1 ? fmt::format("{:.4g}", t.seconds_per_item)
+                                 : fmt::format("{:.4g} ± {:.2g}", t.seconds_per_item, t.half),
                      t.ok == 0 ? "-" : fmt::format("{:.1f} ms", 1000 * t.overhead_s),
                      percent_or_dash(t.utilisation, t.ok), fmt::format("{:.1f}%", 100 * t.failures),
                      fmt::format("{}/{}", t.ok, t.runs), treatment_text(factors, t.treatment),
@@ -462,7 +464,7 @@ std::string measures_text(const std::vector<ExploreFactor>& factors,
   for (const auto& l : level_measures(factors, runs)) {
     const auto& f = factors[l.factor];
     s += fmt::format(
-        "  {:<18} {:<10} {:>10.4g} s/item  overhead {:6.1f} ms  utilisation {:>4.0f}%  "
+        "  {:<18} {:<10} {:>10.4g} s/item  overhead {:6.1f} ms  utilisation {:5.1f}%  "
         "failures {:4.1f}%  ({} runs)\n",
         f.name, f.levels[l.level], l.seconds_per_item, 1000 * l.overhead_s, 100 * l.utilisation,
         100 * l.failures, l.runs);
@@ -484,7 +486,7 @@ void measures_tables(std::string& b, const std::vector<ExploreFactor>& factors,
         html_escape(treatment_text(factors, t.treatment)),
         t.has_failures ? " <b>(failures: never the best)</b>" : "", t.ok, t.runs,
         t.ok == 0 ? "-" : fmt::format("{:.4g}", t.seconds_per_item),
-        t.ok == 0 ? "-" : fmt::format("{:.2g}", t.half),
+        t.ok < 2 ? "-" : fmt::format("{:.2g}", t.half),
         t.ok == 0 ? "-" : fmt::format("{:.1f}", 1000 * t.overhead_s),
         percent_or_dash(t.utilisation, t.ok), 100 * t.failures);
   }
@@ -495,7 +497,7 @@ void measures_tables(std::string& b, const std::vector<ExploreFactor>& factors,
   for (const auto& l : level_measures(factors, runs)) {
     const auto& f = factors[l.factor];
     b += fmt::format(
-        "<tr><td>{}</td><td>{}{}</td><td>{}</td><td>{:.4g}</td><td>{:.1f}</td><td>{:.0f}%</td>"
+        "<tr><td>{}</td><td>{}{}</td><td>{}</td><td>{:.4g}</td><td>{:.1f}</td><td>{:.1f}%</td>"
         "<td>{:.1f}%</td></tr>\n",
         html_escape(f.name), html_escape(f.levels[l.level]), l.level == f.base ? " (base)" : "",
         l.runs, l.seconds_per_item, 1000 * l.overhead_s, 100 * l.utilisation, 100 * l.failures);
