@@ -765,7 +765,10 @@ int run_explore(const ExploreOptions& opt, const RunOverrides& ov, const Logger&
   run_treatments(r, *e, first, 0);
   if (!r.out_of_budget) {
     const auto second = second_stage(*e, opt.repeats);
-    if (second.empty()) std::printf("no factor's effect exceeds the noise: no second stage\n");
+    if (second.empty()) {
+      std::printf(
+          "no factor's best level differs from the base beyond the noise: no second stage\n");
+    }
     run_treatments(r, *e, second, first.size());
   }
   st->set_state(e->id, r.out_of_budget ? "budget" : "done");
