@@ -756,6 +756,11 @@ int run_explore(const ExploreOptions& opt, const RunOverrides& ov, const Logger&
   if (curve && !opt.resume.empty() && !curve_fixed_reason(*cfg, ov).empty()) {
     std::printf("note: explore: curve's levels are not applied to this run: %s\n",
                 curve_fixed_reason(*cfg, ov).c_str());
+  } else if (curve) {
+    // The run's own --insecure warning goes to its output file: said here, once.
+    std::printf(
+        "note: explore: the curve=off runs listen on plaintext TCP on 127.0.0.1 (--insecure): "
+        "while one runs, any local user can connect to it\n");
   }
   // The budget is this invocation's: a --resume runs for its own --budget.
   e->budget_s = opt.budget_s;
