@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "client/launch/run_plan.hpp"
 #include "client/launch/run_settings.hpp"
 #include "fanout/config/job_spec.hpp"
 #include "scratch_dir.hpp"
