@@ -400,13 +400,19 @@ void add_batch_scheduler_options(CLI::App* run, client::RunOverrides& ov) {
 // The ssh launcher's flags of `fanout run` (docs/cluster.md): each replaces its fanout: key.
 void add_ssh_options(CLI::App* run, client::RunOverrides& ov) {
   run->add_option("--hosts", ov.hosts,
-                  "ssh: the hosts, comma-separated, one pool each (fanout.hosts)");
+                  "ssh: the hosts, comma-separated, one pool each (fanout.hosts)")
+      ->group("Cluster")
+      ->type_name("H1,H2");
   run->add_option("--ssh-option", ov.ssh_options,
                   "ssh: options for every ssh command, e.g. \"-p 2222\" or \"-i KEY\" "
-                  "(repeatable; fanout.ssh_options)");
+                  "(repeatable; fanout.ssh_options)")
+      ->group("Cluster")
+      ->type_name("OPTS");
   run->add_option("--pool-command", ov.pool_command,
                   "ssh: fanout-pool's path on the hosts (fanout.pool_command; default: this "
-                  "client's)");
+                  "client's)")
+      ->group("Cluster")
+      ->type_name("PATH");
 }
 
 void add_run_options(CLI::App* run, client::RunOverrides& ov) {
