@@ -397,6 +397,24 @@ void add_batch_scheduler_options(CLI::App* run, client::RunOverrides& ov) {
                   "`key = value` (fanout.scheduler_options)");
 }
 
+// The ssh launcher's flags of `fanout run` (docs/cluster.md): each replaces its fanout: key.
+void add_ssh_options(CLI::App* run, client::RunOverrides& ov) {
+  run->add_option("--hosts", ov.hosts,
+                  "ssh: the hosts, comma-separated, one pool each (fanout.hosts)")
+      ->group("Cluster")
+      ->type_name("H1,H2");
+  run->add_option("--ssh-option", ov.ssh_options,
+                  "ssh: options for every ssh command, e.g. \"-p 2222\" or \"-i KEY\" "
+                  "(repeatable; fanout.ssh_options)")
+      ->group("Cluster")
+      ->type_name("OPTS");
+  run->add_option("--pool-command", ov.pool_command,
+                  "ssh: fanout-pool's path on the hosts (fanout.pool_command; default: this "
+                  "client's)")
+      ->group("Cluster")
+      ->type_name("PATH");
+}
+
 void add_run_options(CLI::App* run, client::RunOverrides& ov) {
   run->add_option("--interchange", ov.interchange,
                   "client endpoint of a running interchange (default: start a private one)");
@@ -420,9 +438,9 @@ void add_run_options(CLI::App* run, client::RunOverrides& ov) {
                   "(fanout.priority; default 1)")
       ->check(CLI::Range(1u, 1000000u));
   run->add_option("--launcher", ov.launcher,
-                  "where the pools run: local (default), slurm, sge, pbs, lsf or condor "
+                  "where the pools run: local (default), slurm, sge, pbs, lsf, condor or ssh "
                   "(docs/cluster.md)")
-      ->check(CLI::IsMember({"local", "slurm", "sge", "pbs", "lsf", "condor"}));
+      ->check(CLI::IsMember({"local", "slurm", "sge", "pbs", "lsf", "condor", "ssh"}));
   run->add_option("--nodes", ov.nodes,
                   "slurm: pool jobs (one node each) at the start (default: instance_count)")
       ->check(CLI::Range(1u, 100000u));
@@ -435,6 +453,7 @@ void add_run_options(CLI::App* run, client::RunOverrides& ov) {
                   "slurm: the address the nodes reach this host at (default: the first "
                   "non-loopback interface)");
   add_batch_scheduler_options(run, ov);
+  add_ssh_options(run, ov);
   run->add_flag("--exit-with-client", ov.exit_with_client,
                 "if this client dies, release the pools (scancel) and stop the interchange");
   run->add_option("--window", ov.window,

@@ -14,6 +14,7 @@
 #include "client/launch/run_plan.hpp"
 #include "client/launch/sge_launcher.hpp"
 #include "client/launch/slurm_launcher.hpp"
+#include "client/launch/ssh_launcher.hpp"
 #include "fanout/net/keys.hpp"
 #include "fanout/protocol/exit_codes.hpp"
 #include "fanout/protocol/ready_file.hpp"
@@ -124,6 +125,13 @@ Embedded::Embedded(const RunSettings& rs, const std::string& db, const std::stri
                                                                    .nodes = rs.pools,
                                                                    .job_name = rs.job_name,
                                                                    .run_dir = run_dir,
+                                                                   .quiet = rs.quiet},
+                                              log_);
+  } else if (plan_launcher(rs) == LauncherKind::Ssh) {
+    launcher_ = std::make_unique<SshLauncher>(SshLauncher::Options{.launch = rs.launch,
+                                                                   .nodes = rs.pools,
+                                                                   .run_dir = run_dir,
+                                                                   .cwd = fs::current_path(),
                                                                    .quiet = rs.quiet},
                                               log_);
   } else if (auto sched = hpc::scheduler_of(rs.launch.kind)) {

@@ -162,6 +162,7 @@ std::vector<std::string> plan_pool_argv(const RunSettings& rs, const std::string
 LauncherKind plan_launcher(const RunSettings& rs) {
   if (rs.launch.kind == "slurm") return LauncherKind::Slurm;
   if (rs.launch.kind == "sge") return LauncherKind::Sge;
+  if (rs.launch.kind == "ssh") return LauncherKind::Ssh;
   if (rs.launch.kind == "pbs" || rs.launch.kind == "lsf" || rs.launch.kind == "condor") {
     return LauncherKind::Hpc;
   }

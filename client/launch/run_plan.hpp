@@ -107,8 +107,8 @@ struct GuestSecurity {
 
 // Which launcher starts the pools: Slurm batch jobs for rs.launch.kind "slurm", Grid Engine jobs
 // for "sge", PBS, LSF or HTCondor ones for "pbs", "lsf", "condor" (Hpc), else local child
-// processes.
-enum class LauncherKind : std::uint8_t { Local, Slurm, Sge, Hpc };
+// processes; ssh children for "ssh" (one pool per host).
+enum class LauncherKind : std::uint8_t { Local, Slurm, Sge, Hpc, Ssh };
 [[nodiscard]] LauncherKind plan_launcher(const RunSettings& rs);
 
 }  // namespace fanout::client

@@ -35,6 +35,15 @@ void apply_overrides(config::JobConfig& cfg, const RunOverrides& ov) {
   if (!ov.worker_init.empty()) l.worker_init = ov.worker_init;
   if (!ov.scheduler_options.empty()) l.scheduler_options = ov.scheduler_options;
   if (!ov.metrics_listen.empty()) cfg.fanout.metrics_listen = ov.metrics_listen;
+  // The ssh launcher's flags: each replaces its fanout: key.
+  if (!ov.hosts.empty()) l.hosts = config::split_host_list(ov.hosts);
+  if (!ov.ssh_options.empty()) {
+    l.ssh_options.clear();
+    for (const auto& o : ov.ssh_options) {
+      for (auto& w : config::split_words(o)) l.ssh_options.push_back(std::move(w));
+    }
+  }
+  if (!ov.pool_command.empty()) l.pool_command = ov.pool_command;
 }
 
 namespace {
@@ -92,6 +101,10 @@ RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
   if (rs.launch.kind != "local") {
     // A pool job per node (nodes: resources.instance_count unless given); the pools take the
     // node's cores unless the job file says how many workers.
+    // ssh: one pool per host listed unless nodes says otherwise.
+    if (rs.launch.nodes == 0 && rs.launch.kind == "ssh" && !rs.launch.hosts.empty()) {
+      rs.launch.nodes = static_cast<std::uint32_t>(rs.launch.hosts.size());
+    }
     if (rs.launch.nodes == 0) rs.launch.nodes = rs.pools;
     rs.pools = rs.launch.nodes;
     if (cfg.fanout.workers == 0 && cfg.max_concurrency_per_instance == 0) {

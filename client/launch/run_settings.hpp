@@ -51,6 +51,11 @@ struct RunOverrides {
   std::uint32_t nodes_per_block = 0;
   std::string worker_init{};
   std::string scheduler_options{};
+  // The ssh launcher (docs/cluster.md): --hosts (comma-separated), --ssh-option (each split at
+  // white space), --pool-command; empty: the job file's keys.
+  std::string hosts{};
+  std::vector<std::string> ssh_options{};
+  std::string pool_command{};
   bool exit_with_client = false;  // release the pools and stop the interchange if the client dies
   std::string
       metrics_listen{};  // the embedded interchange's --metrics-listen (fanout.metrics_listen)

@@ -12,6 +12,7 @@
 
 #include "client/launch/embedded.hpp"
 #include "client/launch/pool_address.hpp"
+#include "client/launch/ssh_script.hpp"
 #include "fanout/util/error.hpp"
 #include "fanout/util/fs.hpp"
 #include "fanout/util/json.hpp"
@@ -138,6 +139,11 @@ Expected<void> prepare_launcher(RunSettings& rs, const config::JobConfig& cfg,
       !e.empty()) {
     return make_error(ErrorCode::InvalidArgument,
                       where + ": fanout.scheduler_options (--scheduler-options): " + e);
+  }
+  if (rs.launch.kind == "ssh") {
+    if (auto e = ssh::check_hosts(rs.launch.hosts); !e.empty()) {
+      return make_error(ErrorCode::InvalidArgument, where + ": " + e);
+    }
   }
   auto addr = interchange_address(rs.launch.interchange_address);
   if (!addr) return Unexpected{addr.error()};

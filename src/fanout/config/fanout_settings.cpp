@@ -130,7 +130,10 @@ FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
                           "metrics_listen",
                           "queue",
                           "nodes_per_block",
-                          "pbs_flavor"});
+                          "pbs_flavor",
+                          "hosts",
+                          "ssh_options",
+                          "pool_command"});
   FanoutSettings s;
   s.launch = read_launcher_settings(r, f);
   s.placement = read_placement(r, f);

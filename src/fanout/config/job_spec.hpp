@@ -60,6 +60,13 @@ struct LauncherSettings {
   std::string queue{};                // #PBS -q, #BSUB -q; "": the scheduler's default
   std::uint32_t nodes_per_block = 0;  // nodes in one pool job; 0: 1
   std::string pbs_flavor{};           // "pro" | "torque"; "": pro
+  // kind "ssh" (docs/cluster.md, section 10): one pool per host over ssh, with these keys.
+  // The ssh launcher (docs/cluster.md): the hosts one pool each is started on, the options
+  // every ssh command takes (split at white space: "-p 2222", "-i key"), and the pool binary's
+  // path on the hosts ("": the client's own fanout-pool, the shared-filesystem assumption).
+  std::vector<std::string> hosts{};
+  std::vector<std::string> ssh_options{};
+  std::string pool_command{};
 };
 
 // The launchers `fanout run --launcher` and `fanout.launcher` take.
@@ -70,6 +77,11 @@ struct LauncherSettings {
 // command "key = value" or "+Attr = value" (condor); anything for local. "" when fine, else
 // "line N: expected an #SBATCH line (got '...')".
 [[nodiscard]] std::string check_scheduler_options(std::string_view kind, std::string_view text);
+
+// "h1, h2,h3" → {"h1", "h2", "h3"}: fanout.hosts and --hosts as one text (empty parts dropped).
+[[nodiscard]] std::vector<std::string> split_host_list(std::string_view text);
+// "-p 2222 -i key" → {"-p", "2222", "-i", "key"}: ssh options split at white space (no quoting).
+[[nodiscard]] std::vector<std::string> split_words(std::string_view text);
 
 // Where a pool's workers run on its node (docs/resources.md): fanout-pool's placement options.
 struct PlacementSettings {

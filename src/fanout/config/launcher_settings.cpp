@@ -87,6 +87,40 @@ bool is_condor_command(std::string_view line) {
   return true;
 }
 
+// A list key of words, written as a YAML list or as one text: "a,b" (`comma`) or "a b".
+std::vector<std::string> word_list(const YamlReader& r, const Entry& x, bool comma) {
+  std::vector<std::string> raw;
+  if (x.value.IsSequence()) {
+    for (const auto& n : x.value) raw.push_back(r.scalar(n, x.key, "a list of words"));
+  } else {
+    raw = comma ? split_host_list(r.text(x, "a list, or one text of words separated by commas"))
+                : split_words(r.text(x, "a list, or one text of options"));
+  }
+  std::vector<std::string> out;
+  for (auto& w : raw) {
+    const auto t = std::string(trim(w));
+    if (t.empty()) continue;
+    if (comma && t.find_first_of(" \t\n\"'") != std::string::npos) {
+      r.fail(x.where(), "expected host names without spaces or quotes (got " + quote(t) + ")");
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+// The ssh launcher's keys: hosts, ssh_options, pool_command.
+void read_ssh_settings(const YamlReader& r, const Fields& f, LauncherSettings& s) {
+  if (const Entry* x = f.get("hosts")) {
+    s.hosts = word_list(r, *x, true);
+    if (s.hosts.empty()) r.fail(x->where(), "expected at least one host (got none)");
+  }
+  if (const Entry* x = f.get("ssh_options")) s.ssh_options = word_list(r, *x, false);
+  if (const Entry* x = f.get("pool_command")) {
+    s.pool_command = std::string(trim(r.text(*x, "the pool binary's path on the hosts")));
+    if (s.pool_command.empty()) r.fail(x->where(), "expected a path (got an empty text)");
+  }
+}
+
 }  // namespace
 
 bool is_slurm_time(std::string_view s) {
@@ -105,7 +139,7 @@ LauncherSettings read_launcher_settings(const YamlReader& r, const Fields& f) {
   if (const Entry* x = f.get("launcher")) {
     std::string k = lower(trim(r.text(*x)));
     if (!is_launcher_kind(k)) {
-      r.fail(x->where(), "expected local, slurm, sge, pbs, lsf or condor (got " +
+      r.fail(x->where(), "expected local, slurm, sge, pbs, lsf, condor or ssh (got " +
                              quote(x->value.Scalar()) + ")");
     }
     s.kind = k;
@@ -146,6 +180,7 @@ LauncherSettings read_launcher_settings(const YamlReader& r, const Fields& f) {
   }
   if (const Entry* x = f.get("worker_init")) s.worker_init = r.text(*x, "shell lines as one text");
   read_batch_settings(r, f, s);
+  read_ssh_settings(r, f, s);
   // The counts against each other where both are written (nodes may come from instance_count
   // later: the client checks again then).
   if (s.nodes > 0 && s.max_nodes > 0 && s.max_nodes < s.nodes) {
@@ -167,12 +202,44 @@ namespace fanout::config {
 
 bool is_launcher_kind(std::string_view kind) {
   return kind == "local" || kind == "slurm" || kind == "sge" || kind == "pbs" || kind == "lsf" ||
-         kind == "condor";
+         kind == "condor" || kind == "ssh";
+}
+
+std::vector<std::string> split_host_list(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::size_t pos = 0; pos <= text.size();) {
+    auto c = text.find(',', pos);
+    if (c == std::string_view::npos) c = text.size();
+    auto w = detail::trim(text.substr(pos, c - pos));
+    if (!w.empty()) out.emplace_back(w);
+    pos = c + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> split_words(std::string_view text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c)) != 0) {
+      if (!cur.empty()) out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(std::move(cur));
+  return out;
 }
 
 std::string check_scheduler_options(std::string_view kind, std::string_view text) {
   using detail::quote;
   using detail::trim;
+  // ssh has no scheduler to pass directives to; its own options are ssh_options.
+  if (kind == "ssh" && !trim(text).empty()) {
+    return "launcher ssh takes no scheduler directives (ssh's options go in fanout.ssh_options, "
+           "--ssh-option)";
+  }
   // Each branch: the one directive prefix the scheduler reads in its script (a line without it
   // would run as a command, or be ignored), condor's `key = value` commands, or, where no batch
   // launcher is written (it may come from --launcher), a line any of them takes.

@@ -315,7 +315,8 @@ TEST_CASE("client.hpc.launcher_keys") {
   };
   for (const Row& r : {
            Row{"  launcher: k8s\n", "job.yaml:11"},
-           Row{"  launcher: k8s\n", "expected local, slurm, sge, pbs, lsf or condor (got \"k8s\")"},
+           Row{"  launcher: k8s\n",
+               "expected local, slurm, sge, pbs, lsf, condor or ssh (got \"k8s\")"},
            Row{"  launcher: sge\n  scheduler_options: \"#PBS -m n\"\n",
                "line 1: expected an #$ line for launcher sge"},
            Row{"  launcher: lsf\n  scheduler_options: |\n    #BSUB -x\n    #PBS -m n\n",

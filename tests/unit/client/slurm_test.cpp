@@ -220,7 +220,7 @@ TEST_CASE("client.slurm.job_file_errors") {
   };
   const std::vector<Case> cases = {
       {"  launcher: k8s\n", "fanout.launcher", 11,
-       "expected local, slurm, sge, pbs, lsf or condor (got \"k8s\")"},
+       "expected local, slurm, sge, pbs, lsf, condor or ssh (got \"k8s\")"},
       {"  walltime: an hour\n", "fanout.walltime", 11, "Slurm time limit"},
       {"  walltime: \"1:2:3:4\"\n", "fanout.walltime", 11, "Slurm time limit"},
       {"  nodes: 0\n", "fanout.nodes", 11, ">= 1"},
