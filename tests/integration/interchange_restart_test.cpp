@@ -58,13 +58,13 @@ fanout::ChildProcess start_counting_job(const TempDir& dir, const std::string& d
   return start_run(dir / "job.yaml", db, cl.client_ep, dir / "client");
 }
 
-// Job 1's counts as view job_counts reads them (the stored job_tallies row) and as a full scan
+// Job 1's counts as stored (its job_tallies row, which view job_counts reads) and as a full scan
 // of its rows finds them; each "submitted,succeeded,failed,pending,running,attempts,failed".
 std::pair<std::string, std::string> stored_and_scanned_counts(const std::string& db) {
   const auto stored = sql_column(
       db,
       "select submitted || ',' || succeeded || ',' || failed || ',' || pending || ',' || running "
-      "|| ',' || attempts || ',' || attempts_failed from job_counts where job_id = 1");
+      "|| ',' || attempts || ',' || attempts_failed from job_tallies where job_id = 1");
   const auto scanned = sql_column(
       db,
       "select count(*) || ',' || coalesce(sum(state = 'succeeded'), 0) || ',' || "

@@ -511,11 +511,14 @@ FROM jobs j LEFT JOIN minibatches m ON m.job_id = j.id WHERE j.id = )sql" +
                             std::to_string(job_id) + " GROUP BY j.id");
 }
 
+// The same from the job's stored job_tallies row (what view job_counts reads).
 std::string stored_counts(const std::string& path, std::uint64_t job_id) {
   return sql_text(path,
-                  "SELECT total || ',' || submitted || ',' || succeeded || ',' || failed || ',' || "
-                  "pending || ',' || running || ',' || items_succeeded || ',' || items_failed || "
-                  "',' || attempts || ',' || attempts_failed FROM job_counts WHERE job_id = " +
+                  "SELECT max(j.total, t.submitted) || ',' || t.submitted || ',' || t.succeeded || "
+                  "',' || t.failed || ',' || t.pending || ',' || t.running || ',' || "
+                  "t.items_succeeded || ',' || t.items_failed || ',' || t.attempts || ',' || "
+                  "t.attempts_failed FROM job_tallies t JOIN jobs j ON j.id = t.job_id "
+                  "WHERE t.job_id = " +
                       std::to_string(job_id));
 }
 
