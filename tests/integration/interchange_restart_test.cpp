@@ -58,6 +58,23 @@ fanout::ChildProcess start_counting_job(const TempDir& dir, const std::string& d
   return start_run(dir / "job.yaml", db, cl.client_ep, dir / "client");
 }
 
+// Job 1's counts as stored (its job_tallies row, which view job_counts reads) and as a full scan
+// of its rows finds them; each "submitted,succeeded,failed,pending,running,attempts,failed".
+std::pair<std::string, std::string> stored_and_scanned_counts(const std::string& db) {
+  const auto stored = sql_column(
+      db,
+      "select submitted || ',' || succeeded || ',' || failed || ',' || pending || ',' || running "
+      "|| ',' || attempts || ',' || attempts_failed from job_tallies where job_id = 1");
+  const auto scanned = sql_column(
+      db,
+      "select count(*) || ',' || coalesce(sum(state = 'succeeded'), 0) || ',' || "
+      "coalesce(sum(state = 'failed'), 0) || ',' || coalesce(sum(state = 'pending'), 0) || ',' "
+      "|| coalesce(sum(state = 'running'), 0) || ',' || (select count(*) from attempts where "
+      "job_id = 1) || ',' || (select count(*) from attempts where job_id = 1 and status != "
+      "'RUN_DONE') from minibatches where job_id = 1");
+  return {stored.empty() ? "" : stored[0], scanned.empty() ? "" : scanned[0]};
+}
+
 }  // namespace
 
 TEST_CASE("integration.interchange_restart.job_completes_rows_once_nothing_succeeded_reruns") {
@@ -77,6 +94,11 @@ TEST_CASE("integration.interchange_restart.job_completes_rows_once_nothing_succe
   // The window keeps the client submitting: the store knows only part of the input.
   CHECK(known_before < 40);
   CHECK(sql_int(db, "select submit_done from jobs where id=1") == 0);
+  // The counts stored as results committed equal a full count of what the killed one committed.
+  {
+    const auto [stored, scanned] = stored_and_scanned_counts(db);
+    CHECK(stored == scanned);
+  }
 
   // Same store, same endpoints.
   const std::string first_log = cl.ix_log;
@@ -110,6 +132,12 @@ TEST_CASE("integration.interchange_restart.job_completes_rows_once_nothing_succe
   CHECK(sql_int(db, "select count(*) from pools where name='pool-a'") == 1);
   CHECK(sql_int(db, "select registrations from pools where name='pool-a'") >= 2);
   CHECK(!cl.pools[0].poll().has_value());
+  // The stored counts still equal a full count after the restart's recovery and the rest.
+  {
+    const auto [stored, scanned] = stored_and_scanned_counts(db);
+    CHECK(stored == scanned);
+    CHECK(stored.rfind("40,40,0,0,0,", 0) == 0);
+  }
   // INFO lines reach the log file when the interchange stops.
   cl.interchange.signal(SIGTERM);
   CHECK(cl.interchange.wait_for(std::chrono::seconds(30)).has_value());

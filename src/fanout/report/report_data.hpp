@@ -137,7 +137,8 @@ struct ReportLimits {
 struct AttemptTally;
 
 // The attempt-driven part of ReportData, gathered one attempt at a time (in id order), while a
-// job runs or in one scan after: what it keeps is about 40 bytes per attempt.
+// job runs or in one scan after: its attempts' points go to a temporary file in chunks
+// (PointLog), so what it keeps in memory is bounded.
 class ReportDataPass final {
  public:
   // `limits.messages_per_failure` applies while attempts are added; the rest at finish().

@@ -4,10 +4,55 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <tuple>
 
+#include "fanout/util/error.hpp"
+
 namespace fanout::report {
+
+void PointLog::push_back(const AttemptPoint& p) {
+  tail_.push_back(p);
+  ++size_;
+  if (tail_.size() < kChunk || in_memory_) return;
+  if (!file_) {
+    file_.reset(std::tmpfile());
+    if (!file_) {
+      in_memory_ = true;  // no temporary file: kept in memory, as before
+      return;
+    }
+  }
+  if (std::fseek(file_.get(), 0, SEEK_END) != 0 ||
+      std::fwrite(tail_.data(), sizeof(AttemptPoint), tail_.size(), file_.get()) != tail_.size()) {
+    // A full disk: what is not written stays in memory, and so do the points after it.
+    in_memory_ = true;
+    return;
+  }
+  spilled_ += tail_.size();
+  tail_.clear();
+}
+
+void PointLog::read_chunk(std::size_t from, std::vector<AttemptPoint>& chunk) const {
+  chunk.resize(std::min(kChunk, spilled_ - from));
+  if (std::fflush(file_.get()) != 0 ||
+      std::fseek(file_.get(), static_cast<long>(from * sizeof(AttemptPoint)), SEEK_SET) != 0 ||
+      std::fread(chunk.data(), sizeof(AttemptPoint), chunk.size(), file_.get()) != chunk.size()) {
+    throw Failure(ErrorCode::Io, fmt::format("report figures: reading back attempt point {} of "
+                                             "{} from their temporary file: {}",
+                                             from, spilled_, std::strerror(errno)));
+  }
+}
+
+std::vector<AttemptPoint> PointLog::to_vector() const {
+  std::vector<AttemptPoint> v;
+  v.reserve(size_);
+  for_each([&](const AttemptPoint& p) { v.push_back(p); });
+  return v;
+}
 
 std::string first_line(std::string_view s) {
   s = s.substr(0, s.find('\n'));
@@ -87,6 +132,32 @@ void AttemptTally::add(const store::AttemptRow& a) {
   points.push_back(p);
 }
 
+// The median time of the attempts that ran (0 when none did): the element at n / 2 of their
+// sorted times, found in two passes over the points by the bits of each float (a positive
+// float's bits order as it does), holding 2 × 65,536 counts instead of every time.
+double median_elapsed(const PointLog& points) {
+  std::vector<std::uint64_t> high(65536, 0);
+  std::uint64_t n = 0;
+  points.for_each([&](const AttemptPoint& p) {
+    if (p.elapsed > 0) {
+      ++high[std::bit_cast<std::uint32_t>(p.elapsed) >> 16];
+      ++n;
+    }
+  });
+  if (n == 0) return 0;
+  std::uint64_t rank = n / 2;  // 0-based rank of the median among the times
+  std::uint32_t top = 0;
+  while (rank >= high[top]) rank -= high[top++];
+  std::vector<std::uint64_t> low(65536, 0);
+  points.for_each([&](const AttemptPoint& p) {
+    const auto bits = std::bit_cast<std::uint32_t>(p.elapsed);
+    if (p.elapsed > 0 && (bits >> 16) == top) ++low[bits & 0xffffU];
+  });
+  std::uint32_t bottom = 0;
+  while (rank >= low[bottom]) rank -= low[bottom++];
+  return std::bit_cast<float>((top << 16) | bottom);
+}
+
 void order_workers(AttemptTally& tally, ReportData& r) {
   std::vector<std::uint32_t> order(tally.workers.size());
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -101,9 +172,7 @@ void order_workers(AttemptTally& tally, ReportData& r) {
     r.workers.push_back(std::move(tally.workers[order[i]]));
   }
   tally.workers.clear();
-  for (auto& p : tally.points) {
-    if (p.worker != kNoWorker) p.worker = renumber[p.worker];
-  }
+  tally.points.renumber_workers(std::move(renumber));
   for (const auto& w : r.workers) {
     r.worker_attempts += w.attempts;
     r.first_start = r.first_start == 0 ? w.first_start : std::min(r.first_start, w.first_start);
@@ -135,18 +204,6 @@ std::size_t bin_index(double t, double t0, double width, std::size_t nbins) {
                                static_cast<std::int64_t>(nbins) - 1));
 }
 
-// The median time of the attempts that ran (0 when none did).
-double median_elapsed(const std::deque<AttemptPoint>& points) {
-  std::vector<float> e;
-  e.reserve(points.size());
-  for (const auto& p : points) {
-    if (p.elapsed > 0) e.push_back(p.elapsed);
-  }
-  if (e.empty()) return 0;
-  std::nth_element(e.begin(), e.begin() + static_cast<std::ptrdiff_t>(e.size() / 2), e.end());
-  return e[e.size() / 2];
-}
-
 // `w` rounded up to 1, 2 or 5 × 10^k, so that bins read as 0.2 s, 5 s, 10 s.
 double nice_width(double w) {
   const double decade = std::pow(10.0, std::floor(std::log10(w)));
@@ -172,16 +229,16 @@ std::uint32_t series_bin_count(std::size_t attempts, const ReportLimits& limits,
 
 }  // namespace
 
-void fill_histograms(const std::deque<AttemptPoint>& points, std::uint32_t nbins,
-                     ReportData::Histogram& rh, ReportData::Histogram& oh) {
+void fill_histograms(const PointLog& points, std::uint32_t nbins, ReportData::Histogram& rh,
+                     ReportData::Histogram& oh) {
   double run_sum = 0, over_sum = 0;
   // run() is timed inside the worker, the attempt by the pool, each rounded when stored: for an
   // attempt with next to no overhead the worker's figure can be the larger. No time is negative.
   auto overhead = [](const AttemptPoint& p) {
     return std::max(0.0, static_cast<double>(p.elapsed) - p.run);
   };
-  for (const auto& p : points) {
-    if (!p.measured) continue;
+  points.for_each([&](const AttemptPoint& p) {
+    if (!p.measured) return;
     const double run = p.run, over = overhead(p);
     oh.clamped += static_cast<double>(p.elapsed) < p.run ? 1 : 0;
     rh.min = rh.n == 0 ? run : std::min(rh.min, run);
@@ -192,22 +249,22 @@ void fill_histograms(const std::deque<AttemptPoint>& points, std::uint32_t nbins
     ++oh.n;
     run_sum += run;
     over_sum += over;
-  }
+  });
   if (rh.n > 0) {
     rh.mean = run_sum / static_cast<double>(rh.n);
     oh.mean = over_sum / static_cast<double>(oh.n);
   }
   shape_histogram(rh, nbins);
   shape_histogram(oh, nbins);
-  for (const auto& p : points) {
-    if (!p.measured) continue;
+  points.for_each([&](const AttemptPoint& p) {
+    if (!p.measured) return;
     count_in(rh, p.run);
     count_in(oh, overhead(p));
-  }
+  });
 }
 
-void fill_series_bins(const std::deque<AttemptPoint>& points, std::uint32_t nbins,
-                      std::uint32_t max_retries, ReportData& r) {
+void fill_series_bins(const PointLog& points, std::uint32_t nbins, std::uint32_t max_retries,
+                      ReportData& r) {
   r.t0 = r.started > 0 ? r.started : r.first_start;
   if (r.first_start > 0) r.t0 = std::min(r.t0, r.first_start);
   const double end = std::max(r.last_end, r.ended > 0 ? r.ended : r.snapshot);
@@ -216,7 +273,7 @@ void fill_series_bins(const std::deque<AttemptPoint>& points, std::uint32_t nbin
   // The end itself falls into one more bin.
   r.bins.resize(static_cast<std::size_t>(std::ceil(span / r.bin_s - 1e-6)) + 1);
   for (std::size_t i = 0; i < r.bins.size(); ++i) r.bins[i].t = static_cast<double>(i) * r.bin_s;
-  for (const auto& p : points) {
+  points.for_each([&](const AttemptPoint& p) {
     ++r.bins[bin_index(p.start, r.t0, r.bin_s, r.bins.size())].started;
     auto& e = r.bins[bin_index(p.start + p.elapsed, r.t0, r.bin_s, r.bins.size())];
     ++e.ended;
@@ -224,7 +281,7 @@ void fill_series_bins(const std::deque<AttemptPoint>& points, std::uint32_t nbin
     e.items += p.items;
     e.failed += p.ok ? 0 : 1;
     e.finished += (p.ok || p.attempt > max_retries) ? 1 : 0;
-  }
+  });
   if (r.worker_attempts == 0 && points.empty()) return;
   // At a bin's start: running = started before it − ended before it.
   const auto total = static_cast<std::int64_t>(r.total_known ? r.total : r.submitted);
@@ -238,19 +295,19 @@ void fill_series_bins(const std::deque<AttemptPoint>& points, std::uint32_t nbin
   }
 }
 
-void fill_timeline(const std::deque<AttemptPoint>& points, const std::vector<std::string>& statuses,
+void fill_timeline(const PointLog& points, const std::vector<std::string>& statuses,
                    const ReportLimits& limits, ReportData& r) {
   if (r.workers.empty()) return;
   if (r.worker_attempts <= limits.max_timeline_attempts) {
-    for (const auto& p : points) {
-      if (p.worker == kNoWorker) continue;
+    points.for_each([&](const AttemptPoint& p) {
+      if (p.worker == kNoWorker) return;
       r.segments.push_back({.worker = p.worker,
                             .t_start = p.start - r.t0,
                             .t_end = p.start - r.t0 + p.elapsed,
                             .status = statuses[p.status],
                             .minibatch = p.minibatch,
                             .attempts = 1});
-    }
+    });
     std::stable_sort(r.segments.begin(), r.segments.end(),
                      [](const auto& a, const auto& b) { return a.t_start < b.t_start; });
     return;
@@ -261,13 +318,13 @@ void fill_timeline(const std::deque<AttemptPoint>& points, const std::vector<std
   r.timeline_bin_s = std::max(r.last_end - r.t0, 1e-3) / static_cast<double>(nbins);
   std::vector<double> busy(r.workers.size() * nbins, 0);  // worker × bin busy seconds
   std::vector<std::uint64_t> n(busy.size(), 0), failed(busy.size(), 0);
-  for (const auto& p : points) {
-    if (p.worker == kNoWorker) continue;
+  points.for_each([&](const AttemptPoint& p) {
+    if (p.worker == kNoWorker) return;
     const std::size_t k = p.worker * nbins + bin_index(p.start, r.t0, r.timeline_bin_s, nbins);
     busy[k] += p.elapsed;
     ++n[k];
     failed[k] += p.ok ? 0 : 1;
-  }
+  });
   for (std::size_t k = 0; k < n.size(); ++k) {
     if (n[k] == 0) continue;
     const double t = static_cast<double>(k % nbins) * r.timeline_bin_s;

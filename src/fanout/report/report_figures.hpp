@@ -5,8 +5,9 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,13 +37,66 @@ struct AttemptPoint {
 };
 inline constexpr std::uint32_t kNoWorker = 0xffffffffU;
 
+// The points of a tally, in the order added. At most kChunk of them are held in memory: each
+// full chunk is appended to an unnamed temporary file (std::tmpfile, gone when closed), and the
+// points are read back in order only when the figures are made, so a job's report holds a
+// bounded amount of memory however many attempts it has (a point per attempt in memory was
+// 48 MB at 1,000,000). Where no temporary file can be made, the points stay in memory.
+class PointLog final {
+ public:
+  static constexpr std::size_t kChunk = 8192;
+
+  PointLog() = default;
+  PointLog(PointLog&&) noexcept = default;
+  PointLog& operator=(PointLog&&) noexcept = default;
+  PointLog(const PointLog&) = delete;
+  PointLog& operator=(const PointLog&) = delete;
+  ~PointLog() = default;
+
+  void push_back(const AttemptPoint& p);
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  // From now on each point's worker (other than kNoWorker) reads as `renumber[worker]`.
+  void renumber_workers(std::vector<std::uint32_t> renumber) { renumber_ = std::move(renumber); }
+  // Calls fn(const AttemptPoint&) for each point in order. Throws Failure{Io} when the
+  // temporary file cannot be read back.
+  template <typename Fn>
+  void for_each(Fn&& fn) const {
+    std::vector<AttemptPoint> chunk;
+    for (std::size_t done = 0; done < spilled_; done += chunk.size()) {
+      read_chunk(done, chunk);
+      for (auto& p : chunk) fn(fixed(p));
+    }
+    for (auto p : tail_) fn(fixed(p));
+  }
+  // Every point, in order (for tests and small jobs).
+  [[nodiscard]] std::vector<AttemptPoint> to_vector() const;
+
+ private:
+  struct Close {
+    void operator()(std::FILE* f) const noexcept { (void)std::fclose(f); }
+  };
+  [[nodiscard]] AttemptPoint& fixed(AttemptPoint& p) const noexcept {
+    if (!renumber_.empty() && p.worker != kNoWorker) p.worker = renumber_[p.worker];
+    return p;
+  }
+  void read_chunk(std::size_t from, std::vector<AttemptPoint>& chunk) const;
+
+  std::vector<AttemptPoint> tail_{};  // not yet in the file
+  std::unique_ptr<std::FILE, Close> file_{};
+  std::size_t spilled_ = 0;  // points in the file
+  std::size_t size_ = 0;
+  bool in_memory_ = false;  // no temporary file could be made
+  std::vector<std::uint32_t> renumber_{};
+};
+
 // The attempts of one job, tallied one at a time in attempt id order.
 struct AttemptTally {
   explicit AttemptTally(std::uint32_t messages_per_failure_ = 3)
       : messages_per_failure(messages_per_failure_) {}
   void add(const store::AttemptRow& a);
 
-  std::deque<AttemptPoint> points{};          // no doubling copies: a million points is 48 MB
+  PointLog points{};                          // bounded memory: see PointLog
   std::vector<ReportData::Worker> workers{};  // in order of first attempt
   std::map<std::pair<std::uint64_t, std::string>, std::uint32_t> worker_index{};
   std::vector<std::string> statuses{};
@@ -62,11 +116,15 @@ struct AttemptTally {
 // points to match, and sets r.worker_attempts, r.first_start and r.last_end.
 void order_workers(AttemptTally& tally, ReportData& r);
 
+// The median time of the attempts that ran (0 when none did): the element at n / 2 of their
+// sorted times, as std::nth_element finds it. Two passes over the points.
+[[nodiscard]] double median_elapsed(const PointLog& points);
+
 // The run() and overhead histograms of the measured points, `nbins` equal bins from the
 // minimum to the maximum (one bin when they are equal). An overhead below 0 (run() timed by the
 // worker longer than the attempt timed by the pool) counts as 0 and in overhead.clamped.
-void fill_histograms(const std::deque<AttemptPoint>& points, std::uint32_t nbins,
-                     ReportData::Histogram& run, ReportData::Histogram& overhead);
+void fill_histograms(const PointLog& points, std::uint32_t nbins, ReportData::Histogram& run,
+                     ReportData::Histogram& overhead);
 
 // r.t0 and the series' time bins (r.bin_s, r.bins) from t0 to the job's end (or r.snapshot):
 // at most `nbins` + 1, each as wide as the median attempt at least (a narrower bin holds 0 or 1
@@ -74,13 +132,13 @@ void fill_histograms(const std::deque<AttemptPoint>& points, std::uint32_t nbins
 // r.started, r.ended, r.first_start, r.last_end and r.total/r.submitted. A mini-batch counts as
 // finished by an attempt that succeeded or whose try is above `max_retries` (the job's retry
 // policy, store::JobSettings::max_retries).
-void fill_series_bins(const std::deque<AttemptPoint>& points, std::uint32_t nbins,
-                      std::uint32_t max_retries, ReportData& r);
+void fill_series_bins(const PointLog& points, std::uint32_t nbins, std::uint32_t max_retries,
+                      ReportData& r);
 
 // The timeline (r.segments): one bar per attempt that reached a worker, or, above
 // `limits.max_timeline_attempts` of them, one per worker and time bin (r.timeline_binned).
 // Needs r.workers, r.worker_attempts, r.t0 and r.last_end.
-void fill_timeline(const std::deque<AttemptPoint>& points, const std::vector<std::string>& statuses,
+void fill_timeline(const PointLog& points, const std::vector<std::string>& statuses,
                    const ReportLimits& limits, ReportData& r);
 
 // Failed attempts by status and category, and the groups of (status, category), most

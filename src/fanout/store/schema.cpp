@@ -367,6 +367,133 @@ CREATE TABLE experiment_runs (
   PRIMARY KEY (experiment, seq)
 );
 )sql",
+    // 6 -> 7: each job's counts kept in job_tallies, maintained by triggers in the transaction
+    // that changes its mini-batches and attempts (every writer of those rows: the hot path,
+    // recovery, resume, cancel), so that job_counts reads one row per job instead of scanning
+    // the job's rows; existing jobs are counted once here.
+    R"sql(
+CREATE TABLE job_tallies (
+  job_id          INTEGER PRIMARY KEY,
+  submitted       INTEGER NOT NULL DEFAULT 0,
+  pending         INTEGER NOT NULL DEFAULT 0,
+  running         INTEGER NOT NULL DEFAULT 0,
+  succeeded       INTEGER NOT NULL DEFAULT 0,
+  failed          INTEGER NOT NULL DEFAULT 0,
+  items_succeeded INTEGER NOT NULL DEFAULT 0,
+  items_failed    INTEGER NOT NULL DEFAULT 0,
+  attempts        INTEGER NOT NULL DEFAULT 0,
+  attempts_failed INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO job_tallies (job_id, submitted, pending, running, succeeded, failed, items_succeeded,
+                         items_failed)
+SELECT j.id, count(m.id),
+       coalesce(sum(m.state = 'pending'), 0), coalesce(sum(m.state = 'running'), 0),
+       coalesce(sum(m.state = 'succeeded'), 0), coalesce(sum(m.state = 'failed'), 0),
+       coalesce(sum(CASE WHEN m.state = 'succeeded' THEN m.succeeded ELSE 0 END), 0),
+       coalesce(sum(CASE m.state WHEN 'succeeded' THEN m.failed
+                                 WHEN 'failed' THEN m.items ELSE 0 END), 0)
+FROM jobs j LEFT JOIN minibatches m ON m.job_id = j.id
+GROUP BY j.id;
+UPDATE job_tallies SET
+  attempts = (SELECT count(*) FROM attempts a WHERE a.job_id = job_tallies.job_id),
+  attempts_failed = (SELECT count(*) FROM attempts a
+                     WHERE a.job_id = job_tallies.job_id AND a.status != 'RUN_DONE');
+CREATE TRIGGER job_tallies_job AFTER INSERT ON jobs BEGIN
+  INSERT INTO job_tallies (job_id) SELECT new.id
+  WHERE NOT EXISTS (SELECT 1 FROM job_tallies WHERE job_id = new.id);
+END;
+CREATE TRIGGER job_tallies_job_gone AFTER DELETE ON jobs BEGIN
+  DELETE FROM job_tallies WHERE job_id = old.id;
+END;
+CREATE TRIGGER job_tallies_minibatch AFTER INSERT ON minibatches BEGIN
+  UPDATE job_tallies SET
+    submitted = submitted + 1,
+    pending = pending + (new.state = 'pending'),
+    running = running + (new.state = 'running'),
+    succeeded = succeeded + (new.state = 'succeeded'),
+    failed = failed + (new.state = 'failed'),
+    items_succeeded = items_succeeded + CASE new.state WHEN 'succeeded' THEN new.succeeded
+                                                        ELSE 0 END,
+    items_failed = items_failed + CASE new.state WHEN 'succeeded' THEN new.failed
+                                                  WHEN 'failed' THEN new.items ELSE 0 END
+  WHERE job_id = new.job_id;
+END;
+CREATE TRIGGER job_tallies_minibatch_changed
+AFTER UPDATE OF job_id, state, items, succeeded, failed ON minibatches
+WHEN old.job_id != new.job_id OR old.state != new.state OR old.items != new.items
+  OR old.succeeded != new.succeeded OR old.failed != new.failed
+BEGIN
+  UPDATE job_tallies SET
+    submitted = submitted - 1,
+    pending = pending - (old.state = 'pending'),
+    running = running - (old.state = 'running'),
+    succeeded = succeeded - (old.state = 'succeeded'),
+    failed = failed - (old.state = 'failed'),
+    items_succeeded = items_succeeded - CASE old.state WHEN 'succeeded' THEN old.succeeded
+                                                        ELSE 0 END,
+    items_failed = items_failed - CASE old.state WHEN 'succeeded' THEN old.failed
+                                                  WHEN 'failed' THEN old.items ELSE 0 END
+  WHERE job_id = old.job_id;
+  UPDATE job_tallies SET
+    submitted = submitted + 1,
+    pending = pending + (new.state = 'pending'),
+    running = running + (new.state = 'running'),
+    succeeded = succeeded + (new.state = 'succeeded'),
+    failed = failed + (new.state = 'failed'),
+    items_succeeded = items_succeeded + CASE new.state WHEN 'succeeded' THEN new.succeeded
+                                                        ELSE 0 END,
+    items_failed = items_failed + CASE new.state WHEN 'succeeded' THEN new.failed
+                                                  WHEN 'failed' THEN new.items ELSE 0 END
+  WHERE job_id = new.job_id;
+END;
+CREATE TRIGGER job_tallies_minibatch_gone AFTER DELETE ON minibatches BEGIN
+  UPDATE job_tallies SET
+    submitted = submitted - 1,
+    pending = pending - (old.state = 'pending'),
+    running = running - (old.state = 'running'),
+    succeeded = succeeded - (old.state = 'succeeded'),
+    failed = failed - (old.state = 'failed'),
+    items_succeeded = items_succeeded - CASE old.state WHEN 'succeeded' THEN old.succeeded
+                                                        ELSE 0 END,
+    items_failed = items_failed - CASE old.state WHEN 'succeeded' THEN old.failed
+                                                  WHEN 'failed' THEN old.items ELSE 0 END
+  WHERE job_id = old.job_id;
+END;
+CREATE TRIGGER job_tallies_attempt AFTER INSERT ON attempts BEGIN
+  UPDATE job_tallies SET attempts = attempts + 1,
+                         attempts_failed = attempts_failed + (new.status != 'RUN_DONE')
+  WHERE job_id = new.job_id;
+END;
+CREATE TRIGGER job_tallies_attempt_changed AFTER UPDATE OF job_id, status ON attempts
+WHEN old.job_id != new.job_id OR old.status != new.status
+BEGIN
+  UPDATE job_tallies SET attempts = attempts - 1,
+                         attempts_failed = attempts_failed - (old.status != 'RUN_DONE')
+  WHERE job_id = old.job_id;
+  UPDATE job_tallies SET attempts = attempts + 1,
+                         attempts_failed = attempts_failed + (new.status != 'RUN_DONE')
+  WHERE job_id = new.job_id;
+END;
+CREATE TRIGGER job_tallies_attempt_gone AFTER DELETE ON attempts BEGIN
+  UPDATE job_tallies SET attempts = attempts - 1,
+                         attempts_failed = attempts_failed - (old.status != 'RUN_DONE')
+  WHERE job_id = old.job_id;
+END;
+DROP VIEW job_counts;
+CREATE VIEW job_counts AS
+SELECT j.id AS job_id,
+       max(j.total, coalesce(t.submitted, 0)) AS total,
+       coalesce(t.submitted, 0) AS submitted,
+       coalesce(t.succeeded, 0) AS succeeded,
+       coalesce(t.failed, 0) AS failed,
+       coalesce(t.pending, 0) AS pending,
+       coalesce(t.running, 0) AS running,
+       coalesce(t.items_succeeded, 0) AS items_succeeded,
+       coalesce(t.items_failed, 0) AS items_failed,
+       coalesce(t.attempts, 0) AS attempts,
+       coalesce(t.attempts_failed, 0) AS attempts_failed
+FROM jobs j LEFT JOIN job_tallies t ON t.job_id = j.id;
+)sql",
 };
 
 static_assert(std::size(kMigrations) == static_cast<std::size_t>(kSchemaVersion),

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <numeric>
 #include <string>
@@ -75,9 +76,10 @@ TEST_CASE("report.report_figures.workers_ordered_by_pool_then_process") {
   CHECK(j.r.first_start == 1000);
   CHECK(j.r.last_end == 1003);
   // The points follow their workers' new places; the one that reached none keeps kNoWorker.
-  CHECK(j.tally.points[0].worker == 1);
-  CHECK(j.tally.points[1].worker == 0);
-  CHECK(j.tally.points[3].worker == report::kNoWorker);
+  const auto points = j.tally.points.to_vector();
+  CHECK(points[0].worker == 1);
+  CHECK(points[1].worker == 0);
+  CHECK(points[3].worker == report::kNoWorker);
 }
 
 TEST_CASE("report.report_figures.histograms_span_min_to_max_of_successful_attempts") {
@@ -245,4 +247,40 @@ TEST_CASE("report.report_figures.pool_totals_fall_back_to_the_processes_seen") {
   CHECK(pools[0].last_end == doctest::Approx(1002));
   CHECK(pools[1].state.empty());  // no row in the store
   CHECK(pools[1].workers == 1);
+}
+
+TEST_CASE("report.report_figures.points_beyond_a_chunk_read_back_in_order_with_equal_figures") {
+  // More points than PointLog keeps in memory: the figures made from those read back from its
+  // temporary file equal the ones made from the same points kept in memory.
+  const std::size_t n = 2 * report::PointLog::kChunk + 123;
+  std::vector<store::AttemptRow> rows;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double elapsed = 0.001 * static_cast<double>((i * 7919) % 1000 + 1);
+    rows.push_back(row(i + 1, 1, i % 97 == 0 ? "RUN_EXCEPTION" : "RUN_DONE",
+                       i % 3 == 0 ? "w2" : (i % 3 == 1 ? "w0" : "w1"),
+                       1000 + 0.01 * static_cast<double>(i), elapsed, elapsed / 2));
+  }
+  Job j(rows, n);
+  j.r.ended = 1000 + 0.01 * static_cast<double>(n) + 1;
+  report::order_workers(j.tally, j.r);
+  const auto points = j.tally.points.to_vector();
+  REQUIRE(points.size() == n);
+  for (std::size_t i = 0; i < n; i += 1001) {
+    CAPTURE(i);
+    CHECK(points[i].minibatch == i + 1);
+    CHECK(points[i].start == doctest::Approx(1000 + 0.01 * static_cast<double>(i)));
+    CHECK(j.r.workers[points[i].worker].process ==
+          (i % 3 == 0 ? "w2" : (i % 3 == 1 ? "w0" : "w1")));
+  }
+  // The median of the times, as nth_element over them all finds it.
+  std::vector<float> e;
+  for (const auto& p : points) e.push_back(p.elapsed);
+  std::nth_element(e.begin(), e.begin() + static_cast<std::ptrdiff_t>(e.size() / 2), e.end());
+  CHECK(report::median_elapsed(j.tally.points) == static_cast<double>(e[e.size() / 2]));
+  report::fill_series_bins(j.tally.points, 10, 0, j.r);
+  CHECK(sum(j.r.bins, &report::ReportData::Bin::started) == n);
+  report::ReportData::Histogram run, over;
+  report::fill_histograms(j.tally.points, 10, run, over);
+  CHECK(run.n == n - (n + 96) / 97);
+  CHECK(std::accumulate(run.counts.begin(), run.counts.end(), std::uint64_t{0}) == run.n);
 }

@@ -33,8 +33,40 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Takes a current store back to what the job_tallies migration found: no stored counts, and
+// view job_counts counting the rows.
+void undo_job_tallies(Db& db) {
+  for (const char* t :
+       {"job_tallies_job", "job_tallies_job_gone", "job_tallies_minibatch",
+        "job_tallies_minibatch_changed", "job_tallies_minibatch_gone", "job_tallies_attempt",
+        "job_tallies_attempt_changed", "job_tallies_attempt_gone"}) {
+    db.exec((std::string("DROP TRIGGER ") + t).c_str());
+  }
+  db.exec("DROP TABLE job_tallies");
+  db.exec("DROP VIEW job_counts");
+  db.exec(R"sql(
+CREATE VIEW job_counts AS
+SELECT j.id AS job_id,
+       max(j.total, count(m.id)) AS total,
+       count(m.id) AS submitted,
+       coalesce(sum(m.state = 'succeeded'), 0) AS succeeded,
+       coalesce(sum(m.state = 'failed'), 0) AS failed,
+       coalesce(sum(m.state = 'pending'), 0) AS pending,
+       coalesce(sum(m.state = 'running'), 0) AS running,
+       coalesce(sum(CASE WHEN m.state = 'succeeded' THEN m.succeeded ELSE 0 END), 0)
+         AS items_succeeded,
+       coalesce(sum(CASE m.state WHEN 'succeeded' THEN m.failed
+                                 WHEN 'failed' THEN m.items ELSE 0 END), 0) AS items_failed,
+       (SELECT count(*) FROM attempts a WHERE a.job_id = j.id) AS attempts,
+       (SELECT count(*) FROM attempts a WHERE a.job_id = j.id AND a.status != 'RUN_DONE')
+         AS attempts_failed
+FROM jobs j LEFT JOIN minibatches m ON m.job_id = j.id
+GROUP BY j.id)sql");
+}
+
 // Takes a current store back to what version 6 found: without fanout explore's tables.
 void undo_version_6(Db& db) {
+  undo_job_tallies(db);
   db.exec("DROP TABLE experiment_runs");
   db.exec("DROP TABLE experiments");
 }
@@ -97,9 +129,10 @@ TEST_CASE("store.schema.refuses_newer_schema") {
   { TaskStore store(path, quiet_logger()); }
   {
     Db db(path, Db::Mode::ReadWriteCreate);
-    db.exec("PRAGMA user_version = 7");
+    db.exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion + 1)).c_str());
   }
-  const std::string newer = "store schema version 7 is newer than this fanout supports (" +
+  const std::string newer = "store schema version " + std::to_string(kSchemaVersion + 1) +
+                            " is newer than this fanout supports (" +
                             std::to_string(kSchemaVersion) + ")";
   SUBCASE("writer") {
     try {
@@ -278,4 +311,48 @@ TEST_CASE("store.schema.version_5_records_each_attempts_placement_and_gpu_sample
   CHECK(sql_int(path, "SELECT count(*) FROM gpu_samples") == 0);
   CHECK(sql_text(path, "SELECT group_concat(device || '/' || threads) FROM process_summary") ==
         "/0");
+}
+
+TEST_CASE("store.schema.job_tallies_migration_counts_the_jobs_already_stored") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  const std::string counts =
+      "SELECT group_concat(c, ';') FROM (SELECT job_id || ':' || total || ',' || submitted || ',' "
+      "|| succeeded || ',' || failed || ',' || pending || ',' || running || ',' || "
+      "items_succeeded || ',' || items_failed || ',' || attempts || ',' || attempts_failed AS c "
+      "FROM job_counts ORDER BY job_id)";
+  std::string scanned;
+  {
+    TaskStore store(path, quiet_logger());
+    using S = proto::AttemptStatus;
+    store.create_job(1, make_spec(dir.file("out1.txt")), 100.0);
+    store.add_minibatches(
+        1, {make_batch(0, {"/in/a", "/in/b"}), make_batch(1, {"/in/c"}), make_batch(2, {"/in/d"})});
+    for (std::uint64_t i = 0; i < 3; ++i) store.mark_running(1, i, 1);
+    store.record_attempt(make_attempt(1, 1, 0, 1, S::RunDone, "succeeded", "a\n", true));
+    store.record_attempt(make_attempt(2, 1, 1, 1, S::RunException, "failed"));
+    store.create_job(2, make_spec(""), 100.0);  // a job with no mini-batches
+    store.flush();
+  }
+  {
+    Db db(path, Db::Mode::ReadWriteCreate);
+    undo_job_tallies(db);
+    db.exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion - 1)).c_str());
+  }
+  scanned = sql_text(path, counts);  // the old view's full count
+  CHECK(scanned == "1:3,3,1,1,0,1,2,1,2,1;2:0,0,0,0,0,0,0,0,0,0");
+  { TaskStore store(path, quiet_logger()); }
+  CHECK(sql_int(path, "PRAGMA user_version") == kSchemaVersion);
+  CHECK(sql_int(path, "SELECT count(*) FROM job_tallies") == 2);
+  CHECK(sql_text(path, counts) == scanned);
+  // The triggers go on from the counts the migration found.
+  {
+    TaskStore store(path, quiet_logger());
+    store.record_attempt(
+        make_attempt(3, 1, 2, 1, proto::AttemptStatus::RunDone, "succeeded", "d\n", true));
+    store.flush();
+  }
+  CHECK(sql_text(path,
+                 "SELECT succeeded || ',' || running || ',' || attempts FROM job_counts "
+                 "WHERE job_id = 1") == "2,0,3");
 }

@@ -492,3 +492,88 @@ TEST_CASE("store.task_store.the_wal_is_checkpointed_off_the_writer") {
   }
   CHECK(fs::file_size(path) >= before + 4096u * 4096u);
 }
+
+namespace {
+
+// Job `job_id`'s counts as a full scan of its rows finds them (what view job_counts computed
+// before the counts were stored), in job_counts' column order.
+std::string scanned_counts(const std::string& path, std::uint64_t job_id) {
+  return sql_text(path, R"sql(
+SELECT max(j.total, count(m.id)) || ',' || count(m.id) || ',' ||
+       coalesce(sum(m.state = 'succeeded'), 0) || ',' || coalesce(sum(m.state = 'failed'), 0) || ',' ||
+       coalesce(sum(m.state = 'pending'), 0) || ',' || coalesce(sum(m.state = 'running'), 0) || ',' ||
+       coalesce(sum(CASE WHEN m.state = 'succeeded' THEN m.succeeded ELSE 0 END), 0) || ',' ||
+       coalesce(sum(CASE m.state WHEN 'succeeded' THEN m.failed
+                                 WHEN 'failed' THEN m.items ELSE 0 END), 0) || ',' ||
+       (SELECT count(*) FROM attempts a WHERE a.job_id = j.id) || ',' ||
+       (SELECT count(*) FROM attempts a WHERE a.job_id = j.id AND a.status != 'RUN_DONE')
+FROM jobs j LEFT JOIN minibatches m ON m.job_id = j.id WHERE j.id = )sql" +
+                            std::to_string(job_id) + " GROUP BY j.id");
+}
+
+// The same from the job's stored job_tallies row (what view job_counts reads).
+std::string stored_counts(const std::string& path, std::uint64_t job_id) {
+  return sql_text(path,
+                  "SELECT max(j.total, t.submitted) || ',' || t.submitted || ',' || t.succeeded || "
+                  "',' || t.failed || ',' || t.pending || ',' || t.running || ',' || "
+                  "t.items_succeeded || ',' || t.items_failed || ',' || t.attempts || ',' || "
+                  "t.attempts_failed FROM job_tallies t JOIN jobs j ON j.id = t.job_id "
+                  "WHERE t.job_id = " +
+                      std::to_string(job_id));
+}
+
+}  // namespace
+
+TEST_CASE("store.task_store.stored_counts_equal_a_full_count_through_retries_and_restarts") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  const std::string out = dir.file("out/parallel_run_step.txt");
+  using S = proto::AttemptStatus;
+  {
+    TaskStore store(path, quiet_logger());
+    store.create_job(1, make_spec(out), 1000.0);
+    store.create_job(2, make_spec(""), 1000.0);  // no rows at all
+    store.add_minibatches(1, {make_batch(0, {"/in/a.csv", "/in/b.csv"}), make_batch(1, {"/in/c"}),
+                              make_batch(2, {"/in/e.csv", "/in/f.csv"}), make_batch(3, {"/in/g"})});
+    for (std::uint64_t i = 0; i < 4; ++i) store.mark_running(1, i, 1);
+    store.record_attempt(make_attempt(1, 1, 0, 1, S::RunDone, "succeeded", "a\nb\n", true));
+    store.record_attempt(make_attempt(2, 1, 1, 1, S::RunException, "pending"));
+    store.record_attempt(make_attempt(3, 1, 2, 1, S::RunTimeout, "pending"));
+    store.mark_running(1, 1, 2);
+    store.mark_running(1, 2, 2);
+    store.record_attempt(make_attempt(4, 1, 1, 2, S::RunDone, "succeeded", "cc\n", true));
+    store.record_attempt(make_attempt(5, 1, 2, 2, S::WorkerLost, "failed"));
+    store.flush();
+    CHECK(stored_counts(path, 1) == scanned_counts(path, 1));
+    CHECK(stored_counts(path, 2) == scanned_counts(path, 2));
+    CHECK(sql_int(path, "SELECT running FROM job_counts WHERE job_id = 1") == 1);  // batch 3
+    // The interchange stops mid-job: batch 3 is still running.
+  }
+  {
+    // A restart: recovery takes the running mini-batch back to pending, and the job runs on.
+    TaskStore store(path, quiet_logger());
+    auto unfinished = store.recover();
+    REQUIRE(unfinished.size() == 2);
+    store.flush();
+    CHECK(stored_counts(path, 1) == scanned_counts(path, 1));
+    CHECK(sql_int(path, "SELECT pending FROM job_counts WHERE job_id = 1") == 1);
+    store.add_minibatches(1, {make_batch(3, {"/in/g"}), make_batch(4, {"/in/h"})});  // resubmitted
+    store.set_submit_done(1, 5);
+    store.mark_running(1, 3, 1);
+    store.mark_running(1, 4, 1);
+    store.record_attempt(make_attempt(6, 1, 3, 1, S::RunException, "failed"));
+    store.record_attempt(make_attempt(7, 1, 4, 1, S::RunDone, "succeeded", "d\n", true));
+    store.finish_job(1, "failed", "mini_batch_error_threshold 0 exceeded: 2 failed", 2000.0);
+    store.finish_job(2, "succeeded", "", 2000.0);
+    store.flush();
+    CHECK(stored_counts(path, 1) == scanned_counts(path, 1));
+    CHECK(stored_counts(path, 1) == "5,5,3,2,0,0,6,3,7,4");
+  }
+  {
+    // `fanout resume --failed`: the failed mini-batches are pending again.
+    TaskStore store(path, quiet_logger());
+    CHECK(store.reopen_failed(1) == 2);
+    CHECK(stored_counts(path, 1) == scanned_counts(path, 1));
+    CHECK(sql_int(path, "SELECT pending FROM job_counts WHERE job_id = 1") == 2);
+  }
+}
