@@ -153,6 +153,10 @@ int main(int argc, char** argv) {
   app.add_option("--first-process", opts.first_process,
                  "number of the first worker, processNNN (pools sharing a node number apart)")
       ->capture_default_str();
+  app.add_option("--pool-index", opts.pool_index,
+                 "this pool's index among pools started together on its node, from 0: its "
+                 "workers are numbered from index x its worker count + 1")
+      ->excludes("--first-process");
   app.add_option("--prefetch", opts.prefetch, "tasks held beyond free workers")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
