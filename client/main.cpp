@@ -467,7 +467,10 @@ int resolve_job_file(RunArgs& a, std::optional<client::AdhocJob>& adhoc) {
       return kExitUsage;
     }
     // GNU parallel says nothing but the commands' output unless asked (--bar).
-    if (!a.bar && !a.ov.json) a.ov.quiet = true;
+    if (!a.bar && !a.ov.json) {
+      a.ov.quiet = true;
+      a.ov.silent_success = true;
+    }
     auto job = client::write_adhoc_job(
         a.ao, (std::filesystem::absolute(adhoc_store(a)).parent_path() / "adhoc").string());
     if (!job) {

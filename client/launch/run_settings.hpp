@@ -51,6 +51,9 @@ struct RunOverrides {
   bool exit_with_client = false;  // release the pools and stop the interchange if the client dies
   std::string
       metrics_listen{};  // the embedded interchange's --metrics-listen (fanout.metrics_listen)
+  // An ad-hoc run without --bar: a job that succeeded prints no end summary, as GNU parallel
+  // prints nothing of its own (a failed, partial or cancelled job still prints its summary).
+  bool silent_success = false;
 };
 
 // How the embedded interchange listens (docs/security.md). Ipc: ipc:// endpoints in a fresh 0700
