@@ -231,7 +231,7 @@ TEST_CASE("integration.cli.daemons_help_and_man_pages_fit_80_columns_with_plain_
     auto gen = run_capture({"bash", tools + "/packaging/gen_man.sh", bin, "0.0", page}, dir.path());
     INFO(gen.err);
     REQUIRE(gen.status.code == 0);
-    auto man = run_capture({"sh", "-c", "MANWIDTH=80 man -l \"$0\" | col -b", page}, dir.path(), {},
+    auto man = run_capture({"sh", "-c", "LC_ALL=C MANWIDTH=80 man -l \"$0\" | col -b", page}, dir.path(), {},
                            std::chrono::seconds(60));
     REQUIRE(man.status.code == 0);
     CHECK(man.out.find("--heartbeat-period-ms N") != std::string::npos);
