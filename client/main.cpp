@@ -36,6 +36,7 @@
 #include "fanout/config/pipeline.hpp"
 #include "fanout/net/security.hpp"
 #include "fanout/protocol/exit_codes.hpp"
+#include "fanout/util/cli_help.hpp"
 #include "fanout/util/error.hpp"
 #include "fanout/util/log.hpp"
 #include "fanout/util/spelling.hpp"
@@ -94,123 +95,6 @@ CLI::Validator gnu_jobs() {
 }
 
 // ---- help layout and "did you mean" ----
-
-// --help laid out for an 80-column terminal: option names in a fixed margin with their
-// descriptions wrapped beside it; plain value names (N, PATH) instead of CLI11's validator
-// descriptions (INT:INT in [1 - 1000000]); a short set of allowed values shown as the value
-// (local|slurm), a longer one and the default at the end of the description; the option groups in
-// a fixed order (place_in_help). The man pages are made from this output
-// (tools/packaging/gen_man.sh), so they read the same.
-class HelpFormatter final : public CLI::Formatter {
- public:
-  static constexpr std::size_t kWidth = 80;
-  static constexpr std::size_t kMargin = 30;  // "  --interchange-address ADDR" fits
-
-  HelpFormatter() { column_width(kMargin); }
-
-  std::string make_help(const CLI::App* app, std::string name,
-                        CLI::AppFormatMode mode) const override {
-    if (mode == CLI::AppFormatMode::Sub) return make_expanded(app);
-    return make_description(app) + make_usage(app, name) + make_positionals(app) +
-           ordered_groups(app) + make_subcommands(app, mode) + "\n" + make_footer(app);
-  }
-
-  std::string make_option(const CLI::Option* opt, bool positional) const override {
-    const std::string opts = positional ? std::string() : make_option_opts(opt);
-    return two_columns(make_option_name(opt, positional) + opts, make_option_desc(opt));
-  }
-  std::string make_subcommand(const CLI::App* sub) const override {
-    return two_columns(sub->get_name(), sub->get_description());
-  }
-  std::string make_description(const CLI::App* app) const override {
-    const std::string& d = app->get_description();
-    return d.empty() ? std::string() : wrapped(d, 0, kWidth) + "\n";
-  }
-  std::string make_option_opts(const CLI::Option* opt) const override {
-    if (!opt->get_option_text().empty()) return " " + opt->get_option_text();
-    if (opt->get_type_size() == 0) return {};  // a flag
-    std::string value = base_type(*opt);
-    const std::string set = allowed_set(*opt);
-    if (!set.empty() && set.size() <= 20) {
-      value = set;
-      std::replace(value.begin(), value.end(), ',', '|');
-    }
-    if (opt->get_expected_max() >= CLI::detail::expected_max_vector_size) value += " ...";
-    return " " + value;
-  }
-  std::string make_option_desc(const CLI::Option* opt) const override {
-    std::string d = opt->get_description();
-    if (const std::string set = allowed_set(*opt); set.size() > 20) {
-      std::string listed = set;
-      for (std::size_t p = listed.find(','); p != std::string::npos; p = listed.find(',', p + 2)) {
-        listed.insert(p + 1, " ");
-      }
-      d += " (one of: " + listed + ")";
-    }
-    if (!opt->get_default_str().empty() && d.find("default") == std::string::npos) {
-      d += " (default: " + opt->get_default_str() + ")";
-    }
-    return d;
-  }
-
- private:
-  // CLI11's default group first, then groups of other names (in the order declared), then these.
-  static std::size_t rank(const std::string& group) {
-    static const std::array<const char*, 6> kOrder = {"Input",    "Output",  "Workers",
-                                                      "Failures", "Cluster", "Advanced"};
-    if (group == "Options") return 0;
-    const auto* it = std::find(kOrder.begin(), kOrder.end(), group);
-    return it == kOrder.end() ? 1 : 2 + static_cast<std::size_t>(it - kOrder.begin());
-  }
-  std::string ordered_groups(const CLI::App* app) const {
-    std::vector<std::string> groups = app->get_groups();
-    std::stable_sort(groups.begin(), groups.end(),
-                     [](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
-    std::string out;
-    for (const std::string& g : groups) {
-      auto opts = app->get_options(
-          [&g](const CLI::Option* o) { return o->get_group() == g && o->nonpositional(); });
-      if (!g.empty() && !opts.empty()) out += make_group(g, false, opts);
-    }
-    return out;
-  }
-  // The value's own name: what type_name() set, or CLI11's type with N for its integer types.
-  static std::string base_type(const CLI::Option& opt) {
-    std::string t = opt.get_type_name();
-    t = t.substr(0, t.find(':'));
-    if (t == "INT" || t == "UINT") return "N";
-    if (t == "FLOAT") return "NUMBER";
-    return t;
-  }
-  // "a,b,c" for an option checked with CLI::IsMember, else empty.
-  static std::string allowed_set(const CLI::Option& opt) {
-    const std::string t = opt.get_type_name();
-    const std::size_t open = t.find(":{");
-    const std::size_t close = t.find('}', open == std::string::npos ? 0 : open);
-    if (open == std::string::npos || close == std::string::npos) return {};
-    return t.substr(open + 2, close - open - 2);
-  }
-  // `text` in lines of at most `width` columns, each after the first indented by `indent`.
-  static std::string wrapped(const std::string& text, std::size_t indent, std::size_t width) {
-    std::string out, line;
-    std::istringstream words(text);
-    for (std::string w; words >> w;) {
-      if (!line.empty() && indent + line.size() + 1 + w.size() > width) {
-        out += line + "\n" + std::string(indent, ' ');
-        line.clear();
-      }
-      line += (line.empty() ? "" : " ") + w;
-    }
-    return out + line;
-  }
-  static std::string two_columns(const std::string& name, const std::string& desc) {
-    std::string out = "  " + name;
-    if (desc.empty()) return out + "\n";
-    out += out.size() + 1 > kMargin ? "\n" + std::string(kMargin, ' ')
-                                    : std::string(kMargin - out.size(), ' ');
-    return out + wrapped(desc, kMargin, kWidth) + "\n";
-  }
-};
 
 // Lists each option of `cmd` under a help group, with the value name help shows for it (nullptr:
 // the formatter's own). Every name must be declared: a renamed option fails here, not silently.
@@ -486,7 +370,10 @@ int resolve_job_file(RunArgs& a, std::optional<client::AdhocJob>& adhoc) {
       return kExitUsage;
     }
     // GNU parallel says nothing but the commands' output unless asked (--bar).
-    if (!a.bar && !a.ov.json) a.ov.quiet = true;
+    if (!a.bar && !a.ov.json) {
+      a.ov.quiet = true;
+      a.ov.silent_success = true;
+    }
     auto job = client::write_adhoc_job(
         a.ao, (std::filesystem::absolute(adhoc_store(a)).parent_path() / "adhoc").string());
     if (!job) {
@@ -1089,7 +976,7 @@ Subcommand add_executor_serve(CLI::App& app) {
 int main(int argc, char** argv) {
   // Named, so help and the man pages say `fanout`, never the path it was started by.
   CLI::App app{"fanout: run a program over a large input in parallel", "fanout"};
-  app.formatter(std::make_shared<HelpFormatter>());  // before the subcommands: they copy it
+  app.formatter(std::make_shared<fanout::HelpFormatter>());  // before the subcommands: they copy it
   app.require_subcommand(1);
   app.set_version_flag("--version", FANOUT_VERSION);
   std::string log_level = "warning";  // the client's own; only `run` takes --log-level

@@ -281,6 +281,24 @@ void Interchange::heartbeat_pools(Clock::time_point now) {
     if (Pool* pool = pools_.find(peer)) send_pool(*pool, hb);
   }
   expire_pools(now);
+  record_pools_seen(now);
+}
+
+// The store's pools.last_seen follows the heartbeats at a bounded rate: every connected pool in
+// one queued write every few seconds, committed with whatever else is queued, so `fanout status`
+// and the dashboard show a heartbeat age without a transaction per heartbeat.
+void Interchange::record_pools_seen(Clock::time_point now) {
+  constexpr auto kPoolsSeenPeriod = std::chrono::seconds(5);
+  if (now < next_pools_seen_) return;
+  next_pools_seen_ = now + kPoolsSeenPeriod;
+  const double now_unix = unix_now();
+  std::vector<store::PoolSeen> seen;
+  seen.reserve(pools_.size());
+  for (const auto& [peer, pool] : pools_.all()) {
+    const double age = std::chrono::duration<double>(now - pool.last_seen).count();
+    seen.push_back(store::PoolSeen{pool.id, now_unix - std::max(0.0, age)});
+  }
+  store_->record_pools_seen(std::move(seen));
 }
 
 // A job whose output file failed (disk full, I/O error) ends failed; the others go on.

@@ -127,7 +127,8 @@ class Interchange final {
 
   // Pool side.
   void on_pool(net::Message& msg);
-  void heartbeat_pools(Clock::time_point now);  // and expires the silent ones
+  void heartbeat_pools(Clock::time_point now);    // and expires the silent ones
+  void record_pools_seen(Clock::time_point now);  // pools.last_seen, every kPoolsSeenPeriod
   void end_jobs_whose_output_failed();
   void shut_down();  // reports finished, pools told to go, the store flushed
   void on_pool_register(const net::Message& msg);
@@ -224,6 +225,7 @@ class Interchange final {
   // Metrics: null without --metrics-listen. The loop publishes a snapshot every kMetricsPeriod.
   std::unique_ptr<MetricsExporter> metrics_{};
   Clock::time_point next_metrics_{};
+  Clock::time_point next_pools_seen_{};                // record_pools_seen()
   std::array<std::uint64_t, 9> attempts_by_status_{};  // by proto::AttemptStatus
   std::map<std::string, std::uint64_t> jobs_ended_{};  // by final state
   std::deque<MetricsSnapshot::JobRow> ended_rows_{};   // the last jobs ended, newest last

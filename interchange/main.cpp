@@ -3,10 +3,12 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 #include "fanout/net/security.hpp"
 #include "fanout/protocol/exit_codes.hpp"
 #include "fanout/store/owner_lock.hpp"
+#include "fanout/util/cli_help.hpp"
 #include "fanout/util/log.hpp"
 #include "interchange/interchange.hpp"
 
@@ -78,9 +80,19 @@ int main(int argc, char** argv) {
   CLI::App app{"fanout-interchange: brokers mini-batches between clients and worker pools",
                "fanout-interchange"};
   app.set_version_flag("--version", FANOUT_VERSION);
+  app.formatter(std::make_shared<fanout::HelpFormatter>());  // 80 columns, as fanout's
   fanout::ix::Options opts;
   CliValues v;
   add_options(app, opts, v);
+  fanout::value_names(app, {{"--client-endpoint", "ENDPOINT"},
+                            {"--pool-endpoint", "ENDPOINT"},
+                            {"--db", "PATH"},
+                            {"--ready-file", "PATH"},
+                            {"--log-file", "PATH"},
+                            {"--keys", "DIR"},
+                            {"--write-root", "DIR"},
+                            {"--metrics-listen", "ADDR"},
+                            {"--reopen-failed", "JOB"}});
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

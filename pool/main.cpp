@@ -3,12 +3,14 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "fanout/config/job_spec.hpp"
 #include "fanout/net/security.hpp"
 #include "fanout/protocol/exit_codes.hpp"
+#include "fanout/util/cli_help.hpp"
 #include "fanout/util/fs.hpp"
 #include "fanout/util/log.hpp"
 #include "fanout/util/test_hooks.hpp"
@@ -141,6 +143,7 @@ int main(int argc, char** argv) {
   CLI::App app{"fanout-pool: runs mini-batches from an interchange in worker processes",
                "fanout-pool"};
   app.set_version_flag("--version", FANOUT_VERSION);
+  app.formatter(std::make_shared<fanout::HelpFormatter>());  // 80 columns, as fanout's
   fanout::pool::Options opts;
   std::string log_level = "info", log_file;
   unsigned poll_ms = 10, hb_ms = 2000, hb_threshold_ms = 10000, grace_ms = 2000;
@@ -153,6 +156,10 @@ int main(int argc, char** argv) {
   app.add_option("--first-process", opts.first_process,
                  "number of the first worker, processNNN (pools sharing a node number apart)")
       ->capture_default_str();
+  app.add_option("--pool-index", opts.pool_index,
+                 "this pool's index among pools started together on its node, from 0: its "
+                 "workers are numbered from index x its worker count + 1")
+      ->excludes("--first-process");
   app.add_option("--prefetch", opts.prefetch, "tasks held beyond free workers")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -203,6 +210,19 @@ int main(int argc, char** argv) {
   std::string worker_memory_limit;
   add_memory_options(app, opts, worker_memory_limit);
   add_placement_options(app, opts.placement);
+  fanout::value_names(app, {{"--interchange", "ENDPOINT"},
+                            {"--name", "NAME"},
+                            {"--node", "NAME"},
+                            {"--python", "PATH"},
+                            {"--shim-dir", "DIR"},
+                            {"--worker-bin", "PATH"},
+                            {"--log-file", "PATH"},
+                            {"--keys", "DIR"},
+                            {"--key", "NAME"},
+                            {"--walltime-end", "TIME"},
+                            {"--worker-memory-limit", "SIZE"},
+                            {"--accelerators", "LIST"},
+                            {"--cpu-affinity", "MODE"}});
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -84,6 +84,9 @@ PoolPlacement place_workers(Options& opts, const Logger& log) {
     log->warn("{} workers instead of the {} asked for ({})", p.workers, opts.workers, why);
   }
   opts.workers = p.workers;
+  // Numbered from the planned count, before the memory bound: MemAvailable differs from one
+  // pool's start to the next, the devices and cores do not.
+  if (opts.pool_index > 0) opts.first_process = first_process_of(opts.pool_index, p.workers);
   // The memory bound comes last: it can only lower the count the devices and cores allow.
   opts.workers = memory_capped_workers(opts, log);
   if (opts.workers < p.workers) {

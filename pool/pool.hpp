@@ -42,6 +42,10 @@ struct Options {
   // Number of the first worker (process001): several pools on one node number theirs apart so
   // their logs never share a file (the embedded client gives pool i i * workers + 1).
   std::uint32_t first_process = 1;
+  // Local pools that count their own workers (the client cannot give first_process): this
+  // pool's index among those started together on its node, 0-based; above 0, first_process is
+  // first_process_of(pool_index, the count it plans).
+  std::uint32_t pool_index = 0;
   std::uint32_t prefetch = 0;
   std::chrono::milliseconds poll{10};  // longest a result waits to share a frame with others
   std::chrono::milliseconds heartbeat_period{2000};

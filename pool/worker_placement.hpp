@@ -5,6 +5,7 @@
 // that replaces a crashed one gets the same device. docs/resources.md describes the rules.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -66,6 +67,14 @@ struct PoolPlacement {
 // each; CPUs per cpu_affinity. `why` says how the count was chosen when it was not `requested`.
 [[nodiscard]] PoolPlacement plan_placement(const PlacementOptions& o, const NodeOffer& offer,
                                            std::uint32_t requested, std::string& why);
+
+// The number of the first worker of the pool with index `pool_index` (0-based) among pools on one
+// node that each plan `planned` workers: pools with the same options on the same node plan the
+// same count, so their processNNN names never meet.
+[[nodiscard]] constexpr std::uint32_t first_process_of(std::uint32_t pool_index,
+                                                       std::uint32_t planned) {
+  return pool_index * std::max(1u, planned) + 1;
+}
 
 // Sets the slot's device variable and OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS and
 // NUMEXPR_NUM_THREADS in the launch, each unless the job's environment (already in `l.env`)

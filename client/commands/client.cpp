@@ -392,9 +392,11 @@ int finish_run(const RunContext& ctx, Connection& c, bool empty_input) {
     if (state.end() == SessionEnd::EndedInStore || !ctx.paths.shared) {
       write_missing_reports(db, job_id, ctx.spec.log_dir);
     }
-    (void)report_ended(*state.ended(),
-                       summary_output(ctx.spec.output_path, recorded_settings(ctx.cfg)),
-                       ctx.spec.log_dir, ctx.paths.shared ? std::string() : db, ctx.allow_partial);
+    if (!(ctx.ov.silent_success && state.ended()->state == "succeeded")) {
+      (void)report_ended(
+          *state.ended(), summary_output(ctx.spec.output_path, recorded_settings(ctx.cfg)),
+          ctx.spec.log_dir, ctx.paths.shared ? std::string() : db, ctx.allow_partial);
+    }
   } else if (state.end() == SessionEnd::LeftRunning && job_id != 0) {
     std::fprintf(stderr,
                  "\nfanout: job %llu left running; follow it with: fanout wait %llu --db %s\n",

@@ -10,6 +10,14 @@
 
 namespace fanout::client {
 
+std::vector<std::string> numbering_args(std::uint32_t index, std::uint32_t workers) {
+  if (workers > 0) return {"--first-process", std::to_string(index * workers + 1)};
+  // Each pool counts its workers (from its devices or cores): all count the same on this node,
+  // so each numbers from its index times that count.
+  if (index > 0) return {"--pool-index", std::to_string(index)};
+  return {};
+}
+
 LocalLauncher::LocalLauncher(std::string run_dir, Logger log)
     : run_dir_(std::move(run_dir)), log_(std::move(log)) {}
 
@@ -26,10 +34,7 @@ void LocalLauncher::start(const PoolCommand& pool, std::uint32_t blocks) {
           std::string("--log-file"), plog}) {
       ps.argv.push_back(a);
     }
-    if (pool.workers > 0) {  // logs/user/*/<node>/processNNN of two pools never mix
-      ps.argv.push_back("--first-process");
-      ps.argv.push_back(std::to_string(i * pool.workers + 1));
-    }
+    for (std::string& a : numbering_args(i, pool.workers)) ps.argv.push_back(std::move(a));
     ps.stdin_file = "null";
     ps.stderr_file = plog;
     ps.new_process_group = true;  // Ctrl-C reaches the client only; it stops the job in order

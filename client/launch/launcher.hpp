@@ -51,6 +51,11 @@ class Launcher {
   [[nodiscard]] virtual std::vector<pid_t> pids() const { return {}; }
 };
 
+// The fanout-pool options that keep the logs/user/*/<node>/processNNN folders of local pool
+// `index` (0-based) apart from the others': --first-process when the client knows the count of
+// `workers` per pool, else --pool-index (the pools count theirs). Empty for the first pool then.
+[[nodiscard]] std::vector<std::string> numbering_args(std::uint32_t index, std::uint32_t workers);
+
 // Today's embedded pools: `blocks` child processes on this host, each in its own process group,
 // logging to <run_dir>/logs/sys/node/<host>/poolNN.log.
 class LocalLauncher final : public Launcher {

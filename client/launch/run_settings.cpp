@@ -65,6 +65,12 @@ bool local_accelerators(const config::PlacementSettings& p) {
   return !std::filesystem::is_empty("/proc/driver/nvidia/gpus", ec) && !ec;
 }
 
+// Whether pools started with placement `p` and no worker count count their own workers: from the
+// devices they are given or find, or from their cores and cores_per_worker.
+bool pools_count_workers(const config::PlacementSettings& p, bool local) {
+  return !p.accelerators.empty() || p.cores_per_worker > 0 || (local && local_accelerators(p));
+}
+
 }  // namespace
 
 std::uint32_t workers_per_pool(const config::JobConfig& cfg) {
@@ -91,8 +97,7 @@ RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
   const bool counted = cfg.fanout.workers > 0 || cfg.max_concurrency_per_instance > 0;
   // A local job on a machine with accelerators, and no count: as many as its devices hold
   // (ParallelRunStep's default for a GPU compute), not one per core.
-  if (!counted && (!p.accelerators.empty() || p.cores_per_worker > 0 ||
-                   (rs.launch.kind == "local" && local_accelerators(p)))) {
+  if (!counted && pools_count_workers(p, rs.launch.kind == "local")) {
     rs.workers = 0;
   }
   rs.job_name = cfg.name;
@@ -125,6 +130,24 @@ RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
   return rs;
 }
 
+namespace {
+
+// The placement keys, and no worker count where local pools counted their own (run_settings()):
+// `fanout resume` starts pools that count them again, and `fanout tune` reads what they ran.
+void record_placement(const config::JobConfig& cfg, store::JobSettings& s) {
+  const auto& p = cfg.fanout.placement;
+  s.accelerators = p.accelerators;
+  s.accelerator_kind = p.accelerator_kind;
+  s.workers_per_accelerator = p.workers_per_accelerator;
+  s.cores_per_worker = p.cores_per_worker;
+  s.cpu_affinity = p.cpu_affinity;
+  const bool counted = cfg.fanout.workers > 0 || cfg.max_concurrency_per_instance > 0;
+  const bool local = cfg.fanout.launch.kind == "local";
+  if (!counted && local && pools_count_workers(p, local)) s.max_concurrency_per_instance = 0;
+}
+
+}  // namespace
+
 store::JobSettings recorded_settings(const config::JobConfig& cfg) {
   store::JobSettings s;
   s.mini_batch_size = cfg.mini_batch_size;
@@ -146,6 +169,7 @@ store::JobSettings recorded_settings(const config::JobConfig& cfg) {
   s.mem_per_worker_gib = cfg.fanout.mem_per_worker_gib;
   s.worker_memory_limit_bytes = cfg.fanout.worker_memory_limit_bytes;
   s.max_minibatches_per_worker = cfg.fanout.max_minibatches_per_worker;
+  record_placement(cfg, s);
   const auto& l = cfg.fanout.launch;
   s.launcher = l.kind;
   if (l.kind != "local") {
@@ -216,10 +240,18 @@ RunSettings resumed_settings(const store::JobSettings& recorded, std::uint32_t w
                              std::uint32_t pools, const std::string& python) {
   RunSettings rs;
   rs.pools = std::max(1u, pools > 0 ? pools : recorded.instance_count);
-  rs.workers = workers > 0 ? workers
-               : recorded.max_concurrency_per_instance > 0
-                   ? recorded.max_concurrency_per_instance
-                   : std::max(1u, std::thread::hardware_concurrency());
+  auto& p = rs.placement;
+  p.accelerators = recorded.accelerators;
+  p.accelerator_kind = recorded.accelerator_kind;
+  p.workers_per_accelerator = recorded.workers_per_accelerator;
+  p.cores_per_worker = recorded.cores_per_worker;
+  p.cpu_affinity = recorded.cpu_affinity;
+  // No count recorded: the pools count their workers as they did on run (from their devices or
+  // cores_per_worker), else one per core.
+  rs.workers = workers > 0                                 ? workers
+               : recorded.max_concurrency_per_instance > 0 ? recorded.max_concurrency_per_instance
+               : pools_count_workers(p, true)              ? 0
+                                              : std::max(1u, std::thread::hardware_concurrency());
   rs.prefetch = recorded.prefetch;
   rs.poll_ms = recorded.poll_ms;
   rs.heartbeat_period_ms = recorded.heartbeat_period_ms;

@@ -61,6 +61,9 @@ struct RunOverrides {
       metrics_listen{};  // the embedded interchange's --metrics-listen (fanout.metrics_listen)
   // How a local embedded interchange listens (fanout explore's curve factor); nullopt: ipc.
   std::optional<Transport> transport{};
+  // An ad-hoc run without --bar: a job that succeeded prints no end summary, as GNU parallel
+  // prints nothing of its own (a failed, partial or cancelled job still prints its summary).
+  bool silent_success = false;
 };
 
 // How the embedded interchange listens (docs/security.md). Ipc: ipc:// endpoints in a fresh 0700

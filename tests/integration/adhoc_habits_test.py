@@ -127,8 +127,14 @@ def quiet_successes(tmp, db):
     victim = os.path.join(tmp, "victim")
     open(victim, "w").close()
     r = fanout("run", "--db", db, "-c", "rm -f {}", ":::", victim, cwd=tmp, check=False)
-    if r.returncode != 0 or os.path.exists(victim) or "1 succeeded, 0 failed" not in r.stderr:
+    if r.returncode != 0 or os.path.exists(victim):
         fail("rm -f {}: exit %d: %s" % (r.returncode, r.stderr))
+    # A job that succeeded prints nothing of fanout's own, as GNU parallel; --bar shows it.
+    if r.stderr:
+        fail("rm -f {}: a succeeded ad-hoc job printed on stderr: %r" % r.stderr)
+    r = fanout("run", "--db", db, "--bar", "-c", "true {}", ":::", "a", cwd=tmp, check=False)
+    if r.returncode != 0 or "1 succeeded, 0 failed" not in r.stderr:
+        fail("--bar: exit %d, no end summary: %s" % (r.returncode, r.stderr))
     r = fanout("run", "--db", db, "-c", "echo $(( {} * {} ))", "--input", "-",
                stdin="1\n2\n3\n", cwd=tmp)
     if sorted(r.stdout.split(), key=int) != ["1", "4", "9"]:

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fanout/util/fs.hpp"
@@ -198,6 +199,50 @@ TEST_CASE("integration.cli.help_fits_80_columns_with_plain_value_names") {
     CHECK(run.out.find(want) != std::string::npos);
   }
   CHECK(run.out.find("\nOutput:\n") < run.out.find("\nAdvanced:\n"));
+}
+
+TEST_CASE("integration.cli.daemons_help_and_man_pages_fit_80_columns_with_plain_value_names") {
+  TempDir dir("cli-daemon-help");
+  auto which = run_capture({"sh", "-c", "command -v help2man"}, dir.path());
+  const std::string tools = env_or("FANOUT_TOOLS_DIR", "tools");
+  for (const auto& [bin, name] : {std::pair{interchange_bin(), std::string("fanout-interchange")},
+                                  std::pair{pool_bin(), std::string("fanout-pool")}}) {
+    CAPTURE(name);
+    auto h = run_capture({bin, "--help"}, dir.path(), {}, std::chrono::seconds(60));
+    CHECK(h.status.code == 0);
+    CHECK(h.out.find("Usage: " + name) != std::string::npos);
+    std::istringstream text(h.out);
+    for (std::string line; std::getline(text, line);) {
+      CAPTURE(line);
+      CHECK(line.size() <= 80);
+    }
+    CHECK(h.out.find(" in [") == std::string::npos);
+    // " INT:", not "INT:": the pool's help says "SIGINT: running tasks may finish".
+    for (const char* cli11 : {" INT:", " INT ", " UINT", " FLOAT", ":POSITIVE", ":NONNEGATIVE"}) {
+      CAPTURE(cli11);
+      CHECK(h.out.find(cli11) == std::string::npos);
+    }
+    CHECK(h.out.find("--heartbeat-period-ms N ") != std::string::npos);
+    // The man page, made from that help as the build makes it (tools/packaging/meson.build).
+    if (which.status.code != 0) {
+      MESSAGE("SKIP: help2man is not installed (tools/deps-debian.txt): no man page checked");
+      continue;
+    }
+    const std::string page = dir / (name + ".1");
+    auto gen = run_capture({"bash", tools + "/packaging/gen_man.sh", bin, "0.0", page}, dir.path());
+    INFO(gen.err);
+    REQUIRE(gen.status.code == 0);
+    auto man = run_capture({"sh", "-c", "LC_ALL=C MANWIDTH=80 man -l \"$0\" | col -b", page},
+                           dir.path(), {}, std::chrono::seconds(60));
+    REQUIRE(man.status.code == 0);
+    CHECK(man.out.find("--heartbeat-period-ms N") != std::string::npos);
+    CHECK(man.out.find(" in [") == std::string::npos);
+    std::istringstream lines(man.out);
+    for (std::string line; std::getline(lines, line);) {
+      CAPTURE(line);
+      CHECK(line.size() <= 80);
+    }
+  }
 }
 
 TEST_CASE("integration.cli.man_page_names_the_program_not_a_build_path") {

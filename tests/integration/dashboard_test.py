@@ -262,6 +262,13 @@ def live_job_page(b, dash, root, db, common):
                    "the live page's charts")
         if b.errors:
             fail("live job page: console errors:\n%s" % "\n".join(b.errors))
+        # The job is named once, also after the live refresh replaced the figures' body.
+        heads = b.eval("[...document.querySelectorAll('h1')].map((h) => h.textContent)")
+        if heads != ["fanout job %d: slow" % job_id]:
+            fail("live job page: h1 elements %s, expected one naming job %d" % (heads, job_id))
+        titles = b.eval("document.querySelectorAll('title').length")
+        if titles != 1 or b.eval("document.title") != "fanout job %d: slow" % job_id:
+            fail("live job page: %d title elements, title %r" % (titles, b.eval("document.title")))
         shot = os.path.join(root, "live.png")
         b.screenshot(shot)
         colours = png_colours(shot)

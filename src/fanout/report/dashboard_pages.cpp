@@ -57,7 +57,9 @@ constexpr std::string_view kLiveScript = R"js(
     const pools = $('live-pools');
     pools.replaceChildren();
     s.pools.forEach((p) => { const tr = document.createElement('tr');
-      cells(tr, [p.name, p.node, p.state, p.workers, p.attempts]); pools.appendChild(tr); });
+      cells(tr, [p.name, p.node, p.state, p.workers, p.attempts,
+        p.heartbeat_age_s === null ? '-' : secs(p.heartbeat_age_s) + ' ago']);
+      pools.appendChild(tr); });
     const errors = $('live-errors');
     errors.replaceChildren();
     s.last_errors.forEach((e) => { const tr = document.createElement('tr');
@@ -114,17 +116,12 @@ std::string live_panel(const ReportData& d) {
       std::max<std::uint64_t>(d.total, 1), d.succeeded + d.failed, d.succeeded + d.failed, d.total);
   o += "<p id=\"live-counts\" class=\"note\"></p><p id=\"live-rate\" class=\"note\"></p>\n";
   o += "<div class=\"grid\"><div><h2>Pools</h2><table><thead><tr><th>pool</th><th>node</th>"
-       "<th>state</th><th>workers</th><th>attempts</th></tr></thead><tbody id=\"live-pools\">"
-       "</tbody></table>\n";
-  o += "<p class=\"note\">Last sign of life of each pool that ran this job (its last attempt's "
-       "end); the live heartbeat age is the interchange's metric "
-       "fanout_pool_heartbeat_age_seconds.</p><table><tr><th>pool</th><th>last attempt end</th>"
-       "</tr>\n";
-  for (const auto& p : d.pools) {
-    o += fmt::format("<tr><td>{}</td><td>{}</td></tr>\n", html_escape(p.name),
-                     time_text(p.last_end));
-  }
-  o += "</table></div><div><h2>Last errors</h2><table><thead><tr><th>time</th>"
+       "<th>state</th><th>workers</th><th>attempts</th><th>last heartbeat</th></tr></thead>"
+       "<tbody id=\"live-pools\"></tbody></table>\n";
+  o += "<p class=\"note\">Last heartbeat: the store's pools.last_seen, which the interchange "
+       "keeps every few seconds while the pool is connected (then the time it was lost or "
+       "left).</p>\n";
+  o += "</div><div><h2>Last errors</h2><table><thead><tr><th>time</th>"
        "<th>mini-batch</th><th>try</th><th>status</th><th>process</th><th>message</th></tr>"
        "</thead><tbody id=\"live-errors\"></tbody></table></div></div>\n";
   o += fmt::format("<p><a href=\"/jobs/{}/tune\">tune this job</a></p>\n", d.job_id);
@@ -186,7 +183,8 @@ std::string dashboard_jobs_json(const std::vector<store::JobSummary>& jobs) {
 std::string dashboard_job_page(const ReportData& d) {
   const JobFigures f = job_figures(d);
   std::string b = live_panel(d);
-  b += "<div id=\"fanout-body\">\n" + job_body_html(d, f) + "</div>\n";
+  // The live panel names the job: the body under it, redrawn on each refresh, does not again.
+  b += "<div id=\"fanout-body\">\n" + job_body_html(d, f, false) + "</div>\n";
   b += fmt::format("<script>window.fanoutJobId = {};</script>\n<script>", d.job_id);
   b += kLiveScript;
   b += "</script>\n";
@@ -196,7 +194,7 @@ std::string dashboard_job_page(const ReportData& d) {
 std::string dashboard_figures_json(const ReportData& d) {
   const JobFigures f = job_figures(d);
   std::string j = "{\"html\":";
-  json_quote(j, job_body_html(d, f));
+  json_quote(j, job_body_html(d, f, false));
   j += ",\"data\":";
   j += job_data_json(d, f);
   return j + "}";

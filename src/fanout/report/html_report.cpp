@@ -279,9 +279,9 @@ void canvas(std::string& out, std::string_view id, int height) {
       height, id);
 }
 
-std::string header_html(const ReportData& d, const JobFigures& f) {
+std::string header_html(const ReportData& d, const JobFigures& f, bool with_title) {
   std::string o;
-  o += fmt::format("<h1>fanout job {}: {}</h1>\n", d.job_id, html_escape(d.name));
+  if (with_title) o += fmt::format("<h1>fanout job {}: {}</h1>\n", d.job_id, html_escape(d.name));
   o += fmt::format("<p>state <b class=\"state-{0}\">{0}</b>{1}{2}</p>\n", html_escape(d.state),
                    d.reason.empty() ? "" : ": " + html_escape(d.reason),
                    d.ended > 0 ? ""
@@ -598,8 +598,8 @@ std::string html_page(std::string_view title, std::string_view body, std::string
   return o;
 }
 
-std::string job_body_html(const ReportData& d, const JobFigures& f) {
-  std::string b = header_html(d, f);
+std::string job_body_html(const ReportData& d, const JobFigures& f, bool with_title) {
+  std::string b = header_html(d, f, with_title);
   b += "<h2>Timeline per worker</h2>\n";
   if (d.segments.empty()) {
     b += "<p class=\"note\">No attempt has reached a worker.</p>\n";

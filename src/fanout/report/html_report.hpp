@@ -32,7 +32,8 @@ std::string render_job_html(const ReportData& d);
 // The two halves of render_job_html(), for pages that show the job inside their own (the
 // dashboard): the body's HTML (header, charts' canvases, failures), and the figures' JSON the
 // drawing script reads (window.fanoutReport; window.fanoutDraw(data) redraws with new ones).
-std::string job_body_html(const ReportData& d, const JobFigures& f);
+// `with_title` false leaves out the <h1> naming the job (a page that names it already).
+std::string job_body_html(const ReportData& d, const JobFigures& f, bool with_title = true);
 std::string job_data_json(const ReportData& d, const JobFigures& f);
 
 // A chart's <div><canvas id="ID" class="fanout-chart"></div> of `height` px, which the drawing

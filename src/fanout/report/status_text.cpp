@@ -21,12 +21,14 @@ std::string format_status_json(const store::JobStatus& s,
   }
   auto pools = Json::array();
   for (const auto& p : s.pools) {
-    pools.push_back({{"name", p.name},
-                     {"node", p.node},
-                     {"state", p.state},
-                     {"workers", p.workers},
-                     {"attempts", p.attempts},
-                     {"devices", p.devices}});
+    pools.push_back(
+        {{"name", p.name},
+         {"node", p.node},
+         {"state", p.state},
+         {"workers", p.workers},
+         {"attempts", p.attempts},
+         {"devices", p.devices},
+         {"heartbeat_age_s", p.heartbeat_age_s >= 0 ? Json(p.heartbeat_age_s) : Json(nullptr)}});
   }
   auto error = [](const store::JobStatus::ErrorLine& e) {
     return Json{{"minibatch", e.minibatch}, {"attempt", e.attempt}, {"process", e.process},
@@ -92,6 +94,9 @@ std::string format_status_text(const store::JobStatus& s) {
     out += fmt::format("\n    {} on {}: {}, {} workers, {} attempts", p.name, p.node,
                        p.state.empty() ? "?" : p.state, p.workers, p.attempts);
     if (!p.devices.empty()) out += fmt::format(", devices {}", p.devices);
+    if (p.state == "connected" && p.heartbeat_age_s >= 0) {
+      out += fmt::format(", last heartbeat {:.0f} s ago", p.heartbeat_age_s);
+    }
   }
   out += fmt::format("\n  worker processes that ran attempts: {}\n", s.processes);
   if (!s.output_path.empty()) out += fmt::format("  output: {}\n", s.output_path);

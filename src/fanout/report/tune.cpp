@@ -165,7 +165,10 @@ Recommendation workers(const ReportData& d, const JobFigures& f, const TuneOptio
   // Workers per node: the largest pool's count, as max_concurrency_per_instance sets them all.
   std::uint64_t per_pool = 0;
   for (const auto& p : d.pools) per_pool = std::max(per_pool, p.workers);
-  const std::string cur = d.setting("max_concurrency_per_instance", std::to_string(per_pool));
+  // 0 recorded: the pools counted their workers from their devices or cores, so what they ran
+  // with is what they had.
+  std::string cur = d.setting("max_concurrency_per_instance", std::to_string(per_pool));
+  if (cur == "0") cur = std::to_string(per_pool);
   const std::uint64_t w = to_u64(cur, per_pool);
   std::uint32_t cores = opt.cores;
   if (cores == 0) {

@@ -83,6 +83,11 @@ std::string settings_json(const JobSettings& s) {
   if (s.max_minibatches_per_worker > 0) {
     j["max_minibatches_per_worker"] = s.max_minibatches_per_worker;
   }
+  if (!s.accelerators.empty()) j["accelerators"] = s.accelerators;
+  if (!s.accelerator_kind.empty()) j["accelerator_kind"] = s.accelerator_kind;
+  if (s.workers_per_accelerator > 0) j["workers_per_accelerator"] = s.workers_per_accelerator;
+  if (s.cores_per_worker > 0) j["cores_per_worker"] = s.cores_per_worker;
+  if (!s.cpu_affinity.empty()) j["cpu_affinity"] = s.cpu_affinity;
   if (!s.output_dir.empty()) j["output_dir"] = s.output_dir;
   if (!s.input_changed_on_resume.empty()) j["input_changed_on_resume"] = s.input_changed_on_resume;
   // Paths and names are UTF-8 in practice; a stray byte is replaced rather than thrown on.
@@ -123,6 +128,11 @@ Expected<JobSettings> parse_settings_json(std::string_view json) {
   read_real(j, "mem_per_worker", s.mem_per_worker_gib);
   read_int(j, "worker_memory_limit", s.worker_memory_limit_bytes);
   read_int(j, "max_minibatches_per_worker", s.max_minibatches_per_worker);
+  read_text(j, "accelerators", s.accelerators);
+  read_text(j, "accelerator_kind", s.accelerator_kind);
+  read_int(j, "workers_per_accelerator", s.workers_per_accelerator);
+  read_int(j, "cores_per_worker", s.cores_per_worker);
+  read_text(j, "cpu_affinity", s.cpu_affinity);
   read_text(j, "output_dir", s.output_dir);
   if (auto it = j.find("input_changed_on_resume"); it != j.end() && it->is_array()) {
     for (const auto& note : *it) {

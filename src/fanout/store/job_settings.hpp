@@ -45,6 +45,12 @@ struct JobSettings {
   double mem_per_worker_gib = 0;                // key mem_per_worker
   std::uint64_t worker_memory_limit_bytes = 0;  // key worker_memory_limit
   std::uint32_t max_minibatches_per_worker = 0;
+  // The pools' placement settings (docs/resources.md); written only when set.
+  std::string accelerators{};                 // device ids, comma-separated
+  std::string accelerator_kind{};             // cuda | rocm | ze; "": cuda
+  std::uint32_t workers_per_accelerator = 0;  // 0: not set (1)
+  std::uint32_t cores_per_worker = 0;
+  std::string cpu_affinity{};  // none | block | alternating | list:...; "": none
   // The declared folder output a job without an append_row file writes to (its output_dir), the
   // one its end summary names; written only when set.
   std::string output_dir{};

@@ -98,15 +98,17 @@ void read_pools_and_errors(Db& db, std::uint64_t job_id, JobStatus& s) {
     Statement st(db,
                  "SELECT coalesce(p.name, a.pool, ''), coalesce(p.node, a.node, ''), "
                  "coalesce(p.state, ''), coalesce(p.workers, 0), count(*), "
-                 "coalesce(group_concat(DISTINCT a.device), '') "
+                 "coalesce(group_concat(DISTINCT a.device), ''), "
+                 "CASE WHEN p.last_seen IS NULL THEN -1 ELSE "
+                 "max(0, (julianday('now') - 2440587.5) * 86400.0 - p.last_seen) END "
                  "FROM attempts a LEFT JOIN pools p ON p.id = a.pool_id "
                  "WHERE a.job_id = ?1 AND a.pool_id != 0 GROUP BY a.pool_id ORDER BY a.pool_id");
     st.bind(1, job_id);
     while (st.step()) {
-      s.pools.push_back(JobStatus::PoolUse{std::string(st.column_text(0)),
-                                           std::string(st.column_text(1)),
-                                           std::string(st.column_text(2)), st.column_uint64(3),
-                                           st.column_uint64(4), sorted_list(st.column_text(5))});
+      s.pools.push_back(JobStatus::PoolUse{
+          std::string(st.column_text(0)), std::string(st.column_text(1)),
+          std::string(st.column_text(2)), st.column_uint64(3), st.column_uint64(4),
+          sorted_list(st.column_text(5)), st.column_double(6)});
     }
   }
   {

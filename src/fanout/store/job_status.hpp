@@ -18,6 +18,9 @@ struct JobStatus {
     std::uint64_t workers = 0;
     std::uint64_t attempts = 0;  // of this job
     std::string devices{};       // the accelerators its workers were given, e.g. "0,1"; "": none
+    // Seconds since pools.last_seen (its last heartbeat while connected, kept every few
+    // seconds by the interchange; its loss or leaving after); -1: not recorded.
+    double heartbeat_age_s = -1;
   };
   struct ErrorLine {
     std::uint64_t minibatch = 0;

@@ -37,6 +37,13 @@ struct PoolRecord {
   std::string key_fingerprint{};  // its Curve key (docs/security.md); empty: none (NULL)
 };
 
+// A connected pool was last heard from at `last_seen` (Unix seconds): its heartbeat, for
+// pools.last_seen. `id` is the registration's id, as in PoolRecord.
+struct PoolSeen {
+  std::uint64_t id = 0;
+  double last_seen = 0;
+};
+
 // One resource-monitor sample of a pool, recorded once for each job in `job_ids` (the jobs it
 // is attributed to; the caller keeps only running jobs). Worker rows are recorded for their own
 // job only, and only when that job is in `job_ids`.

@@ -235,6 +235,11 @@ void TaskStore::upsert_pool(const PoolRecord& pool) {
   impl_->queue.push(std::make_unique<PoolRecord>(pool));
 }
 
+void TaskStore::record_pools_seen(std::vector<PoolSeen> pools) {
+  if (pools.empty()) return;
+  impl_->queue.push(detail::PoolsSeen{std::move(pools)});
+}
+
 void TaskStore::mark_reported(std::uint64_t job_id, double when) {
   impl_->queue.push(detail::MarkReported{job_id, when});
 }

@@ -70,6 +70,10 @@ class TaskStore final {
   void finish_job(std::uint64_t job_id, const std::string& state, const std::string& reason,
                   double ended);
   void upsert_pool(const PoolRecord& pool);
+  // The connected pools' last heartbeats (pools.last_seen), in the next commit with the other
+  // queued writes. Callers bound the rate (the interchange: every few seconds, all pools in one
+  // call), so a heartbeat never costs a transaction of its own.
+  void record_pools_seen(std::vector<PoolSeen> pools);
   // The job's reports are written (at unix time `when`).
   void mark_reported(std::uint64_t job_id, double when);
   void record_resources(ResourceRecord rec);

@@ -9,9 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "client/launch/launcher.hpp"
+
 using fanout::client::EmbeddedFacts;
 using fanout::client::KeysAction;
 using fanout::client::LauncherKind;
+using fanout::client::numbering_args;
 using fanout::client::plan_guest;
 using fanout::client::plan_interchange;
 using fanout::client::plan_launcher;
@@ -253,4 +256,15 @@ TEST_CASE("client.run_plan.a_guest_connects_as_the_owners_ready_file_says") {
   const auto ipc = plan_guest({.client = "ipc:///x/client", .security = "ipc"});
   CHECK_FALSE(ipc.security.insecure);
   CHECK(ipc.pool_flags.empty());
+}
+
+TEST_CASE("client.run_plan.local_pools_number_their_workers_apart") {
+  // A count known to the client: each pool is given its first process number.
+  CHECK(numbering_args(0, 3) == Argv{"--first-process", "1"});
+  CHECK(numbering_args(1, 3) == Argv{"--first-process", "4"});
+  // No count (the pools count theirs from their devices or cores, as on a GPU machine): each
+  // pool after the first is told its index, and numbers from index x its count + 1.
+  CHECK(numbering_args(0, 0).empty());
+  CHECK(numbering_args(1, 0) == Argv{"--pool-index", "1"});
+  CHECK(numbering_args(2, 0) == Argv{"--pool-index", "2"});
 }

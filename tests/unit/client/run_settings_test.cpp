@@ -293,3 +293,34 @@ TEST_CASE("client.run_settings.a_local_job_without_a_count_lets_pools_count_from
     ::unsetenv("CUDA_VISIBLE_DEVICES");
   }
 }
+
+TEST_CASE("client.run_settings.placement_settings_reach_the_pools_on_resume") {
+  JobConfig c = base();
+  c.max_concurrency_per_instance = 0;
+  auto& p = c.fanout.placement;
+  p.accelerators = "0,1";
+  p.accelerator_kind = "rocm";
+  p.workers_per_accelerator = 2;
+  p.cores_per_worker = 1;
+  p.cpu_affinity = "block";
+  // Through the text the store holds, as `fanout resume` reads it.
+  auto recorded =
+      fanout::store::parse_settings_json(fanout::store::settings_json(recorded_settings(c)));
+  REQUIRE(recorded);
+  CHECK(recorded->max_concurrency_per_instance == 0);  // the pools counted their workers
+  for (const auto& rs : {run_settings(c, RunOverrides{}), resumed_settings(*recorded, 0, 0, "")}) {
+    CHECK(rs.workers == 0);  // each pool counts them again from its devices
+    CHECK(rs.placement.accelerators == "0,1");
+    CHECK(rs.placement.accelerator_kind == "rocm");
+    CHECK(rs.placement.workers_per_accelerator == 2);
+    CHECK(rs.placement.cores_per_worker == 1);
+    CHECK(rs.placement.cpu_affinity == "block");
+  }
+  CHECK(resumed_settings(*recorded, 3, 0, "").workers == 3);  // the command line's count wins
+  // A count given is recorded and resumed as before.
+  c.max_concurrency_per_instance = 2;
+  recorded = fanout::store::parse_settings_json(fanout::store::settings_json(recorded_settings(c)));
+  REQUIRE(recorded);
+  CHECK(recorded->max_concurrency_per_instance == 2);
+  CHECK(resumed_settings(*recorded, 0, 0, "").workers == 2);
+}

@@ -172,3 +172,15 @@ TEST_CASE("pool.worker_placement.the_pools_own_devices_and_cpus") {
   REQUIRE(::sched_getaffinity(0, sizeof(set), &set) == 0);
   CHECK(o.cpus.size() == static_cast<std::size_t>(CPU_COUNT(&set)));
 }
+
+TEST_CASE("pool.worker_placement.pools_that_count_their_workers_number_them_apart") {
+  // Two pools on one node with 4 devices and no count: each plans 4 workers, and pool 1
+  // (0-based) numbers its workers after pool 0's, so their processNNN folders never meet.
+  std::string why;
+  const auto p = plan_placement(PlacementOptions{}, offer({"0", "1", "2", "3"}, 8), 0, why);
+  REQUIRE(p.workers == 4);
+  CHECK(fanout::pool::first_process_of(0, p.workers) == 1);
+  CHECK(fanout::pool::first_process_of(1, p.workers) == 5);
+  CHECK(fanout::pool::first_process_of(2, p.workers) == 9);
+  CHECK(fanout::pool::first_process_of(1, 0) == 2);  // never the same number as pool 0
+}

@@ -52,6 +52,12 @@ TEST_CASE("report.status_text.text") {
   CHECK(t.find("\n    pool-a on node1: connected, 4 workers, 6 attempts, devices 0,1\n") !=
         std::string::npos);
   CHECK(t.find("  logs: /jobs/logs\n") != std::string::npos);
+  JobStatus seen = running_job();
+  seen.pools[0].heartbeat_age_s = 3.2;
+  CHECK(report::format_status_text(seen).find(
+            "connected, 4 workers, 6 attempts, devices 0,1, last heartbeat 3 s ago\n") !=
+        std::string::npos);
+  CHECK(report::format_status_json(seen).find(R"("heartbeat_age_s":3.2)") != std::string::npos);
   CHECK(t.find("output:") == std::string::npos);  // none recorded
   CHECK(t.find("\n    2023-11-14T22:13:21.000Z mini-batch 2 try 1 on pool-a/process001: "
                "RUN_EXCEPTION: ValueError: \"bad\"\n") != std::string::npos);
@@ -70,7 +76,7 @@ TEST_CASE("report.status_text.json") {
   const std::string j = report::format_status_json(running_job());
   CHECK(j.rfind(R"({"id":4,"name":"demo","state":"running","reason":"","total":10,)", 0) == 0);
   CHECK(j.find(R"("pools":[{"name":"pool-a","node":"node1","state":"connected","workers":4,)"
-               R"("attempts":6,"devices":"0,1"}])") != std::string::npos);
+               R"("attempts":6,"devices":"0,1","heartbeat_age_s":null}])") != std::string::npos);
   CHECK(j.find(R"("message":"ValueError: \"bad\"")") != std::string::npos);
   CHECK(j.back() == '\n');
   CHECK(j.find('\n') == j.size() - 1);  // one line

@@ -296,3 +296,25 @@ TEST_CASE("report.tune.gpu_advice_from_the_accelerators_utilisation") {
   d.gpu_series[0].mean_cpu = 90;
   CHECK(report::gpu_advice(d)[0].verdict == Verdict::Keep);
 }
+
+TEST_CASE("report.tune.reads_the_placement_the_job_ran_with") {
+  // Pools that counted their own workers (from their devices or cores_per_worker) record no
+  // count: tune takes what they had, and sees the placement keys recorded with the job.
+  History h = uniform(16, 10, kSettings, {.cpu_per_s = 0.25});
+  h.settings =
+      R"({"mini_batch_size":"10","max_concurrency_per_instance":0,"prefetch":0,)"
+      R"("poll_ms":10,"instance_count":1,"accelerators":"0,1","workers_per_accelerator":8,)"
+      R"("cores_per_worker":1,"cpu_affinity":"block"})";
+  fanout::test::ScratchDir dir("tune");
+  auto d = report::read_report_data(write_store(dir, h), 1);
+  REQUIRE(d);
+  CHECK(d->setting("workers_per_accelerator") == "8");
+  CHECK(d->setting("accelerators") == "0,1");
+  CHECK(d->setting("cores_per_worker") == "1");
+  CHECK(d->setting("cpu_affinity") == "block");
+  const auto recs = report::tune(*d, {.cores = 4});
+  const auto& w = find(recs, "workers");
+  CHECK(w.current == "16");
+  CHECK(w.verdict == Verdict::Change);
+  CHECK(w.suggested == "4");
+}

@@ -116,6 +116,30 @@ TEST_CASE("store.job_settings.memory_settings_are_written_only_when_set_and_read
   CHECK(back->max_minibatches_per_worker == 3);
 }
 
+TEST_CASE("store.job_settings.placement_settings_are_written_only_when_set_and_read_back") {
+  JobSettings s = sample();
+  const std::string plain = settings_json(s);
+  for (const char* key : {"accelerators", "accelerator_kind", "workers_per_accelerator",
+                          "cores_per_worker", "cpu_affinity"}) {
+    CHECK(plain.find(key) == std::string::npos);
+  }
+  s.accelerators = "0,1";
+  s.accelerator_kind = "rocm";
+  s.workers_per_accelerator = 2;
+  s.cores_per_worker = 3;
+  s.cpu_affinity = "list:0-2:3-5";
+  CHECK(settings_json(s).ends_with(
+      R"("priority":4,"accelerators":"0,1","accelerator_kind":"rocm",)"
+      R"("workers_per_accelerator":2,"cores_per_worker":3,"cpu_affinity":"list:0-2:3-5"})"));
+  auto back = parse_settings_json(settings_json(s));
+  REQUIRE(back);
+  CHECK(back->accelerators == "0,1");
+  CHECK(back->accelerator_kind == "rocm");
+  CHECK(back->workers_per_accelerator == 2);
+  CHECK(back->cores_per_worker == 3);
+  CHECK(back->cpu_affinity == "list:0-2:3-5");
+}
+
 TEST_CASE("store.job_settings.missing_keys_and_keys_of_another_type_keep_the_defaults") {
   const JobSettings d;
   SUBCASE("an empty object") {

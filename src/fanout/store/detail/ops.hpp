@@ -48,6 +48,11 @@ struct MarkReported {
 
 struct WriteSubmitted {};
 
+// Connected pools' heartbeats, all pools in one operation (TaskStore::record_pools_seen).
+struct PoolsSeen {
+  std::vector<PoolSeen> pools{};
+};
+
 // The large records are boxed to keep the queue's elements small: CreateJob, PoolRecord and
 // ResourceRecord are rare, and an AttemptRecord (one per result, about 430 bytes inline) made
 // every element that large, so the queue's two vectors, which keep their capacity and double
@@ -55,7 +60,7 @@ struct WriteSubmitted {};
 // each time they grew. A box costs one allocation per result, freed after its commit.
 using Op = std::variant<std::unique_ptr<CreateJob>, AddMiniBatches, SetSubmitDone, MarkRunning,
                         std::unique_ptr<AttemptRecord>, FinishJob, std::unique_ptr<PoolRecord>,
-                        std::unique_ptr<ResourceRecord>, MarkReported, WriteSubmitted>;
+                        std::unique_ptr<ResourceRecord>, MarkReported, WriteSubmitted, PoolsSeen>;
 static_assert(sizeof(Op) <= 96, "a queued operation stays small: box large records");
 
 }  // namespace fanout::store::detail

@@ -70,6 +70,11 @@ ON CONFLICT (name) DO UPDATE SET
   last_registration = excluded.last_registration
 WHERE excluded.last_registration >= last_registration)sql"),
       pool_row_(db, "SELECT id FROM pools WHERE name = ?1"),
+      // Only the row's current registration, while connected: a record of its loss or leaving
+      // queued before this one keeps its state and time.
+      pool_seen_(db,
+                 "UPDATE pools SET last_seen = max(coalesce(last_seen, 0), ?3) "
+                 "WHERE id = ?1 AND last_registration = ?2 AND state = 'connected'"),
       mark_reported_(db, "UPDATE jobs SET reported = ?2 WHERE id = ?1"),
       job_output_(db, "SELECT output_path FROM jobs WHERE id = ?1"),
       insert_node_sample_(db, R"sql(
@@ -532,6 +537,13 @@ void Writer::do_op(PoolRecord& p) {
   pool_row_.bind_text_or_null(1, p.name);
   if (pool_row_.step()) pool_rows_[p.id] = pool_row_.column_uint64(0);
   pool_row_.reset();
+}
+
+void Writer::do_op(PoolsSeen& op) {
+  for (const auto& p : op.pools) {
+    pool_seen_.bind(1, pool_row(p.id)).bind(2, p.id).bind(3, p.last_seen);
+    pool_seen_.run();
+  }
 }
 
 void Writer::do_op(MarkReported& op) {

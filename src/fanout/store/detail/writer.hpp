@@ -113,6 +113,7 @@ class Writer final {
   void do_op(std::unique_ptr<PoolRecord>& p) { do_op(*p); }
   void do_op(PoolRecord& p);
   void do_op(MarkReported& op);
+  void do_op(PoolsSeen& op);
   void do_op(std::unique_ptr<ResourceRecord>& rec);
 
   HeldMiniBatch* find_held(std::uint64_t job_id, std::uint64_t index);
@@ -144,6 +145,7 @@ class Writer final {
   Statement finish_job_;
   Statement upsert_pool_;
   Statement pool_row_;
+  Statement pool_seen_;
   Statement mark_reported_;
   Statement job_output_;
   Statement insert_node_sample_;
