@@ -9,6 +9,7 @@ interchange, pool, fork server and workers:
   process, none of them the importer), spawn 3 imports and 3 inits; the rows come out exactly
   once either way;
 - each forked worker gets its own environment (FANOUT_PROCESS) and folder, set before init();
+- `fanout.worker_start: spawn` in the job file is what makes spawn;
 - a worker that crashes is replaced by one forked from the same server (no new import).
 Environment: FANOUT_BIN (set by tests/meson.build)."""
 
@@ -62,11 +63,11 @@ def one_run(mode):
         names = ["f%02d.txt" % i for i in range(24)]
         support.make_files(os.path.join(root, "data"), names)
         support.write(os.path.join(root, "src", "score.py"), SCRIPT.replace("@WORKERS@", str(WORKERS)))
-        env = {"MARKS": marks}
-        if mode == "spawn":
-            env["FANOUT_WORKER_START"] = "spawn"
+        # fork is the default: only spawn is written.
+        top = "fanout:\n  worker_start: spawn\n" if mode == "spawn" else ""
         support.write(os.path.join(root, "job.yaml"), support.job_yaml(
-            "start-" + mode, mini_batch_size="2", concurrency=WORKERS, retries=2, env=env))
+            "start-" + mode, mini_batch_size="2", concurrency=WORKERS, retries=2,
+            env={"MARKS": marks}, top=top))
         db = os.path.join(root, "store", "fanout.db")
         fanout("run", os.path.join(root, "job.yaml"), "--db", db, "--quiet", cwd=root)
         check_rows_once(read_rows(os.path.join(root, "out.txt")), names, mode)
