@@ -48,6 +48,10 @@ Expected<ForkServer> ForkServer::start(const WorkerLaunch& first, std::uint64_t 
             std::to_string(counter.fetch_add(1));
   auto listener = listen_on(f.name_);
   if (!listener) return Unexpected{listener.error()};
+  // The server's fd 4 reads a pipe only this pool writes to: its EOF tells the server that the
+  // pool is gone (even by SIGKILL), so that no server outlives its pool.
+  auto alive = make_pipe();
+  if (!alive) return Unexpected{alive.error()};
   SpawnOptions so;
   so.argv = first.argv;
   so.env_set = first.env;
@@ -56,11 +60,12 @@ Expected<ForkServer> ForkServer::start(const WorkerLaunch& first, std::uint64_t 
   so.stdin_file = "null";
   so.stdout_file = first.stdout_file;
   so.stderr_file = first.stderr_file;
-  so.fd_map = {{listener->get(), 3}};
+  so.fd_map = {{listener->get(), 3}, {alive->read.get(), 4}};
   so.kill_group = true;
   auto child = ChildProcess::spawn(so);
   if (!child) return Unexpected{child.error()};
   f.proc_ = std::move(*child);
+  f.pool_alive_ = std::move(alive->write);
   // The pool's copy of the listener is closed here: when the server ends, proxies waiting on it
   // are refused and start their worker themselves.
   return f;

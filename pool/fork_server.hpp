@@ -12,6 +12,7 @@
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/expected.hpp"
+#include "fanout/util/fd.hpp"
 #include "pool/worker.hpp"
 
 namespace fanout::pool {
@@ -38,6 +39,7 @@ class ForkServer final {
  private:
   ForkServer() = default;
   ChildProcess proc_{};
+  UniqueFd pool_alive_{};  // the write end of the server's fd 4, never written
   std::string name_{};
 };
 

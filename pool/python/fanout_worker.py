@@ -953,7 +953,8 @@ def _status_line(status):
 
 
 def fork_server(env):
-    """Serves fork requests on the listening socket at fd 3 until the pool ends this process."""
+    """Serves fork requests on the listening socket at fd 3 until the pool ends this process or
+    goes away (EOF on fd 4)."""
     import select
     import socket
 
@@ -964,9 +965,17 @@ def fork_server(env):
     _flush_std()
     poller = select.poll()
     poller.register(listener, select.POLLIN)
+    try:
+        os.set_inheritable(REPLY_FD, False)
+        poller.register(REPLY_FD, select.POLLIN)  # EOF: the pool is gone (pool/fork_server.cpp)
+    except OSError:
+        pass  # not given: the server lives until the pool stops it
     waiting = {}  # pidfd -> (pid, connection to its proxy)
     while True:
         for fd, _ev in poller.poll():
+            if fd == REPLY_FD:
+                _flush_std()
+                os._exit(EXIT_OK)
             if fd == listener.fileno():
                 conn, _ = listener.accept()
                 try:
@@ -977,7 +986,7 @@ def fork_server(env):
                 # The pid goes to the proxy only once the child is in the proxy's group, so that
                 # whatever the pool sends to that group from then on reaches the worker too.
                 joined_r, joined_w = os.pipe()
-                keep_closed = [listener.fileno(), conn.fileno(), joined_r] + list(waiting)
+                keep_closed = [listener.fileno(), conn.fileno(), joined_r, REPLY_FD] + list(waiting)
                 _flush_std()
                 pid = os.fork()
                 if pid == 0:
