@@ -193,6 +193,11 @@ void Pool::drop_job(std::uint64_t job_id, const std::string& reason) {
     w->cancel(now + opts_.kill_grace);
   }
   jobs_.erase(job_id);
+  if (auto it = fork_servers_.find(job_id); it != fork_servers_.end()) {
+    retiring_servers_.insert(fork_servers_.extract(it));
+    retire_fork_servers();
+  }
+  spawned_jobs_.erase(job_id);
   log_->info("job {} dropped ({}): stopped {} running tasks, dropped {} queued", job_id, reason,
              stopped, queued);
 }
@@ -529,7 +534,7 @@ std::string Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
   WorkerLaunch l = make_launch(spec, LaunchContext{job_id, opts_.node, process, opts_.shim_dir,
                                                    opts_.python, opts_.worker_bin});
   placed_[slot] = apply_placement(l, placement_, slot, spec.env);
-  auto w = Worker::start(l, job_id, process);
+  auto w = Worker::start(with_fork_server(l, job_id), job_id, process);
   if (!w) {
     log_->error("cannot start a worker for job {}: {}", job_id, w.error().message);
     return w.error().message;
@@ -550,6 +555,29 @@ std::string Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
   }
   slots_[slot] = std::move(*w);
   return {};
+}
+
+WorkerLaunch Pool::with_fork_server(WorkerLaunch l, std::uint64_t job_id) {
+  if (spawned_jobs_.contains(job_id) || !wants_fork_server(jobs_.at(job_id))) return l;
+  auto it = fork_servers_.find(job_id);
+  if (it == fork_servers_.end()) {
+    auto server = ForkServer::start(l, job_id);
+    if (!server) {
+      log_->warn("job {}: cannot start its fork server ({}); its workers start without it", job_id,
+                 server.error().message);
+      spawned_jobs_.insert(job_id);
+      return l;
+    }
+    it = fork_servers_.emplace(job_id, std::move(*server)).first;
+  } else if (auto st = it->second.ended()) {
+    // An import error ends it too: the spawned workers then report it as a load error.
+    log_->warn("job {}: its fork server ended ({}); its workers start without it", job_id,
+               st->describe());
+    fork_servers_.erase(it);
+    spawned_jobs_.insert(job_id);
+    return l;
+  }
+  return it->second.via(std::move(l), opts_.worker_bin);
 }
 
 std::vector<SlotView> Pool::slot_views() const {
@@ -742,6 +770,14 @@ void Pool::on_worker_gone(std::size_t slot) {
   // Tasks waiting in its pipe never started: they go back to the front of the queue, no try used.
   planner_.tasks_returned(w.take_queued());
   slots_[slot].reset();
+  retire_fork_servers();
+}
+
+void Pool::retire_fork_servers() {
+  std::erase_if(retiring_servers_, [&](const auto& kv) {
+    return std::none_of(slots_.begin(), slots_.end(),
+                        [&](const auto& w) { return w && w->job_id() == kv.first; });
+  });
 }
 
 void Pool::on_start_failed(const Worker& w, const std::string& how) {

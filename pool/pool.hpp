@@ -22,6 +22,7 @@
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/log.hpp"
+#include "pool/fork_server.hpp"
 #include "pool/memory_guard.hpp"
 #include "pool/pool_planner.hpp"
 #include "pool/resource_monitor.hpp"
@@ -107,6 +108,11 @@ class Pool final {
   // there, so queued tasks are forgotten, and we register again.
   void reregister(const char* why);
   void drop_job(std::uint64_t job_id, const std::string& reason);
+  // `l` rewritten to be forked from the job's fork server (started here on its first worker), or
+  // left as it is: not a Python job, fanout.worker_start: spawn, or a server that failed.
+  WorkerLaunch with_fork_server(WorkerLaunch l, std::uint64_t job_id);
+  // Stops the retiring fork servers none of whose workers is left.
+  void retire_fork_servers();
   // One turn of run(), in parts: waits for a frame, a worker's output or the nearest deadline
   // (returns the slots whose pipes were polled, in the poller's order); notices that this
   // process was frozen; reads the interchange's frames and the workers' pipes; reaps workers
@@ -225,6 +231,13 @@ class Pool final {
   std::map<std::string, bool> user_logs_{};
   Clock::time_point last_log_check_{};
   // Worker slots: index i runs process<first_process + i>, also after a replacement.
+  // The Python jobs' fork servers (fanout.worker_start: fork), declared before slots_ so that the
+  // workers are stopped first; the jobs whose server ended, whose workers are spawned instead.
+  std::map<std::uint64_t, ForkServer> fork_servers_{};
+  std::set<std::uint64_t> spawned_jobs_{};
+  // The servers of dropped jobs, kept until the last of their workers is gone (a server relays
+  // its workers' exit statuses).
+  std::map<std::uint64_t, ForkServer> retiring_servers_{};
   std::vector<std::optional<Worker>> slots_{};
   std::vector<proto::TaskResult> results_{};
   Clock::time_point first_result_{};  // when the oldest unsent result was made

@@ -10,9 +10,12 @@
 #include <cstring>
 #include <string>
 
+#include "pool/fork_proxy.hpp"
 #include "pool/worker_host.hpp"
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "fork-via") == 0)
+    return fanout::pool::run_fork_proxy(argc, argv);
   if (argc < 3 || (std::strcmp(argv[1], "command") != 0 && std::strcmp(argv[1], "native") != 0)) {
     std::fprintf(stderr,
                  "usage: fanout-worker command '<command line>' [args...]\n"

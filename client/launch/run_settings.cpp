@@ -209,6 +209,8 @@ proto::JobSpec job_spec(const config::JobConfig& cfg, const std::string& log_dir
   spec.env.push_back("FANOUT_ROW_SEP=" + cfg.fanout.row_separator);
   spec.env.push_back(std::string("FANOUT_ROW_HEADER=") + (cfg.fanout.row_header ? "1" : "0"));
   spec.env.push_back("FANOUT_LOGGING_LEVEL=" + cfg.logging_level);
+  // fanout.worker_start: the pool reads it from the workers' environment (pool/fork_server.hpp).
+  if (cfg.fanout.worker_start == "spawn") spec.env.push_back("FANOUT_WORKER_START=spawn");
   spec.output_path = cfg.append_row_to;
   // Without append_row_to, output_dir is the declared folder output (Azure ML's), not the run
   // folder's outputs/, so that run() writes where the job file says its output is; the pool

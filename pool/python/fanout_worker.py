@@ -491,6 +491,13 @@ def _check_run(module, script_name):
 
 def load_entry_script(cfg):
     """Imports the entry script and calls init(). Returns the module; on failure sends L and exits."""
+    module = import_entry_script(cfg)
+    run_init(module, cfg)
+    return module
+
+
+def import_entry_script(cfg):
+    """Imports the entry script (its top level runs) without calling init()."""
     path = cfg.entry_script
     if not path:
         _load_error("LoadError: FANOUT_ENTRY_SCRIPT is not set\n")
@@ -507,6 +514,11 @@ def load_entry_script(cfg):
         sys.modules.pop(name, None)
         _load_error(describe_exception(e))
     _check_run(module, cfg.script_name)
+    return module
+
+
+def run_init(module, cfg):
+    """Calls the entry script's init(), if it has one; on failure sends L and exits."""
     init = getattr(module, "init", None)
     if init is not None:
         if not callable(init):
@@ -515,7 +527,6 @@ def load_entry_script(cfg):
             init()
         except BaseException as e:  # noqa: B036
             _load_error(describe_exception(e))
-    return module
 
 
 def call_shutdown(module):
@@ -806,18 +817,7 @@ def _protocol_exit(what):
 # ---------------------------------------------------------------------------
 
 
-def main():
-    for fd in (REQUEST_FD, REPLY_FD):
-        try:
-            os.fstat(fd)
-            os.set_inheritable(fd, False)  # children of run() must not hold the pipes open
-        except OSError:
-            sys.stderr.write("fanout_worker.py: fd %d is not open; this program is started by fanout-pool "
-                             "(fd 3 = requests, fd 4 = replies)\n" % fd)
-            return EXIT_USAGE
-
-    env = os.environ
-    cfg = _Config(env)
+def _output_env(env):
     out_dir = env.get("FANOUT_OUTPUT_DIR")
     if out_dir:
         env.setdefault("AZUREML_BI_OUTPUT_PATH", out_dir)
@@ -826,11 +826,20 @@ def main():
         except OSError:
             pass
 
+
+def _prepare(env):
+    """What every worker (and the fork server) does before the entry script is imported."""
+    cfg = _Config(env)
+    _output_env(env)
     sys.argv = [cfg.entry_script] + sys.argv[1:]
     if cfg.entry_script:
         _fix_sys_path(os.path.dirname(os.path.abspath(cfg.entry_script)))
+    return cfg
 
-    module = load_entry_script(cfg)
+
+def _work(module, cfg, env):
+    """A worker from init() on: init(), R, serve until Q or EOF, shutdown(). Returns the exit code."""
+    run_init(module, cfg)
     run = _check_run(module, cfg.script_name)  # init() may have rebound it
     two_args = _takes_context(run)
 
@@ -855,6 +864,177 @@ def main():
             except Exception as e:
                 sys.stderr.write("fanout: the profile could not be written to %s: %s\n" % (path, e))
     return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# Fork server (fanout.worker_start: fork, docs/resources.md): one interpreter per job and pool
+# imports the entry script once, then forks each worker, which runs init() and serves. The pool
+# starts each worker as `fanout-worker fork-via NAME -- <this shim's command line>`, a small proxy
+# that stays the pool's child: it hands its fds 0-4, process group, folder, CPUs and environment
+# to this server over the unix socket, and exits as the forked worker exits (the server relays
+# the status). A proxy that cannot reach the server runs the shim itself (plain spawning).
+
+
+def _recv_exact(conn, n, fds):
+    """n bytes from conn; file descriptors passed with them are appended to fds."""
+    import socket
+
+    buf = b""
+    while len(buf) < n:
+        data, got, _flags, _addr = socket.recv_fds(conn, n - len(buf), 8)
+        if not data:
+            raise EOFError("the proxy closed its connection")
+        buf += data
+        fds.extend(got)
+    return buf
+
+
+def _read_fork_request(conn):
+    """(fds, pgid, cwd, cpus, env) as a proxy sends them: 8 bytes of length, then
+    pgid NUL cwd NUL cpus(comma-separated) NUL KEY=VALUE NUL ..., with fds 0-4 attached."""
+    fds = []
+    try:
+        (n,) = struct.unpack("<Q", _recv_exact(conn, 8, fds))
+        parts = _recv_exact(conn, n, fds).split(b"\0")
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    env = {}
+    for kv in parts[3:]:
+        k, eq, v = kv.partition(b"=")
+        if eq:
+            env[os.fsdecode(k)] = os.fsdecode(v)
+    cpus = [int(c) for c in parts[2].split(b",") if c]
+    return fds, int(parts[0]), os.fsdecode(parts[1]), cpus, env
+
+
+def _become_worker(module, fds, pgid, cwd, cpus, env, keep_closed, joined):
+    """In the forked child: take the proxy's place (its group, fds, folder, CPUs, environment),
+    then run as a worker. Never returns."""
+    code = EXIT_LOAD_ERROR
+    try:
+        for fd in keep_closed:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            os.setpgid(0, pgid)  # fails once the proxy's group is gone: the pool gave up on it
+        finally:
+            os.close(joined)
+        for target, fd in enumerate(fds[:5]):
+            os.dup2(fd, target, inheritable=target < 3)
+        for fd in fds:
+            if fd > 4:
+                os.close(fd)
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+        _output_env(os.environ)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        cfg = _Config(os.environ)
+        sys.argv = [cfg.entry_script] + sys.argv[1:]
+        code = _work(module, cfg, os.environ)
+    except BaseException as e:  # noqa: B036
+        try:
+            sys.stderr.write("fanout: a forked worker failed before serving: %s" % describe_exception(e))
+        except BaseException:  # noqa: B036
+            pass
+    _flush_std()
+    os._exit(code)
+
+
+def _status_line(status):
+    if os.WIFSIGNALED(status):
+        return b"signal %d\n" % os.WTERMSIG(status)
+    return b"exit %d\n" % os.waitstatus_to_exitcode(status)
+
+
+def fork_server(env):
+    """Serves fork requests on the listening socket at fd 3 until the pool ends this process or
+    goes away (EOF on fd 4)."""
+    import select
+    import socket
+
+    listener = socket.socket(fileno=REQUEST_FD)
+    listener.set_inheritable(False)
+    cfg = _prepare(env)
+    module = import_entry_script(cfg)
+    _flush_std()
+    poller = select.poll()
+    poller.register(listener, select.POLLIN)
+    try:
+        os.set_inheritable(REPLY_FD, False)
+        poller.register(REPLY_FD, select.POLLIN)  # EOF: the pool is gone (pool/fork_server.cpp)
+    except OSError:
+        pass  # not given: the server lives until the pool stops it
+    waiting = {}  # pidfd -> (pid, connection to its proxy)
+    while True:
+        for fd, _ev in poller.poll():
+            if fd == REPLY_FD:
+                _flush_std()
+                os._exit(EXIT_OK)
+            if fd == listener.fileno():
+                conn, _ = listener.accept()
+                try:
+                    fds, pgid, cwd, cpus, wenv = _read_fork_request(conn)
+                except (OSError, EOFError, ValueError, IndexError):
+                    conn.close()
+                    continue
+                # The pid goes to the proxy only once the child is in the proxy's group, so that
+                # whatever the pool sends to that group from then on reaches the worker too.
+                joined_r, joined_w = os.pipe()
+                keep_closed = [listener.fileno(), conn.fileno(), joined_r, REPLY_FD] + list(waiting)
+                _flush_std()
+                pid = os.fork()
+                if pid == 0:
+                    _become_worker(module, fds, pgid, cwd, cpus, wenv, keep_closed, joined_w)
+                os.close(joined_w)
+                for f in fds:
+                    os.close(f)
+                os.read(joined_r, 1)  # EOF once the child joined the group (or ended)
+                os.close(joined_r)
+                pidfd = os.pidfd_open(pid)
+                waiting[pidfd] = (pid, conn)
+                poller.register(pidfd, select.POLLIN)
+                try:
+                    conn.sendall(b"pid %d\n" % pid)
+                except OSError:
+                    pass
+            else:
+                pid, conn = waiting.pop(fd)
+                poller.unregister(fd)
+                os.close(fd)
+                _, status = os.waitpid(pid, 0)
+                try:
+                    conn.sendall(_status_line(status))
+                except OSError:
+                    pass
+                conn.close()
+
+
+# ---------------------------------------------------------------------------
+
+
+def main():
+    env = os.environ
+    if env.get("FANOUT_FORK_SERVER") == "1":
+        fork_server(env)
+        return EXIT_OK
+    for fd in (REQUEST_FD, REPLY_FD):
+        try:
+            os.fstat(fd)
+            os.set_inheritable(fd, False)  # children of run() must not hold the pipes open
+        except OSError:
+            sys.stderr.write("fanout_worker.py: fd %d is not open; this program is started by fanout-pool "
+                             "(fd 3 = requests, fd 4 = replies)\n" % fd)
+            return EXIT_USAGE
+
+    cfg = _prepare(env)
+    module = import_entry_script(cfg)
+    return _work(module, cfg, env)
 
 
 if __name__ == "__main__":

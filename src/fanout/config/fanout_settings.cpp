@@ -133,7 +133,8 @@ FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
                           "pbs_flavor",
                           "hosts",
                           "ssh_options",
-                          "pool_command"});
+                          "pool_command",
+                          "worker_start"});
   FanoutSettings s;
   s.launch = read_launcher_settings(r, f);
   s.placement = read_placement(r, f);
@@ -182,6 +183,12 @@ FanoutSettings read_fanout_settings(const YamlReader& r, const Entry& e,
   if (const Entry* x = f.get("row_separator")) s.row_separator = r.text(*x);
   if (const Entry* x = f.get("row_header")) s.row_header = r.boolean(*x);
   read_memory_settings(r, f, s);
+  if (const Entry* x = f.get("worker_start")) {
+    s.worker_start = lower(trim(r.text(*x)));
+    if (s.worker_start != "fork" && s.worker_start != "spawn") {
+      r.fail(x->where(), "expected fork or spawn (got " + quote(x->value.Scalar()) + ")");
+    }
+  }
   return s;
 }
 

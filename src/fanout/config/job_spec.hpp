@@ -118,6 +118,9 @@ struct FanoutSettings {
   LauncherSettings launch{};        // where the pools run
   PlacementSettings placement{};    // devices, CPUs and threads of each worker
   bool allow_partial = false;       // a `partial` job exits 0, as in ParallelRunStep
+  // How the pool starts Python workers (docs/resources.md): "fork" from a fork server that
+  // imported the entry script once, or "spawn" a fresh interpreter each.
+  std::string worker_start = "fork";
   // Memory (docs/resources.md): each worker's share of MemAvailable in GiB, which bounds the
   // worker count (Parsl's mem_per_worker; 0: no bound); the RSS of a worker's process group
   // past which it is stopped (0: none); mini-batches after which a worker is replaced
