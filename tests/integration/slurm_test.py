@@ -330,7 +330,7 @@ def walltime_drained(c, first):
     if tries[0][0] != 0:
         fail(f"walltime: {tries[0][0]} mini-batches spent a try")
     handed = [line for line in log.splitlines() if "handed back" in line]
-    print(f"ok: walltime: pool job {first} drained before its walltime, "
+    print(f"ok: {c.name}: pool job {first} drained before its walltime, "
           f"{handed[-1:] or 'nothing handed back'}, no attempt cut short, no try spent")
 
 
