@@ -83,8 +83,8 @@ void add_memory_options(CLI::App& app, fanout::pool::Options& opts, std::string&
 // pool leaves.
 void add_walltime_options(CLI::App& app, std::string& end, unsigned& margin_s) {
   app.add_option("--walltime-end", end,
-                 "when this pool's allocation ends, in Unix seconds (default: "
-                 "$SLURM_JOB_END_TIME): mini-batches that would not finish are handed back "
+                 "when this pool's allocation ends, in Unix seconds (the earlier of this and "
+                 "$SLURM_JOB_END_TIME counts): mini-batches that would not finish are handed back "
                  "before it");
   app.add_option("--walltime-margin-s", margin_s,
                  "leave this many seconds before --walltime-end, handing back what is left")
@@ -92,24 +92,24 @@ void add_walltime_options(CLI::App& app, std::string& end, unsigned& margin_s) {
       ->capture_default_str();
 }
 
-// Sets the walltime from --walltime-end, else SLURM_JOB_END_TIME. False (said on stderr) when
-// the flag's value is not Unix seconds; a bad variable is ignored with a warning.
+// Sets the walltime from the earlier of --walltime-end and SLURM_JOB_END_TIME. False (said on
+// stderr) when the flag's value is not Unix seconds; a bad variable is ignored with a warning.
 bool set_walltime(fanout::pool::Options& opts, const std::string& flag, unsigned margin_s) {
   opts.walltime_margin = std::chrono::seconds(margin_s);
   std::string why;
+  std::optional<double> from_flag, from_env;
   if (!flag.empty()) {
-    auto end = fanout::pool::parse_walltime_end(flag, why);
-    if (!end) std::fprintf(stderr, "error: --walltime-end: %s\n", why.c_str());
-    if (end) opts.walltime_end = *end;
-    return end.has_value();
+    from_flag = fanout::pool::parse_walltime_end(flag, why);
+    if (!from_flag) {
+      std::fprintf(stderr, "error: --walltime-end: %s\n", why.c_str());
+      return false;
+    }
   }
-  const char* env = std::getenv("SLURM_JOB_END_TIME");
-  if (env == nullptr || *env == '\0') return true;
-  if (auto end = fanout::pool::parse_walltime_end(env, why)) {
-    opts.walltime_end = *end;
-  } else {
-    std::fprintf(stderr, "warning: SLURM_JOB_END_TIME ignored: %s\n", why.c_str());
+  if (const char* env = std::getenv("SLURM_JOB_END_TIME"); env != nullptr && *env != '\0') {
+    from_env = fanout::pool::parse_walltime_end(env, why);
+    if (!from_env) std::fprintf(stderr, "warning: SLURM_JOB_END_TIME ignored: %s\n", why.c_str());
   }
+  if (auto end = fanout::pool::earlier_end(from_flag, from_env)) opts.walltime_end = *end;
   return true;
 }
 

@@ -73,9 +73,10 @@ struct Options {
   double mem_per_worker_gib = 0;
   std::uint64_t worker_memory_limit_bytes = 0;
   std::uint32_t max_minibatches_per_worker = 0;
-  // When the allocation ends, in Unix seconds (--walltime-end, else SLURM_JOB_END_TIME; 0: not
-  // known): the pool takes no mini-batch whose expected run() time does not fit, and leaves
-  // walltime_margin before it, handing back what it holds (pool/walltime.hpp).
+  // When the allocation ends, in Unix seconds (the earlier of --walltime-end and
+  // SLURM_JOB_END_TIME; 0: not known): the pool takes no mini-batch whose expected run() time
+  // does not fit, and leaves walltime_margin before it, handing back what it holds
+  // (pool/walltime.hpp).
   double walltime_end = 0;
   std::chrono::seconds walltime_margin{30};
 };

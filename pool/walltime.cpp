@@ -20,6 +20,11 @@ std::optional<double> parse_walltime_end(const std::string& text, std::string& e
   return v;
 }
 
+std::optional<double> earlier_end(std::optional<double> flag, std::optional<double> env) noexcept {
+  if (flag && env) return std::min(*flag, *env);
+  return flag ? flag : env;
+}
+
 void RunTimes::add(std::uint64_t job_id, double seconds) {
   auto& d = times_[job_id];
   d.push_back(std::max(0.0, seconds));

@@ -1,7 +1,7 @@
-// The pool's walltime: when its allocation ends (--walltime-end, else the scheduler's
-// SLURM_JOB_END_TIME) it stops taking mini-batches whose expected run() time does not fit in
-// what is left, lets the running ones finish until a margin before the end, and hands the rest
-// back (PoolLeaving: no attempt is lost and no try spent). The expected time is the median of
+// The pool's walltime: when its allocation ends (the earlier of --walltime-end and the
+// scheduler's SLURM_JOB_END_TIME) it stops taking mini-batches whose expected run() time does not
+// fit in what is left, lets the running ones finish until a margin before the end, and hands the
+// rest back (PoolLeaving: no attempt is lost and no try spent). The expected time is the median of
 // the run() durations this pool has seen for the job. Pure: times are passed in. Unit-tested in
 // tests/unit/pool/walltime_test.cpp. See docs/cluster.md.
 #pragma once
@@ -18,6 +18,12 @@ namespace fanout::pool {
 // The end of the allocation from --walltime-end or SLURM_JOB_END_TIME: Unix seconds, a whole or
 // fractional positive number. nullopt when `text` is not one; `error` then says why.
 [[nodiscard]] std::optional<double> parse_walltime_end(const std::string& text, std::string& error);
+
+// The end the pool keeps when it is told two: the earlier of --walltime-end (the batch script's
+// start + walltime, a little late by the time the script took to start) and SLURM_JOB_END_TIME
+// (Slurm's own end, where Slurm sets it); either may be missing.
+[[nodiscard]] std::optional<double> earlier_end(std::optional<double> flag,
+                                                std::optional<double> env) noexcept;
 
 // The run() durations a pool has seen, per job: the last kKept of each, whose median is the
 // job's expected run() time. Bounded whatever the task count.

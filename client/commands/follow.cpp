@@ -13,6 +13,7 @@
 #include "client/commands/client.hpp"
 #include "client/input/input_drift.hpp"
 #include "client/launch/embedded.hpp"
+#include "client/launch/recorded_jobs.hpp"
 #include "client/launch/run_settings.hpp"
 #include "client/launch/slurm_launcher.hpp"
 #include "client/output/job_outputs.hpp"
@@ -452,6 +453,19 @@ int report_ended(const proto::JobEnded& ended, const std::string& output_path,
   return exit_status(ended.state, allow_partial);
 }
 
+namespace {
+
+// `fanout cancel`: the pool jobs of a scheduler launcher (docs/cluster.md) go too, even when no
+// client is left to release them.
+void release_recorded_pool_jobs(const std::string& log_dir, bool quiet) {
+  const std::string run_dir = fs::path(log_dir).parent_path().string();
+  if (auto ids = release_pool_jobs(run_dir); !ids.empty() && !quiet) {
+    std::fprintf(stderr, "fanout: cancelled %s\n", ids.c_str());
+  }
+}
+
+}  // namespace
+
 int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log) {
   std::string error;
   auto job = job_in_store(opts.db, job_id, error);
@@ -477,6 +491,7 @@ int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log) {
     if (r && *r) {
       std::fprintf(stderr, "fanout: job %llu cancelled in the store %s (no interchange runs)\n",
                    static_cast<unsigned long long>(job_id), opts.db.c_str());
+      release_recorded_pool_jobs(job->log_dir, opts.quiet);
       if (auto now = job_in_store(opts.db, job_id, error)) {
         write_missing_reports(opts.db, job_id, now->log_dir);
         (void)report_from_store(*now, opts.db, opts.allow_partial);
@@ -519,13 +534,7 @@ int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log) {
     }
   }
   const int rc = follow_on(endpoint, job_id, opts, nullptr, log);
-  // Pool jobs of a Slurm launcher (docs/cluster.md) go too, even when no client is left to.
-  if (opts.cancel && job) {
-    const std::string run_dir = fs::path(job->log_dir).parent_path().string();
-    if (auto ids = release_slurm_jobs(run_dir); !ids.empty() && !opts.quiet) {
-      std::fprintf(stderr, "fanout: cancelled slurm job(s) %s\n", ids.c_str());
-    }
-  }
+  if (opts.cancel && job) release_recorded_pool_jobs(job->log_dir, opts.quiet);
   return rc;
 }
 

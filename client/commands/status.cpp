@@ -9,6 +9,7 @@
 
 #include "client/session/liveness.hpp"
 
+#include "client/launch/recorded_jobs.hpp"
 #include "client/launch/slurm_launcher.hpp"
 #include "fanout/protocol/exit_codes.hpp"
 #include "fanout/report/job_report.hpp"
@@ -97,10 +98,16 @@ int print_status(const std::string& db, std::uint64_t job_id, bool json) {
       shown.reason = s->reason;
     }
     std::string out = report::format_status_json(shown, json_liveness(live));
-    // A Slurm launcher's pool jobs as one more key (docs/cluster.md).
+    // A scheduler launcher's pool jobs as one more key; Slurm's also as slurm_jobs, as before
+    // (docs/cluster.md).
     if (auto pos = out.rfind('}'); !s->log_dir.empty() && pos != std::string::npos) {
-      auto jobs = slurm_status_json(std::filesystem::path(s->log_dir).parent_path().string());
-      if (!jobs.empty()) out.insert(pos, ",\"slurm_jobs\":" + jobs);
+      const auto run_dir = std::filesystem::path(s->log_dir).parent_path().string();
+      std::string more;
+      if (auto jobs = pool_jobs_status_json(run_dir); !jobs.empty()) {
+        more += ",\"pool_jobs\":" + jobs;
+      }
+      if (auto jobs = slurm_status_json(run_dir); !jobs.empty()) more += ",\"slurm_jobs\":" + jobs;
+      out.insert(pos, more);
     }
     std::fputs(out.c_str(), stdout);
   } else {
@@ -108,9 +115,9 @@ int print_status(const std::string& db, std::uint64_t job_id, bool json) {
     // A dead interchange comes first, and nothing below claims the job is alive.
     if (dead) std::fputs(interchange_line(*s, db, live).c_str(), stdout);
     std::fputs(report::format_status_text(dead ? stalled_view(*s) : *s).c_str(), stdout);
-    // A Slurm launcher's pool jobs, as squeue sees them now (docs/cluster.md).
+    // A scheduler launcher's pool jobs, as the scheduler sees them now (docs/cluster.md).
     if (!s->log_dir.empty()) {
-      auto line = slurm_status_line(std::filesystem::path(s->log_dir).parent_path().string());
+      auto line = pool_jobs_status_line(std::filesystem::path(s->log_dir).parent_path().string());
       if (!line.empty()) std::printf("pools:    %s\n", line.c_str());
     }
     if (!dead) std::fputs(interchange_line(*s, db, live).c_str(), stdout);

@@ -2,9 +2,11 @@
 #include "client/launch/batch_launcher.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "client/launch/embedded.hpp"
@@ -19,7 +21,10 @@ namespace fs = std::filesystem;
 CommandOutput run_command(const std::vector<std::string>& argv, const std::string& dir,
                           const std::string& stdin_file) {
   CommandOutput o;
-  const std::string out = dir + "/.cmd.out", err = dir + "/.cmd.err";
+  // Named after this process: `fanout status` and `fanout cancel` ask from the same folder while
+  // the run's client does.
+  const std::string tag = dir + "/.cmd." + std::to_string(::getpid());
+  const std::string out = tag + ".out", err = tag + ".err";
   std::error_code ec;
   fs::remove(out, ec);
   fs::remove(err, ec);
@@ -162,6 +167,30 @@ void BatchLauncher::release() {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     refresh(true);
   }
+}
+
+bool BatchLauncher::adopt_recorded() {
+  std::ifstream in(ids_file_);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) ids_.push_back(line);
+  }
+  if (ids_.empty()) return false;
+  const auto listed = query_states();
+  for (const auto& id : ids_) {
+    auto it = listed ? listed->find(id) : std::map<std::string, std::string>::const_iterator{};
+    states_[id] = !listed ? submitted_state_ : it != listed->end() ? it->second : std::string();
+  }
+  shown_ = describe();
+  return true;
+}
+
+std::vector<std::pair<std::string, std::string>> BatchLauncher::job_states() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& id : ids_) {
+    auto it = states_.find(id);
+    out.emplace_back(id, it == states_.end() ? std::string() : it->second);
+  }
+  return out;
 }
 
 std::string BatchLauncher::cancel_label() const { return cancel_command({}).front(); }

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "client/launch/launcher.hpp"
@@ -24,8 +25,9 @@ struct CommandOutput {
   std::string out{}, err{};
 };
 
-// Runs a scheduler command, its output captured in files of `dir` (stdin from `stdin_file`, else
-// /dev/null); a command that hangs (the scheduler's server unreachable) is stopped after 30 s.
+// Runs a scheduler command, its output captured in files of `dir` named after this process (stdin
+// from `stdin_file`, else /dev/null); a command that hangs (the scheduler's server unreachable) is
+// stopped after 30 s.
 // A command that cannot be started ends with code 127 and the reason in `err`.
 [[nodiscard]] CommandOutput run_command(const std::vector<std::string>& argv,
                                         const std::string& dir, const std::string& stdin_file = {});
@@ -57,6 +59,17 @@ class BatchLauncher : public Launcher {
   void release() override;
   void detach() override { detached_ = true; }
   [[nodiscard]] std::string release_command() const override;
+
+  // For `fanout status` and `fanout cancel` (client/launch/recorded_jobs.hpp): takes the pool
+  // jobs a run recorded in job_ids and asks the scheduler once (a job it does not list has
+  // ended; when it cannot be asked, every job is taken as live). False when none is recorded.
+  bool adopt_recorded();
+  // The jobs and their states as the "pool jobs:" line shows them ("sge job 12 r, 13 GONE").
+  [[nodiscard]] std::string status_line() const { return describe(); }
+  // The adopted jobs by id as submitted, with their states ("" once ended).
+  [[nodiscard]] std::vector<std::pair<std::string, std::string>> job_states() const;
+  // Whether release() would cancel a job in `state`.
+  [[nodiscard]] bool holds_node(const std::string& state) const { return holds(state); }
 
  protected:
   // Where the message that every pool job ended differs between schedulers.

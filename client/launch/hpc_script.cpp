@@ -263,8 +263,17 @@ std::uint64_t walltime_seconds(std::string_view s) {
   return ((days * 24 + h) * 60 + m) * 60 + sec;
 }
 
+std::string walltime_end_flag(std::uint64_t seconds) {
+  if (seconds == 0) return {};
+  return fmt::format(" --walltime-end \"$((start + {}))\"", seconds);
+}
+
 std::string node_script(Scheduler s, const ScriptInput& in) {
   std::string t = "#!/bin/sh\n" + head(s, in, "one fanout-pool on this node,");
+  // The limit as the scheduler applies it: LSF's -W is in whole minutes (rounded up above).
+  std::uint64_t limit = walltime_seconds(in.launch.walltime);
+  if (s == Scheduler::Lsf) limit = (limit + 59) / 60 * 60;
+  if (limit > 0) t += kWalltimeStart;
   if (!in.launch.worker_init.empty()) {
     t += "\n# worker_init\n";
     append_lines(t, in.launch.worker_init);
@@ -284,6 +293,7 @@ std::string node_script(Scheduler s, const ScriptInput& in) {
   const std::string logs = shell_quote(in.run_dir + "/logs/sys/node");
   t += fmt::format("mkdir -p {}/\"$node\"\nexec", logs);
   for (const auto& a : in.pool_argv) t += " " + shell_quote(a);
+  t += walltime_end_flag(limit);
   t += fmt::format(" --node \"$node\" --name \"$node-$id\" --log-file {}/\"$node/pool-$id.log\"\n",
                    logs);
   return t;

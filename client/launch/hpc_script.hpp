@@ -35,6 +35,14 @@ struct ScriptInput {
 // fanout.walltime takes); 0 for "infinite"/"unlimited" or text that is not one.
 [[nodiscard]] std::uint64_t walltime_seconds(std::string_view s);
 
+// How every batch script tells its pools when the allocation ends without a signal: the script
+// notes its start (kWalltimeStart, after the scheduler's directive lines) and each pool gets
+// walltime_end_flag(seconds), " --walltime-end \"$((start + 3600))\"" ("" for 0 seconds: no limit
+// known, no flag). The pool takes the earlier of this and SLURM_JOB_END_TIME (docs/cluster.md).
+inline constexpr std::string_view kWalltimeStart =
+    "start=$(date +%s)  # the allocation's end is start + walltime (fanout-pool --walltime-end)\n";
+[[nodiscard]] std::string walltime_end_flag(std::uint64_t seconds);
+
 // The script each node of a pool job runs (all three schedulers): worker_init, then fanout-pool
 // named after the node and the scheduler's job id, logging to
 // <run_dir>/logs/sys/node/<node>/pool-<scheduler><JOBID>.log. HTCondor passes the cluster and

@@ -5,6 +5,7 @@
 
 #include <charconv>
 
+#include "client/launch/hpc_script.hpp"
 #include "client/launch/slurm_script.hpp"
 
 namespace fanout::client::sge {
@@ -32,32 +33,8 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 }  // namespace
 
 std::string h_rt(std::string_view w) {
-  // Slurm's forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
-  long long days = 0;
-  const auto dash = w.find('-');
-  const bool has_days = dash != std::string_view::npos;
-  if (has_days) {
-    days = number(w.substr(0, dash));
-    if (days < 0) return {};
-    w = w.substr(dash + 1);
-  }
-  auto parts = split(w, ':');
-  std::vector<long long> v;
-  for (auto p : parts) {
-    v.push_back(number(p));
-    if (v.back() < 0) return {};
-  }
-  long long secs = 0;
-  if (parts.size() == 1) {
-    secs = has_days ? v[0] * 3600 : v[0] * 60;  // D-H, else minutes
-  } else if (parts.size() == 2) {
-    secs = has_days ? v[0] * 3600 + v[1] * 60 : v[0] * 60 + v[1];  // D-H:M, else M:S
-  } else if (parts.size() == 3) {
-    secs = v[0] * 3600 + v[1] * 60 + v[2];
-  } else {
-    return {};
-  }
-  secs += days * 86400;
+  const std::uint64_t secs = hpc::walltime_seconds(w);
+  if (secs == 0) return {};
   return fmt::format("{}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60);
 }
 
@@ -79,6 +56,9 @@ std::string job_script(const ScriptInput& in) {
     s += l.scheduler_options;
     if (s.back() != '\n') s += '\n';
   }
+  // h_rt is a hard limit (SIGKILL at the end): the pool leaves before it.
+  const std::uint64_t limit = hpc::walltime_seconds(l.walltime);
+  if (limit > 0) s += "\n" + std::string(hpc::kWalltimeStart);
   if (!l.worker_init.empty()) {
     s += "\n# worker_init\n" + l.worker_init;
     if (s.back() != '\n') s += '\n';
@@ -88,6 +68,7 @@ std::string job_script(const ScriptInput& in) {
   s += "logs=" + slurm::shell_quote(in.run_dir + "/logs/sys/node") + "/$node\n";
   s += "mkdir -p \"$logs\" || exit 1\nexec";
   for (const auto& a : in.pool_argv) s += " " + slurm::shell_quote(a);
+  s += hpc::walltime_end_flag(limit);
   s += " \\\n  --node \"$node\" --name \"$node-sge$JOB_ID\" --log-file "
        "\"$logs/pool-sge$JOB_ID.log\"\n";
   return s;

@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 
 #include "client/launch/embedded.hpp"
+#include "client/launch/hpc_script.hpp"
 #include "client/launch/pool_address.hpp"
 #include "client/launch/ssh_script.hpp"
 #include "fanout/util/error.hpp"
@@ -20,12 +22,6 @@
 namespace fanout::client {
 
 namespace {
-
-std::string join(const std::vector<std::uint64_t>& ids) {
-  std::string s;
-  for (auto id : ids) s += (s.empty() ? "" : ", ") + std::to_string(id);
-  return s;
-}
 
 std::vector<std::uint64_t> recorded_ids(const std::string& run_dir) {
   std::vector<std::uint64_t> ids;
@@ -55,6 +51,18 @@ std::vector<std::uint64_t> numeric(const std::vector<std::string>& ids) {
   out.reserve(ids.size());
   for (const auto& id : ids) out.push_back(std::stoull(id));
   return out;
+}
+
+// Says once, before anything is submitted, that the pools will not be told their end when the
+// walltime is not a time limit fanout reads (the batch scripts then pass no --walltime-end).
+void warn_unread_walltime(const std::string& walltime, const std::string& where) {
+  if (walltime.empty() || hpc::walltime_seconds(walltime) > 0) return;
+  if (walltime == "infinite" || walltime == "unlimited" || walltime == "UNLIMITED") return;
+  std::fprintf(stderr,
+               "warning: %s: fanout.walltime '%s' is not a time limit fanout reads (M, M:S, "
+               "H:M:S, D-H, D-H:M or D-H:M:S): the pools are not told when their allocation "
+               "ends and do not drain before it\n",
+               where.c_str(), walltime.c_str());
 }
 
 }  // namespace
@@ -145,18 +153,11 @@ Expected<void> prepare_launcher(RunSettings& rs, const config::JobConfig& cfg,
       return make_error(ErrorCode::InvalidArgument, where + ": " + e);
     }
   }
+  warn_unread_walltime(rs.launch.walltime, where);
   auto addr = interchange_address(rs.launch.interchange_address);
   if (!addr) return Unexpected{addr.error()};
   rs.pool_address = *addr;
   return {};
-}
-
-std::string slurm_status_line(const std::string& run_dir) {
-  auto ids = recorded_ids(run_dir);
-  if (ids.empty()) return {};
-  auto states = query_states(run_dir + "/slurm");
-  if (!states) return "slurm jobs " + join(ids) + " (squeue failed)";
-  return slurm::describe_jobs(ids, *states);
 }
 
 std::string slurm_status_json(const std::string& run_dir) {
@@ -173,26 +174,6 @@ std::string slurm_status_json(const std::string& run_dir) {
                        json_quote(state));
   }
   return out + "]";
-}
-
-std::string release_slurm_jobs(const std::string& run_dir) {
-  auto ids = recorded_ids(run_dir);
-  if (ids.empty()) return {};
-  const std::string dir = run_dir + "/slurm";
-  auto states = query_states(dir);
-  std::vector<std::string> argv = {"scancel"};
-  std::vector<std::uint64_t> cancelled;
-  for (auto id : ids) {
-    auto it = states ? states->find(id) : std::map<std::uint64_t, std::string>::iterator{};
-    // Unknown states (squeue failed): scancel them all; Slurm ignores ended ones.
-    if (!states || (it != states->end() && slurm::is_active(it->second))) {
-      argv.push_back(std::to_string(id));
-      cancelled.push_back(id);
-    }
-  }
-  if (cancelled.empty()) return {};
-  (void)run_command(argv, dir);
-  return join(cancelled);
 }
 
 Expected<std::string> interchange_address(const std::string& given) {

@@ -1,6 +1,6 @@
 // SlurmLauncher: the pools of a `fanout run --launcher slurm` as Slurm batch jobs, one node each
-// (sbatch, squeue, scancel), and what `fanout status` and `fanout cancel` do with the pool jobs
-// a run folder records. The decisions are in slurm_script.hpp. See docs/cluster.md.
+// (sbatch, squeue, scancel), and the slurm_jobs key of `fanout status --json`. The decisions are
+// in slurm_script.hpp. See docs/cluster.md.
 #pragma once
 
 #include <cstdint>
@@ -49,17 +49,10 @@ class SlurmLauncher final : public BatchLauncher {
 [[nodiscard]] Expected<void> prepare_launcher(RunSettings& rs, const config::JobConfig& cfg,
                                               const RunOverrides& ov);
 
-// The run folder's pool jobs and their states ("slurm job 12 RUNNING"), for `fanout status`;
-// "" when the run used no Slurm launcher.
-[[nodiscard]] std::string slurm_status_line(const std::string& run_dir);
-
-// The same as a JSON array, [{"id":12,"state":"RUNNING"}, ...] (state "" when squeue no longer
-// lists the job or could not be asked); "" when the run used no Slurm launcher.
+// The run folder's Slurm pool jobs as a JSON array for `fanout status --json`'s slurm_jobs,
+// [{"id":12,"state":"RUNNING"}, ...] (state "" when squeue no longer lists the job or could not
+// be asked); "" when the run used no Slurm launcher.
 [[nodiscard]] std::string slurm_status_json(const std::string& run_dir);
-
-// scancels the run folder's pool jobs that are still pending or running (`fanout cancel`).
-// Returns what it cancelled, as for slurm_status_line(); "" when nothing.
-std::string release_slurm_jobs(const std::string& run_dir);
 
 // Where the pools connect to: `given`, else what choose_pool_address() (pool_address.hpp) picks
 // from getifaddrs(3): the first non-loopback IPv4 address of an interface that is up.

@@ -7,6 +7,8 @@
 #include <array>
 #include <charconv>
 
+#include "client/launch/hpc_script.hpp"
+
 namespace fanout::client::slurm {
 
 std::string shell_quote(std::string_view s) {
@@ -48,6 +50,9 @@ std::string batch_script(const ScriptInput& in) {
     s += l.scheduler_options;
     if (s.back() != '\n') s += '\n';
   }
+  // After the last #SBATCH line (sbatch reads none after a command), before worker_init.
+  const std::uint64_t limit = hpc::walltime_seconds(l.walltime);
+  if (limit > 0) s += "\n" + std::string(hpc::kWalltimeStart);
   if (!l.worker_init.empty()) {
     s += "\n# worker_init\n" + l.worker_init;
     if (s.back() != '\n') s += '\n';
@@ -60,7 +65,7 @@ std::string batch_script(const ScriptInput& in) {
        "--log-file \"$0/$SLURMD_NODENAME/pool-slurm$SLURM_JOB_ID.log\"' \\\n";
   s += "  " + shell_quote(in.run_dir + "/logs/sys/node");
   for (const auto& a : in.pool_argv) s += " " + shell_quote(a);
-  s += "\n";
+  s += hpc::walltime_end_flag(limit) + "\n";
   return s;
 }
 
@@ -132,7 +137,16 @@ std::string check_blocks(const config::LauncherSettings& s, std::uint32_t instan
 
 std::string end_advice(std::uint64_t id, std::string_view state,
                        const config::LauncherSettings& l) {
-  if (state.substr(0, state.find(' ')) != "TIMEOUT") return {};
+  const auto word = state.substr(0, state.find(' '));
+  if (word == "COMPLETED" && !l.walltime.empty()) {
+    // A pool ends its job by itself before the fanout job is over only when it left for the
+    // walltime (pool/walltime.hpp): it drains a margin before the end.
+    return fmt::format(
+        "; pool job {} ended by itself: its pool left before its walltime (fanout.walltime {}): "
+        "raise it, or allow replacement pool jobs with --max-nodes",
+        id, l.walltime);
+  }
+  if (word != "TIMEOUT") return {};
   const std::string limit = l.walltime.empty()
                                 ? "the partition's default time limit (set fanout.walltime)"
                                 : "its walltime (fanout.walltime " + l.walltime + ")";

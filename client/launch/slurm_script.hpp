@@ -73,7 +73,8 @@ class BlockPolicy final {
 
 // What the "every pool job ended" message adds for the last pool job's final `state`: for
 // TIMEOUT, that it ran out of time and which key sets that ("; pool job 12 reached its walltime
-// (fanout.walltime 00:01:00): raise it, or allow replacements with --max-nodes"); "" otherwise.
+// (fanout.walltime 00:01:00): raise it, or allow replacements with --max-nodes"); for COMPLETED
+// with fanout.walltime set, that its pool left before the walltime; "" otherwise.
 [[nodiscard]] std::string end_advice(std::uint64_t id, std::string_view state,
                                      const config::LauncherSettings& l);
 

@@ -13,15 +13,22 @@ job's processes. For each scheduler the real `fanout` runs a job whose pools are
           writes into each row's file); the batch script kept; scheduler_options passed through.
   lsf     the same through bsub (the script on its standard input).
   condor  nodes_per_block 2: `queue 2`, two pools in the one cluster, every row exactly once.
+  pbs status/cancel
+          a long job: `fanout status` (and --json) lists its pool job with qstat's state; the
+          client killed (nothing left to release the pool job), `fanout cancel` qdels it.
 
 After each case no process of any pool job is left. Environment: FANOUT_BIN.
 """
+import json
 import os
+import re
+import signal
+import sqlite3
 import subprocess
 import sys
 import time
 
-from support import FANOUT, check_rows_once, fail, scratch
+from support import FANOUT, check_rows_once, fail, scratch, wait_until
 import support
 
 # One stand-in, dispatching on the name it is called by; state in $FAKE_SCHED_DIR.
@@ -204,6 +211,80 @@ def run_case(root, kind, extra_keys, files=20):
     return rd, r
 
 
+SLOW_ENTRY = '''
+import os, time
+
+def run(mini_batch):
+    time.sleep(1)
+    return [os.path.basename(p) for p in mini_batch]
+'''
+
+
+def interchange_pid(run_dir):
+    try:
+        text = open(os.path.join(run_dir, "interchange.ready")).read()
+    except OSError:
+        return 0
+    m = re.search(r"^pid=(\d+)$", text, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def status_cancel_case(root):
+    """fanout status and fanout cancel of a pbs job whose client is gone."""
+    d = os.path.join(root, "pbs-status")
+    state = os.path.join(d, "sched")
+    os.makedirs(state)
+    support.make_files(os.path.join(d, "data"), [f"f{i:03}.txt" for i in range(200)])
+    support.write(os.path.join(d, "src", "score.py"), SLOW_ENTRY)
+    out = os.path.join(d, "out.txt")
+    job = support.write(os.path.join(d, "job.yaml"), support.job_yaml(
+        "pbs-status", output=out, mini_batch_size="2", concurrency=1,
+        task="  code: ./src\n  entry_script: score.py\n",
+        top="fanout:\n  launcher: pbs\n  walltime: \"00:10:00\"\n  heartbeat_period_ms: 500\n"
+            "  heartbeat_threshold_ms: 5000\n"))
+    env = dict(os.environ, FAKE_SCHED_DIR=state,
+               PATH=os.path.join(root, "bin") + os.pathsep + os.environ.get("PATH", ""))
+    db, runs = os.path.join(d, "fanout.db"), os.path.join(d, "runs")
+    p = subprocess.Popen([FANOUT, "run", job, "--db", db, "--run-dir", runs, "--keys",
+                          os.path.join(root, "keys"), "--interchange-address", "127.0.0.1"],
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ix = 0
+    try:
+        wait_until(lambda: os.path.exists(out) and len(read(out).splitlines()) >= 2, 300,
+                   "some rows", step=0.5)
+        rd = os.path.join(runs, os.listdir(runs)[0])
+        first = read(os.path.join(rd, "pbs", "job_ids")).split()[0]
+        job_id = sqlite3.connect(db).execute("SELECT id FROM jobs").fetchone()[0]
+        st = subprocess.run([FANOUT, "status", str(job_id), "--db", db], env=env,
+                            capture_output=True, text=True, timeout=120)
+        if f"pbs job {first} R" not in st.stdout:
+            fail(f"pbs status: fanout status does not show the pool job:\n{st.stdout}{st.stderr}")
+        sj = subprocess.run([FANOUT, "status", str(job_id), "--db", db, "--json"], env=env,
+                            capture_output=True, text=True, timeout=120)
+        want = {"scheduler": "pbs", "jobs": [{"id": first, "state": "R"}]}
+        if json.loads(sj.stdout).get("pool_jobs") != want:
+            fail(f"pbs status: fanout status --json does not list the pool job:\n{sj.stdout}")
+        print(f"ok: pbs status: fanout status lists pbs job {first} R")
+        p.kill()
+        p.wait(timeout=60)
+        ix = interchange_pid(rd)
+        r = subprocess.run([FANOUT, "cancel", str(job_id), "--db", db, "--keys",
+                            os.path.join(root, "keys")], env=env, capture_output=True, text=True,
+                           timeout=300)
+        if f"cancelled pbs job(s) {first}" not in r.stderr:
+            fail(f"pbs cancel: fanout cancel did not say it qdel'ed {first}:\n{r.stderr}")
+        wait_until(lambda: not leftover(state), 60, "the pool job's processes to end")
+        print(f"ok: pbs cancel: fanout cancel qdel'ed pbs job {first}, no process left")
+    finally:
+        if p.poll() is None:
+            p.kill()
+        if ix:
+            try:
+                os.kill(ix, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def read(path):
     with open(path) as f:
         return f.read()
@@ -227,6 +308,9 @@ def cases(root):
     for piece in ("#PBS -l select=1", "#PBS -q workq", "#PBS -m n", "#PBS -l walltime=00:10:00"):
         if piece not in script:
             fail(f"pbs: the batch script lacks {piece!r}:\n{script}")
+    node = read(os.path.join(rd, "pbs", "pool-node.sh"))
+    if "start=$(date +%s)" not in node or '--walltime-end "$((start + 600))"' not in node:
+        fail(f"pbs: the node script does not tell the pool its end:\n{node}")
     print("ok: pbs: batch script kept, with queue, walltime and scheduler_options")
 
     rd, _ = run_case(root, "lsf", "  scheduler_options: |\n    #BSUB -u nobody\n")
@@ -245,6 +329,8 @@ def cases(root):
     if len(logs) != 2:
         fail(f"condor: expected two pool logs (queue 2), got {logs}")
     print("ok: condor: nodes_per_block 2 ran two pools in one cluster")
+
+    status_cancel_case(root)
 
 
 if __name__ == "__main__":

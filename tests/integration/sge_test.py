@@ -10,11 +10,18 @@ listens on Curve TCP and whose pools are qsub jobs running fanout-pool:
              log named after the job id, the settings recorded.
   qdel       --nodes 1 --max-nodes 2, the pool job qdel'ed mid-run: its work is requeued, a
              replacement job finishes it, every row exactly once.
+  status_cancel
+             `fanout status` (and --json) lists the running pool job with qstat's state; with
+             the client killed (nothing left to release the pool job), `fanout cancel` qdels it.
 
 After each case `qstat` must list no job. Exit 77 (meson: skipped) with the reason when not root
 or when the gridengine packages cannot be installed. Environment: FANOUT_BIN, FANOUT_TOOLS_DIR.
 """
+import json
 import os
+import re
+import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -120,7 +127,8 @@ def case_run(root, env):
     rd = c.run_dir()
     with open(os.path.join(rd, "sge", "pools.sh")) as f:
         text = f.read()
-    for piece in ("#$ -l h_rt=0:10:00", "#$ -pe smp 1", "fanout-pool", "--keys"):
+    for piece in ("#$ -l h_rt=0:10:00", "#$ -pe smp 1", "fanout-pool", "--keys",
+                  "start=$(date +%s)", '--walltime-end "$((start + 600))"'):
         if piece not in text:
             fail(f"run: the job script lacks {piece!r}:\n{text}")
     ids = c.job_ids()
@@ -170,6 +178,61 @@ def case_qdel(root, env):
     expect_no_jobs(env, "qdel")
 
 
+def interchange_pid(run_dir):
+    try:
+        text = open(os.path.join(run_dir, "interchange.ready")).read()
+    except OSError:
+        return 0
+    m = re.search(r"^pid=(\d+)$", text, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def check_status_lists(c, env, job_id, first):
+    st = subprocess.run([FANOUT, "status", str(job_id), "--db", c.db], env=env,
+                        capture_output=True, text=True, timeout=120)
+    if f"sge job {first} r" not in st.stdout:
+        fail(f"status_cancel: fanout status does not show the pool job running:\n{st.stdout}"
+             f"{st.stderr}")
+    sj = subprocess.run([FANOUT, "status", str(job_id), "--db", c.db, "--json"], env=env,
+                        capture_output=True, text=True, timeout=120)
+    want = {"scheduler": "sge", "jobs": [{"id": first, "state": "r"}]}
+    if json.loads(sj.stdout).get("pool_jobs") != want:
+        fail(f"status_cancel: fanout status --json does not list the pool job:\n{sj.stdout}")
+    print(f"ok: status_cancel: fanout status lists sge job {first} r")
+
+
+def case_status_cancel(root, env):
+    c = Case(root, "status_cancel", files=200, sleep_s=1.0)
+    log = open(os.path.join(c.dir, "client.log"), "w")
+    p = subprocess.Popen(c.argv("--nodes", "1"), env=env, stdout=log, stderr=subprocess.STDOUT)
+    ix = 0
+    try:
+        first = wait_until(lambda: (c.job_ids() or [None])[0], 120, "the first pool job",
+                           step=0.5)
+        wait_until(lambda: c.rows_done() >= 2, 300, "some rows", step=0.5)
+        job_id = sqlite3.connect(c.db).execute("SELECT id FROM jobs").fetchone()[0]
+        check_status_lists(c, env, job_id, first)
+        # The client gone (no --exit-with-client): only `fanout cancel` is left to end the pool
+        # job; its interchange runs on.
+        p.kill()
+        p.wait(timeout=60)
+        ix = interchange_pid(c.run_dir())
+        r = subprocess.run([FANOUT, "cancel", str(job_id), "--db", c.db, "--keys",
+                            os.path.join(root, "keys")], env=env, capture_output=True,
+                           text=True, timeout=300)
+        if f"cancelled sge job(s) {first}" not in r.stderr:
+            fail(f"status_cancel: fanout cancel did not say it qdel'ed {first}:\n{r.stderr}")
+        expect_no_jobs(env, "status_cancel")
+    finally:
+        if p.poll() is None:
+            p.kill()
+        if ix:
+            try:
+                os.kill(ix, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def main():
     if not FANOUT or not os.path.exists(BED):
         print("it_sge: FANOUT_BIN and FANOUT_TOOLS_DIR must be set", file=sys.stderr)
@@ -187,7 +250,7 @@ def main():
                                 timeout=300)
             if up.returncode != 0:
                 fail("sge_bed.sh up: " + up.stdout + up.stderr)
-            for name in sys.argv[1:] or ["run", "qdel"]:
+            for name in sys.argv[1:] or ["run", "qdel", "status_cancel"]:
                 globals()["case_" + name](root, env)
         finally:
             subprocess.run(["bash", BED, "down"], timeout=120)

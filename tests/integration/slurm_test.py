@@ -18,12 +18,14 @@ fanout-pool`:
   interrupt      Ctrl-C (SIGINT) cancels the job and releases the pool job.
   client_killed  --exit-with-client, the client SIGKILLed: the pool job is released.
   walltime       a pool job's walltime of 1 minute (Slurm's smallest) with more work than
-                 that on one node, --max-nodes 2: Slurm ends it (TIMEOUT), its pool sees the
-                 SIGTERM, what it held runs again, a replacement finishes the job, every row
-                 exactly once. (slurm_bed.sh: time limits checked every 30 s, KillWait 5 s.)
+                 that on one node, --max-nodes 2: the pool learns the end from the batch
+                 script (--walltime-end: its start + the walltime; no signal) and leaves before
+                 it (COMPLETED, not TIMEOUT), handing back what it held: no WORKER_LOST
+                 attempt, no try spent, a replacement finishes the job, every row exactly once.
+                 (slurm_bed.sh: time limits checked every 30 s, KillWait 5 s.)
   walltime_no_replacement
-                 the same with --max-nodes 1: exit 3 naming TIMEOUT, fanout.walltime and
-                 `fanout resume`.
+                 the same with --max-nodes 1: exit 3 naming the pool job's walltime drain,
+                 fanout.walltime and `fanout resume`.
 
 After each case `squeue` must be empty. Exit 77 (meson: skipped) with the reason when not root
 or when slurm-wlm and munge cannot be installed. Environment: FANOUT_BIN, FANOUT_TOOLS_DIR.
@@ -284,12 +286,15 @@ def walltime_case(root, env, name, *flags):
     began = time.time()
     state = wait_until(lambda: ended_state(env, first), 300, "the walltime to end the pool job",
                        step=0.5)
-    if state != "TIMEOUT":
-        fail(f"{name}: pool job {first} ended {state}, not TIMEOUT:\n{client_log(c)}")
+    # The pool leaves a margin (30 s) before its walltime by itself: its job ends COMPLETED,
+    # before Slurm's TIMEOUT would have cut a mini-batch short.
+    if state != "COMPLETED":
+        fail(f"{name}: pool job {first} ended {state}, not COMPLETED (the pool did not leave "
+             f"before its walltime):\n{client_log(c)}")
     done = c.rows_done()
     if done >= len(c.expected):
         fail(f"{name}: the work ended before the walltime ({done} rows); make it longer")
-    print(f"ok: {name}: pool job {first} ended TIMEOUT {time.time() - began:.0f} s after it "
+    print(f"ok: {name}: pool job {first} ended {state} {time.time() - began:.0f} s after it "
           f"started, {done} of {len(c.expected)} rows written")
     # The rest need not take a replacement's whole walltime: from now on mini-batches are quick.
     with open(c.fast, "w"):
@@ -307,6 +312,28 @@ def pool_log_of(c, job_id):
     return ""
 
 
+def walltime_drained(c, first):
+    """The first pool left by itself before its walltime, handing back what it held: no attempt
+    was cut short (no WORKER_LOST, no POOL_LOST) and no try spent."""
+    log = pool_log_of(c, first)
+    if "--walltime-end" not in open(os.path.join(c.run_dir(), "slurm", "pools.sbatch")).read():
+        fail("walltime: the batch script does not pass --walltime-end to its pools")
+    if "stopping (walltime)" not in log:
+        fail(f"walltime: pool job {first}'s pool did not drain for its walltime:\n{log[-3000:]}")
+    if "stopping (signal)" in log:
+        fail(f"walltime: pool job {first}'s pool got a signal (Slurm's TIMEOUT):\n{log[-3000:]}")
+    lost = c.query("SELECT status, count(*) FROM attempts WHERE status != 'RUN_DONE' "
+                   "GROUP BY status")
+    if lost:
+        fail(f"walltime: attempts cut short by the walltime: {lost}")
+    tries = c.query("SELECT count(*) FROM attempts WHERE attempt > 1")
+    if tries[0][0] != 0:
+        fail(f"walltime: {tries[0][0]} mini-batches spent a try")
+    handed = [line for line in log.splitlines() if "handed back" in line]
+    print(f"ok: {c.name}: pool job {first} drained before its walltime, "
+          f"{handed[-1:] or 'nothing handed back'}, no attempt cut short, no try spent")
+
+
 def case_walltime(root, env):
     c, p, first = walltime_case(root, env, "walltime", "--max-nodes", "2")
     rc = p.wait(timeout=600)
@@ -316,23 +343,12 @@ def case_walltime(root, env):
     ids = c.job_ids()
     if len(ids) != 2 or ids[0] != first:
         fail(f"walltime: expected the timed-out pool job and one replacement, got {ids}")
-    # What the first pool held came back: handed back when it left on SIGTERM (no attempt),
-    # or as cut-short attempts (WORKER_LOST: the worker got Slurm's signal; POOL_LOST: the
-    # pool fell silent, SIGKILLed after KillWait). Rows exactly once above says it ran again.
-    log = pool_log_of(c, first)
-    # A pool that drains logs "stopping (signal)"; one that got its second signal before the
-    # drain began (srun forwards Slurm's SIGTERM to a step that Slurm signals too) leaves at
-    # once: "said goodbye", which only a signal leads to.
-    if "stopping (signal)" not in log and "said goodbye" not in log:
-        fail(f"walltime: pool job {first}'s pool did not see Slurm's SIGTERM:\n{log[-3000:]}")
-    lost = c.query("SELECT status, count(*) FROM attempts WHERE status != 'RUN_DONE' "
-                   "GROUP BY status")
+    walltime_drained(c, first)
     states = c.query("SELECT name, state FROM pools ORDER BY id")
-    if len(states) != 2 or states[0][1] not in ("gone", "lost"):
-        fail(f"walltime: expected the first pool gone or lost and a second one: {states}")
-    handed = [line for line in log.splitlines() if "handed back" in line]
-    print(f"ok: walltime: SIGTERM seen, {handed[-1:] or 'nothing handed back'}, cut-short "
-          f"attempts {lost}; replacement {ids[1]} finished the job; pools {states}")
+    if len(states) != 2 or states[0][1] != "gone":
+        fail(f"walltime: expected the first pool gone (it said goodbye) and a second one: "
+             f"{states}")
+    print(f"ok: walltime: replacement {ids[1]} finished the job; pools {states}")
     if "replacement" not in client_log(c):
         fail("walltime: the client did not say it submitted a replacement")
     expect_no_jobs(env, "walltime")
@@ -348,8 +364,10 @@ def case_walltime_no_replacement(root, env):
     if len(c.job_ids()) != 1:
         fail(f"walltime_no_replacement: a replacement was submitted with --max-nodes 1: "
              f"{c.job_ids()}")
-    # Why it ended, in Slurm's word, and what to change: the walltime named.
-    if f"slurm job {first} TIMEOUT" not in log or "fanout.walltime 00:01:00" not in log:
+    walltime_drained(c, first)
+    # Why it ended and what to change: the walltime named.
+    if (f"slurm job {first} COMPLETED" not in log or "left before its walltime" not in log
+            or "fanout.walltime 00:01:00" not in log):
         fail(f"walltime_no_replacement: the message does not say the walltime ran out:\n{log}")
     print("ok: walltime_no_replacement: the run stops (exit 3) naming the pool job and resume")
     expect_no_jobs(env, "walltime_no_replacement")

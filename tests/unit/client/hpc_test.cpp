@@ -66,9 +66,11 @@ TEST_CASE("client.hpc.walltime_seconds") {
     const char* text;
     std::uint64_t seconds;
   };
-  for (const Row& r : {Row{"30", 1800}, Row{"30:15", 1815}, Row{"01:30:00", 5400},
-                       Row{"2-00:00:00", 172800}, Row{"1-2", 93600}, Row{"1-2:30", 95400},
-                       Row{"infinite", 0}, Row{"", 0}, Row{"1:2:3:4", 0}}) {
+  for (const Row& r :
+       {Row{"30", 1800}, Row{"30:15", 1815}, Row{"01:30:00", 5400}, Row{"2-00:00:00", 172800},
+        Row{"1-2", 93600}, Row{"1-2:30", 95400}, Row{"1-02:03:04", 93784}, Row{"7", 420},
+        Row{"0:45", 45}, Row{"infinite", 0}, Row{"UNLIMITED", 0}, Row{"", 0}, Row{"1:2:3:4", 0},
+        Row{"1h", 0}, Row{"-5", 0}, Row{"1-", 0}, Row{"1:", 0}}) {
     CAPTURE(r.text);
     CHECK(hpc::walltime_seconds(r.text) == r.seconds);
   }
@@ -91,8 +93,31 @@ TEST_CASE("client.hpc.node_script") {
     CHECK(s.find("module load python/3.11\nsource ~/venv/bin/activate\n") < s.find("exec "));
     CHECK(has(s,
               "exec '/opt/fanout/bin/fanout-pool' '--interchange' 'tcp://10.0.0.1:4242' '--keys' "
-              "'/home/u/my keys' --node \"$node\" --name \"$node-$id\" --log-file "
+              "'/home/u/my keys' --walltime-end \"$((start + 5400))\" --node \"$node\" --name "
+              "\"$node-$id\" --log-file "
               "'/home/u/runs/score-1/logs/sys/node'/\"$node/pool-$id.log\""));
+  }
+}
+
+TEST_CASE("client.hpc.node_script_tells_the_pool_its_end") {
+  auto in = input();
+  // The start is noted before worker_init (which may take a while), the end is start + limit.
+  for (Scheduler sched : {Scheduler::Pbs, Scheduler::Condor}) {
+    const std::string s = hpc::node_script(sched, in);
+    CAPTURE(s);
+    CHECK(s.find("start=$(date +%s)") < s.find("module load"));
+    CHECK(has(s, " --walltime-end \"$((start + 5400))\""));
+  }
+  // LSF's -W is in whole minutes, rounded up: its end is that limit.
+  in.launch.walltime = "90:30";
+  CHECK(has(hpc::node_script(Scheduler::Lsf, in), " --walltime-end \"$((start + 5460))\""));
+  CHECK(has(hpc::node_script(Scheduler::Pbs, in), " --walltime-end \"$((start + 5430))\""));
+  // No walltime, or one that is not a time: no end, no start.
+  for (const char* w : {"", "unlimited", "soon"}) {
+    in.launch.walltime = w;
+    const std::string s = hpc::node_script(Scheduler::Pbs, in);
+    CHECK_FALSE(has(s, "--walltime-end"));
+    CHECK_FALSE(has(s, "start="));
   }
 }
 

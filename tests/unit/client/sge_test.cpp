@@ -48,6 +48,10 @@ TEST_CASE("client.sge.job_script") {
   CHECK(has(s, "--name \"$node-sge$JOB_ID\""));
   CHECK(has(s, "--log-file \"$logs/pool-sge$JOB_ID.log\""));
   CHECK(has(s, "logs='/home/u/runs/score-1/logs/sys/node'/$node\n"));
+  // h_rt kills at the end: the pool is told it (the script's start + h_rt) and leaves before.
+  CHECK(s.find("#$ -l mem_free") < s.find("start=$(date +%s)"));
+  CHECK(s.find("start=$(date +%s)") < s.find("module load"));
+  CHECK(has(s, "'/home/u/my keys' --walltime-end \"$((start + 5400))\" \\\n  --node"));
 
   sge::ScriptInput bare;
   bare.job_name = "j";
@@ -59,6 +63,7 @@ TEST_CASE("client.sge.job_script") {
   CHECK_FALSE(has(b, "#$ -q"));
   CHECK_FALSE(has(b, "#$ -P"));
   CHECK_FALSE(has(b, "worker_init"));
+  CHECK_FALSE(has(b, "--walltime-end"));
 }
 
 TEST_CASE("client.sge.h_rt") {

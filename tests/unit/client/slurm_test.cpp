@@ -77,6 +77,12 @@ TEST_CASE("client.slurm.batch_script") {
             "'/home/u/my keys'"));
   CHECK(has(s, "'/home/u/runs/score-1/logs/sys/node'"));
   CHECK(has(s, "pool-slurm$SLURM_JOB_ID.log"));
+  // The pools learn the allocation's end without a signal: the script's start + the walltime,
+  // noted after the last #SBATCH line and before worker_init.
+  CHECK(s.find("#SBATCH --constraint") < s.find("start=$(date +%s)"));
+  CHECK(s.find("start=$(date +%s)") < s.find("module load"));
+  CHECK(has(s, "'/home/u/my keys' --walltime-end \"$((start + 5400))\"\n"));
+  CHECK_FALSE(has(s, "--signal"));
 
   slurm::ScriptInput bare;
   bare.job_name = "j";
@@ -87,6 +93,21 @@ TEST_CASE("client.slurm.batch_script") {
   CHECK(!has(b, "--time"));
   CHECK(!has(b, "--exclusive"));
   CHECK(!has(b, "--cpus-per-task"));
+  CHECK(!has(b, "--walltime-end"));
+  CHECK(!has(b, "start="));
+  // Every form sbatch --time takes.
+  struct Row {
+    const char* time;
+    const char* end;
+  };
+  for (const Row& r : {Row{"1", "60"}, Row{"1:30", "90"}, Row{"01:00:00", "3600"},
+                       Row{"2-3", "183600"}, Row{"2-3:04", "183840"}, Row{"2-3:04:05", "183845"}}) {
+    bare.launch.walltime = r.time;
+    CAPTURE(r.time);
+    CHECK(has(slurm::batch_script(bare), std::string("--walltime-end \"$((start + ") + r.end));
+  }
+  bare.launch.walltime = "infinite";
+  CHECK(!has(slurm::batch_script(bare), "--walltime-end"));
 }
 
 TEST_CASE("client.slurm.shell_quote") {
@@ -168,8 +189,13 @@ TEST_CASE("client.slurm.end_advice") {
   CHECK(has(slurm::end_advice(12, "TIMEOUT", {}),
             "the partition's default time limit (set "
             "fanout.walltime)"));
+  // A pool that left before its walltime ends its job COMPLETED: the walltime is named too.
+  CHECK(has(slurm::end_advice(12, "COMPLETED", l),
+            "left before its walltime (fanout.walltime "
+            "00:01:00)"));
+  CHECK(slurm::end_advice(12, "COMPLETED", {}).empty());
   // Other ends say nothing more: the state in the message says enough.
-  for (const char* st : {"CANCELLED", "CANCELLED by 0", "NODE_FAIL", "FAILED", "", "COMPLETED"}) {
+  for (const char* st : {"CANCELLED", "CANCELLED by 0", "NODE_FAIL", "FAILED", ""}) {
     CHECK(slurm::end_advice(12, st, l).empty());
   }
 }

@@ -66,3 +66,14 @@ TEST_CASE("pool.walltime.end_parses_unix_seconds_and_refuses_the_rest") {
     CHECK(why.find(std::string("'") + bad + "'") != std::string::npos);
   }
 }
+
+TEST_CASE("pool.walltime.the_earlier_of_flag_and_slurm_end_wins") {
+  using O = std::optional<double>;
+  struct Row {
+    O flag, env, want;
+  };
+  for (const Row& r : {Row{O{}, O{}, O{}}, Row{O{1000}, O{}, O{1000}}, Row{O{}, O{900}, O{900}},
+                       Row{O{1000}, O{990}, O{990}}, Row{O{980}, O{990}, O{980}}}) {
+    CHECK(earlier_end(r.flag, r.env) == r.want);
+  }
+}
