@@ -35,6 +35,10 @@ void apply_overrides(config::JobConfig& cfg, const RunOverrides& ov) {
   if (!ov.worker_init.empty()) l.worker_init = ov.worker_init;
   if (!ov.scheduler_options.empty()) l.scheduler_options = ov.scheduler_options;
   if (!ov.metrics_listen.empty()) cfg.fanout.metrics_listen = ov.metrics_listen;
+  // Elastic pool jobs (docs/cluster.md, section 6): each replaces its fanout: key.
+  if (ov.init_nodes > 0) l.init_nodes = ov.init_nodes;
+  if (ov.parallelism >= 0) l.parallelism = ov.parallelism;
+  if (ov.max_idletime_s >= 0) l.max_idletime_s = ov.max_idletime_s;
 }
 
 namespace {
@@ -93,6 +97,7 @@ RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
     // A pool job per node (nodes: resources.instance_count unless given); the pools take the
     // node's cores unless the job file says how many workers.
     if (rs.launch.nodes == 0) rs.launch.nodes = rs.pools;
+    if (rs.launch.init_nodes > 0) rs.launch.nodes = rs.launch.init_nodes;  // elastic: the start
     rs.pools = rs.launch.nodes;
     if (cfg.fanout.workers == 0 && cfg.max_concurrency_per_instance == 0) {
       rs.workers = rs.launch.cores_per_node;
