@@ -33,8 +33,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Takes a current store back to what version 7 found: without the pool_jobs table.
+void undo_version_7(Db& db) { db.exec("DROP TABLE pool_jobs"); }
+
 // Takes a current store back to what version 6 found: without fanout explore's tables.
 void undo_version_6(Db& db) {
+  undo_version_7(db);
   db.exec("DROP TABLE experiment_runs");
   db.exec("DROP TABLE experiments");
 }
@@ -136,6 +140,27 @@ TEST_CASE("store.schema.version_6_adds_the_explore_experiments") {
   CHECK(sql_int(path, "PRAGMA user_version") == kSchemaVersion);
   CHECK(sql_int(path, "SELECT count(*) FROM experiments") == 0);
   CHECK(sql_int(path, "SELECT count(*) FROM experiment_runs") == 0);
+}
+
+TEST_CASE("store.schema.version_7_adds_the_pool_jobs_table") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  { TaskStore store(path, quiet_logger()); }
+  {
+    Db db(path, Db::Mode::ReadWriteCreate);
+    undo_version_7(db);
+    db.exec("PRAGMA user_version = 6");
+  }
+  { TaskStore store(path, quiet_logger()); }
+  CHECK(sql_int(path, "PRAGMA user_version") == kSchemaVersion);
+  CHECK(sql_int(path, "SELECT count(*) FROM pool_jobs") == 0);
+  {
+    Db db(path, Db::Mode::ReadWriteCreate);
+    db.exec(
+        "INSERT INTO pool_jobs (job_id, scheduler, sched_job_id, submitted) "
+        "VALUES (1, 'slurm', '42', 1.5)");
+  }
+  CHECK(sql_int(path, "SELECT count(*) FROM pool_jobs WHERE ended IS NULL") == 1);
 }
 
 TEST_CASE("store.schema.version_3_records_each_pools_key_fingerprint") {
