@@ -299,6 +299,23 @@ void add_ssh_options(CLI::App* run, client::RunOverrides& ov) {
       ->type_name("PATH");
 }
 
+// The elastic pool-job flags of `fanout run` (docs/cluster.md, section 6): each replaces its
+// fanout: key; any of them turns scaling on.
+void add_elastic_options(CLI::App* run, client::RunOverrides& ov) {
+  run->add_option("--init-nodes", ov.init_nodes,
+                  "batch launchers: pool jobs at the start, then scaled between --min-nodes and "
+                  "--max-nodes (fanout.init_nodes; Parsl's init_blocks)")
+      ->check(CLI::Range(1u, 100000u));
+  run->add_option("--parallelism", ov.parallelism,
+                  "batch launchers: slots wanted per outstanding mini-batch, 0 to 1; turns "
+                  "scaling on (fanout.parallelism; default 1)")
+      ->check(CLI::Range(0.0, 1.0));
+  run->add_option("--max-idletime", ov.max_idletime_s,
+                  "batch launchers: seconds a pool may idle while nothing waits before its job is "
+                  "released; turns scaling on (fanout.max_idletime; default 120)")
+      ->check(CLI::Range(0.0, 1e9));
+}
+
 void add_run_options(CLI::App* run, client::RunOverrides& ov) {
   run->add_option("--interchange", ov.interchange,
                   "client endpoint of a running interchange (default: start a private one)");
@@ -338,6 +355,7 @@ void add_run_options(CLI::App* run, client::RunOverrides& ov) {
                   "non-loopback interface)");
   add_batch_scheduler_options(run, ov);
   add_ssh_options(run, ov);
+  add_elastic_options(run, ov);
   run->add_flag("--exit-with-client", ov.exit_with_client,
                 "if this client dies, release the pools (scancel) and stop the interchange");
   run->add_option("--window", ov.window,
@@ -529,6 +547,9 @@ Subcommand add_run(CLI::App& app, std::string& log_level) {
                          {"--nodes", "Cluster", "N"},
                          {"--min-nodes", "Cluster", "N"},
                          {"--max-nodes", "Cluster", "N"},
+                         {"--init-nodes", "Cluster", "N"},
+                         {"--parallelism", "Cluster", "X"},
+                         {"--max-idletime", "Cluster", "S"},
                          {"--interchange-address", "Cluster", "ADDR"},
                          {"--exit-with-client", "Cluster"},
                          {"--prefetch", "Advanced", "N"},

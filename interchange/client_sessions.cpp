@@ -3,6 +3,11 @@
 
 namespace fanout::ix {
 
+namespace {
+// A progress with nothing new goes out this often at most (each 5 s while a job runs).
+constexpr std::chrono::seconds kQuietProgress{5};
+}  // namespace
+
 void ClientSessions::open(std::uint64_t job_id, Clock::time_point now) {
   live_[job_id].last_progress = now;
 }
@@ -33,7 +38,11 @@ const ClientSet* ClientSessions::progress_due(std::uint64_t job_id, std::uint64_
   // or it would stall waiting for room to submit.
   const bool credit_due = finished - s.finished_at_last_progress >= window_ / 4;
   if (!force && !credit_due) {
-    if (finished == s.finished_at_last_progress) return nullptr;  // nothing new to tell
+    // Nothing new to tell: still once in a while, for a launcher that scales its pool jobs on
+    // the idle pools it names (docs/cluster.md, section 6).
+    if (finished == s.finished_at_last_progress && now - s.last_progress < kQuietProgress) {
+      return nullptr;
+    }
     if (now - s.last_progress < progress_interval_) return nullptr;
   }
   s.last_progress = now;

@@ -605,6 +605,15 @@ proto::JobProgress Interchange::progress_of(const Job& job) const {
   p.pools = static_cast<std::uint32_t>(pools_.size());
   p.workers = pools_.workers();
   p.instance = instance_;
+  p.in_flight = job.in_flight;
+  const auto now = Clock::now();
+  for (const auto& [peer, pool] : pools_.all()) {
+    // At most 1000, so the frame stays under its element limit (docs/protocol.md).
+    if (!pool.tasks.empty() || p.idle_pools.size() >= 1000) continue;
+    p.idle_pools.push_back(
+        proto::IdlePool{.name = pool.reg.pool_name,
+                        .idle_s = std::chrono::duration<double>(now - pool.idle_from).count()});
+  }
   return p;
 }
 

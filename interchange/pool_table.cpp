@@ -40,6 +40,7 @@ Pool& PoolTable::add(const std::string& peer, const proto::Register& reg, Clock:
   pool.key = key;
   pool.capacity = reg.workers + reg.prefetch;
   pool.last_seen = now;
+  pool.idle_from = now;
   pool.registered = now_unix;
   pool.seen_pos_ = by_seen_.insert(by_seen_.end(), &pool);
   by_id_.emplace(pool.id, &pool);
@@ -119,7 +120,7 @@ void PoolTable::assign(Pool& pool, std::uint64_t task_id) {
 }
 
 void PoolTable::release(Pool& pool, std::uint64_t task_id) {
-  pool.tasks.erase(task_id);
+  if (pool.tasks.erase(task_id) != 0 && pool.tasks.empty()) pool.idle_from = Clock::now();
   update_free(pool);
 }
 

@@ -28,7 +28,8 @@ struct Pool {
   std::unordered_set<std::uint64_t> tasks{};       // task ids it holds
   std::unordered_set<std::uint64_t> jobs_known{};  // jobs whose JobInfo it was sent
   Clock::time_point last_seen{};
-  double registered = 0;  // Unix seconds
+  double registered = 0;          // Unix seconds
+  Clock::time_point idle_from{};  // when it last came to hold no task (or registered)
 
   [[nodiscard]] bool has_room() const noexcept { return tasks.size() < capacity; }
   [[nodiscard]] std::size_t room() const noexcept {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "client/launch/embedded.hpp"
 #include "fanout/util/atomic_file.hpp"
+#include "fanout/util/clock.hpp"
 #include "fanout/util/error.hpp"
 #include "fanout/util/fs.hpp"
 
@@ -65,9 +67,18 @@ BatchLauncher::BatchLauncher(Options opts, Logger log, const std::string& folder
       ids_file_(dir_ + "/job_ids"),
       submitted_state_(std::move(submitted_state)) {
   if (auto r = make_dirs(dir_); !r) throw Failure(r.error());
+  // Elastic pool jobs (docs/cluster.md, section 6): on when init_nodes, parallelism or
+  // max_idletime is given; min_nodes then defaults to 0 and max_nodes to the jobs at the start.
+  const auto& l = o_.launch;
+  elastic_ = l.elastic();
+  es_.min_nodes = l.min_nodes;
+  es_.max_nodes = std::max(l.max_nodes, std::max(1u, o_.nodes));
+  es_.parallelism = l.parallelism >= 0 ? l.parallelism : 1.0;
+  es_.max_idletime_s = l.max_idletime_s >= 0 ? l.max_idletime_s : 120.0;
 }
 
 void BatchLauncher::start(const PoolCommand& pool, std::uint32_t blocks) {
+  es_.slots_per_node = std::max(1u, pool.workers) * std::max(1u, o_.launch.nodes_per_block);
   write_scripts(pool);
   for (std::uint32_t i = 0; i < blocks; ++i) submit();
   refresh(true);
@@ -77,6 +88,7 @@ void BatchLauncher::submit() {
   const std::string id = submit_job();
   ids_.push_back(id);
   states_[id] = submitted_state_;
+  records_[id].submitted = unix_now();
   FILE* f = std::fopen(ids_file_.c_str(), "a");
   if (f != nullptr) {
     std::fprintf(f, "%s\n", id.c_str());
@@ -124,6 +136,9 @@ void BatchLauncher::refresh(bool now) {
 std::string BatchLauncher::poll() {
   if (released_ || ids_.empty()) return {};
   refresh(false);
+  note_states();
+  if (elastic_) return poll_elastic();
+  write_records();
   const std::uint32_t act = count(&BatchLauncher::is_active);
   const std::uint32_t more = policy_.replacements(act, static_cast<std::uint32_t>(ids_.size()));
   if (more > 0) {
@@ -143,10 +158,14 @@ std::string BatchLauncher::poll() {
   if (act > 0) return {};
   auto note = end_note();
   if (!note) return {};
+  return all_ended(*note);
+}
+
+std::string BatchLauncher::all_ended(const EndNote& note) const {
   return fmt::format(
       "every pool job ended ({}) and --max-nodes {} allows no replacement{}; pool logs under "
       "{}/logs/sys/node/, {}",
-      shown_, policy_.max_nodes(), note->advice, o_.run_dir, note->output);
+      shown_, elastic_ ? es_.max_nodes : policy_.max_nodes(), note.advice, o_.run_dir, note.output);
 }
 
 void BatchLauncher::release() {
@@ -167,6 +186,8 @@ void BatchLauncher::release() {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     refresh(true);
   }
+  note_states();
+  write_records();
 }
 
 bool BatchLauncher::adopt_recorded() {

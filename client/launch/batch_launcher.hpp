@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/launch/elastic.hpp"
 #include "client/launch/launcher.hpp"
 #include "client/launch/slurm_script.hpp"
 #include "fanout/config/job_spec.hpp"
@@ -58,6 +59,9 @@ class BatchLauncher : public Launcher {
   std::string poll() override;
   void release() override;
   void detach() override { detached_ = true; }
+  // Elastic pool jobs (docs/cluster.md, section 6): every 5 s at most, elastic::decide() on the
+  // load, and its pool jobs submitted or released. Records the pool jobs (pool_jobs) either way.
+  void observe(const Load& load) override;
   [[nodiscard]] std::string release_command() const override;
 
   // For `fanout status` and `fanout cancel` (client/launch/recorded_jobs.hpp): takes the pool
@@ -102,6 +106,15 @@ class BatchLauncher : public Launcher {
   // The scheduler's part of the message that every pool job ended; nullopt to wait a while
   // longer (so the message can say why they ended).
   [[nodiscard]] virtual std::optional<EndNote> end_note() = 0;
+  // The command that asks job `id`'s pools to drain and leave (the job then ends by itself);
+  // empty: none, the job is cancelled at once.
+  [[nodiscard]] virtual std::vector<std::string> drain_command(const std::string& id) const {
+    (void)id;
+    return {};
+  }
+  // Whether the pool named `pool` (Register.pool_name) runs in job `id`: by default, `id`
+  // appears in the name between characters that are not digits.
+  [[nodiscard]] virtual bool runs_in(const std::string& pool, const std::string& id) const;
 
   Options o_;
   Logger log_;
@@ -116,6 +129,40 @@ class BatchLauncher : public Launcher {
   void refresh(bool now);
   [[nodiscard]] std::uint32_t count(bool (BatchLauncher::*pred)(const std::string&) const) const;
 
+  // One pool job as pool_jobs records it (docs/store.md).
+  struct Record {
+    double submitted = 0, started = 0, ended = 0;            // Unix seconds; 0: not yet
+    std::string reason{};                                    // end_reason, once ended
+    std::string last_state{};                                // as last reported while active
+    bool released = false;                                   // drained by the scaling decision
+    Clock::time_point cancel_at = Clock::time_point::max();  // released: cancelled then
+    bool dirty = true;                                       // not written since it changed
+  };
+  // Notes in records_ the jobs that started or ended since the last call.
+  void note_states();
+  [[nodiscard]] std::string end_reason(const Record& r, const std::string& state) const;
+  // poll() with elastic pool jobs: cancels released jobs that outstay their drain; the "every
+  // pool job ended" message only once failed pool jobs have spent max_nodes.
+  [[nodiscard]] std::string poll_elastic();
+  void scale(const Load& load);
+  // Unix seconds since when every pool of job `id` has been idle; 0 while one is not.
+  [[nodiscard]] double idle_since(const std::string& id, const Load& load, double now) const;
+  void release_one(const std::string& id);
+  void cancel_one(const std::string& id);
+  // Pool jobs that ended without being released (they count against max_nodes).
+  [[nodiscard]] std::uint32_t spent() const;
+  [[nodiscard]] std::uint32_t serving() const;  // active and not released
+  [[nodiscard]] std::string all_ended(const EndNote& note) const;
+  // Writes the records changed since the last call (once the job's id and store are known).
+  void write_records();
+
+  bool elastic_ = false;
+  elastic::Settings es_{};
+  std::map<std::string, Record> records_{};
+  std::uint64_t job_id_ = 0;
+  std::string db_{};
+  Clock::time_point next_decision_{};
+  bool record_warned_ = false;
   std::string submitted_state_;
   std::map<std::string, int> missing_{};  // refreshes in a row that did not list the job
   Clock::time_point next_refresh_{};

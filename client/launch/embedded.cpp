@@ -288,6 +288,15 @@ void Embedded::detach() {
   if (launcher_) launcher_->detach();
 }
 
+void Embedded::observe(const proto::JobProgress& p) {
+  if (!launcher_) return;
+  Load load{.job_id = p.job_id, .in_flight = p.in_flight, .db = db_};
+  const std::uint64_t done = p.succeeded + p.failed + p.in_flight;
+  load.backlog = p.submitted > done ? p.submitted - done : 0;
+  for (const auto& i : p.idle_pools) load.idle_pools.emplace_back(i.name, i.idle_s);
+  launcher_->observe(load);
+}
+
 std::vector<pid_t> Embedded::pool_pids() const {
   return launcher_ ? launcher_->pids() : std::vector<pid_t>{};
 }

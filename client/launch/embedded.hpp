@@ -14,6 +14,7 @@
 #include "client/launch/run_plan.hpp"
 #include "client/launch/run_settings.hpp"
 #include "fanout/net/security.hpp"
+#include "fanout/protocol/messages.hpp"
 #include "fanout/protocol/ready_file.hpp"
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/clock.hpp"
@@ -51,6 +52,8 @@ class Embedded final {
   // Describes the interchange's death, or that every pool exited (and the launcher will start
   // no other), with the log tail; "" while the interchange runs and pools run or may come.
   std::string dead_child();
+  // The job's progress as the interchange sent it: passed on to the launcher (elastic pool jobs).
+  void observe(const proto::JobProgress& p);
   // The interchange is gone: the private one exited, or the store's owner this run attached to
   // no longer holds the store.
   bool interchange_exited();

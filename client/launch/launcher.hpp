@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fanout/util/child_process.hpp"
@@ -22,6 +23,16 @@ namespace fanout::client {
 struct PoolCommand {
   std::vector<std::string> argv{};
   std::uint32_t workers = 0;  // per pool, when known: pools on one node number workers apart
+};
+
+// The job's load as the interchange last reported it (JobProgress), for a launcher that scales
+// its blocks (docs/cluster.md, section 6).
+struct Load {
+  std::uint64_t job_id = 0;
+  std::uint64_t backlog = 0;                                 // mini-batches waiting for a slot
+  std::uint64_t in_flight = 0;                               // mini-batches held by pools
+  std::vector<std::pair<std::string, double>> idle_pools{};  // pool name, seconds it held nothing
+  std::string db{};  // the store, where a batch launcher records its pool jobs
 };
 
 // A set of "blocks" of pools (one block: one local pool, or one batch job of one node). Owned by
@@ -42,6 +53,9 @@ class Launcher {
   // Releases every block without waiting for the pools to stop by themselves (they never served:
   // the interchange they were started for went away). By default release().
   virtual void release_now() { release(); }
+  // The job's load, each time the interchange reports it: a launcher scaling its blocks decides
+  // on it (at its own cadence). Nothing by default.
+  virtual void observe(const Load& load) { (void)load; }
   // Leaves the blocks running (the client exits, the job goes on without it).
   virtual void detach() = 0;
   // A shell command that releases the blocks, for a watchdog that outlives the client

@@ -44,6 +44,10 @@ void apply_overrides(config::JobConfig& cfg, const RunOverrides& ov) {
     }
   }
   if (!ov.pool_command.empty()) l.pool_command = ov.pool_command;
+  // Elastic pool jobs (docs/cluster.md, section 6): each replaces its fanout: key.
+  if (ov.init_nodes > 0) l.init_nodes = ov.init_nodes;
+  if (ov.parallelism >= 0) l.parallelism = ov.parallelism;
+  if (ov.max_idletime_s >= 0) l.max_idletime_s = ov.max_idletime_s;
 }
 
 namespace {
@@ -111,6 +115,7 @@ RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
       rs.launch.nodes = static_cast<std::uint32_t>(rs.launch.hosts.size());
     }
     if (rs.launch.nodes == 0) rs.launch.nodes = rs.pools;
+    if (rs.launch.init_nodes > 0) rs.launch.nodes = rs.launch.init_nodes;  // elastic: the start
     rs.pools = rs.launch.nodes;
     if (cfg.fanout.workers == 0 && cfg.max_concurrency_per_instance == 0) {
       rs.workers = rs.launch.cores_per_node;

@@ -56,6 +56,11 @@ struct RunOverrides {
   std::string hosts{};
   std::vector<std::string> ssh_options{};
   std::string pool_command{};
+  // Elastic pool jobs (docs/cluster.md, section 6): --init-nodes, --parallelism,
+  // --max-idletime; 0 / negative: the job file's keys.
+  std::uint32_t init_nodes = 0;
+  double parallelism = -1;
+  double max_idletime_s = -1;
   bool exit_with_client = false;  // release the pools and stop the interchange if the client dies
   std::string
       metrics_listen{};  // the embedded interchange's --metrics-listen (fanout.metrics_listen)

@@ -107,6 +107,15 @@ std::string SlurmLauncher::describe() const {
   return slurm::describe_jobs(numeric(ids_), states);
 }
 
+std::vector<std::string> SlurmLauncher::drain_command(const std::string& id) const {
+  // The signal goes to the job's steps (the pools under srun), not to its batch shell.
+  return {"scancel", "--signal=TERM", id};
+}
+
+bool SlurmLauncher::runs_in(const std::string& pool, const std::string& id) const {
+  return pool.find("-slurm" + id + "-") != std::string::npos;
+}
+
 std::vector<std::string> SlurmLauncher::cancel_command(const std::vector<std::string>& ids) const {
   std::vector<std::string> argv = {"scancel"};
   argv.insert(argv.end(), ids.begin(), ids.end());

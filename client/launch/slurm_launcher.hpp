@@ -39,6 +39,10 @@ class SlurmLauncher final : public BatchLauncher {
       const std::vector<std::string>& ids) const override;
   // Waits a while for a COMPLETING job's final state, then advises on walltime.
   [[nodiscard]] std::optional<EndNote> end_note() override;
+  // scancel --signal=TERM: the job's pools drain and leave, and the job completes.
+  [[nodiscard]] std::vector<std::string> drain_command(const std::string& id) const override;
+  // The pools are named <node>-slurm<JOBID>-<PROCID> (slurm_script.cpp).
+  [[nodiscard]] bool runs_in(const std::string& pool, const std::string& id) const override;
 
   Clock::time_point settle_until_{};  // how long to wait for a COMPLETING job's final state
 };

@@ -274,6 +274,7 @@ void Session::handle(const std::string& frame, Clock::time_point now) {
       if (!m) return;
       const auto seen = policy_.on_progress(*m);
       if (!seen.ours) return;
+      if (opts_.embedded != nullptr) opts_.embedded->observe(*m);  // elastic pool jobs
       if (opts_.printer != nullptr) opts_.printer->update(policy_.progress());
       const std::uint64_t id = policy_.job_id();
       if (seen.restarted) log_->warn("job {}: the interchange restarted; reattached", id);

@@ -26,6 +26,12 @@ fanout-pool`:
   walltime_no_replacement
                  the same with --max-nodes 1: exit 3 naming the pool job's walltime drain,
                  fanout.walltime and `fanout resume`.
+  elastic_release
+                 --init-nodes 2 --max-idletime 3, a long tail on one pool: the idle pool job
+                 is released (drained, squeue no longer lists it, pool_jobs says
+                 released-idle) before the job ends; every row exactly once.
+  elastic_grow   --init-nodes 1 --max-nodes 2 with a backlog: a second pool job is added and
+                 pool_jobs has 2 rows.
 
 After each case `squeue` must be empty. Exit 77 (meson: skipped) with the reason when not root
 or when slurm-wlm and munge cannot be installed. Environment: FANOUT_BIN, FANOUT_TOOLS_DIR.
@@ -414,6 +420,100 @@ def case_client_killed(root, env):
     expect_no_jobs(env, "client_killed")
 
 
+# ---- elastic pool jobs (docs/cluster.md, section 6) ----
+
+# The entry script of the elastic cases: f023.txt's mini-batch (the last) runs until the test
+# creates <case>/go (or 300 s pass): a long tail the test ends once it has seen what it waits for.
+HELD_ENTRY = '''
+import os
+import time
+
+def init():
+    pass
+
+def run(mini_batch):
+    names = [os.path.basename(p) for p in mini_batch]
+    go = os.path.join(os.path.dirname(os.environ["FAST_IF"]), "go")
+    if "f023.txt" in names:
+        until = time.time() + 300
+        while not os.path.exists(go) and time.time() < until:
+            time.sleep(0.2)
+    else:
+        time.sleep(float(os.environ.get("SLEEP_S", "0")))
+    return names
+'''
+
+
+class HeldCase(Case):
+    def __init__(self, root, name, **kw):
+        super().__init__(root, name, files=24, extra="  exclusive: true\n", **kw)
+        support.write(os.path.join(self.dir, "src", "score.py"), HELD_ENTRY)
+
+    def go(self):
+        support.write(os.path.join(self.dir, "go"), "go\n")
+
+    def pool_jobs(self):
+        return self.query("SELECT sched_job_id, submitted, started, ended, end_reason "
+                          "FROM pool_jobs ORDER BY id")
+
+
+def finish_held(c, p, env):
+    c.go()
+    rc = p.wait(timeout=300)
+    if rc != 0:
+        fail(f"{c.name}: fanout run exited {rc}:\n{client_log(c)}")
+    c.check_rows()
+
+
+def case_elastic_release(root, env):
+    """Two pool jobs, a long tail on one: the idle one is released before the job ends."""
+    c = HeldCase(root, "elastic_release", sleep_s=0.1)
+    p = start(c, env, "--init-nodes", "2", "--max-idletime", "3")
+    ids = wait_until(lambda: len(c.job_ids()) == 2 and c.job_ids(), 120, "two pool jobs",
+                     step=0.5)
+    # Every mini-batch but the held one done, then one pool job gone while the job still runs.
+    wait_until(lambda: c.rows_done() >= 22 or p.poll() is not None, 300, "22 rows", step=0.5)
+    listed = lambda: {line.split()[0] for line in squeue(env).splitlines() if line.strip()}
+    left = wait_until(lambda: [i for i in ids if i not in listed()] or p.poll() is not None,
+                      300, "squeue to no longer list the idle pool job", step=0.5)
+    if p.poll() is not None:
+        fail(f"elastic_release: the run ended before a pool job was released:\n{client_log(c)}")
+    released = left[0]
+    wait_until(lambda: any(r[0] == released and r[4] == "released-idle"
+                           for r in c.pool_jobs()), 120, "pool_jobs to say released-idle",
+               step=0.5)
+    finish_held(c, p, env)
+    rows = c.pool_jobs()
+    if len(rows) != 2 or sorted(r[0] for r in rows) != sorted(ids):
+        fail(f"elastic_release: expected a pool_jobs row for each of {ids}, got {rows}")
+    reasons = {r[0]: r[4] for r in rows}
+    if reasons[released] != "released-idle" or any(r[3] is None for r in rows):
+        fail(f"elastic_release: expected {released} released-idle and both ended, got {rows}")
+    if "nothing waiting" not in client_log(c):
+        fail(f"elastic_release: no scaling line names why:\n{client_log(c)}")
+    print(f"ok: elastic_release: pool job {released} released while the job ran ({rows})")
+    expect_no_jobs(env, "elastic_release")
+
+
+def case_elastic_grow(root, env):
+    """init_nodes 1, max_nodes 2 and a backlog that stays: a second pool job is added."""
+    c = HeldCase(root, "elastic_grow", sleep_s=0.5)
+    p = start(c, env, "--init-nodes", "1", "--max-nodes", "2", "--max-idletime", "600")
+    wait_until(lambda: len(c.job_ids()) >= 2 or p.poll() is not None, 300,
+               "a second pool job", step=0.5)
+    if p.poll() is not None:
+        fail(f"elastic_grow: the run ended with {c.job_ids()}:\n{client_log(c)}")
+    finish_held(c, p, env)
+    ids = c.job_ids()
+    rows = c.pool_jobs()
+    if len(ids) != 2 or len(rows) != 2:
+        fail(f"elastic_grow: expected 2 pool jobs and 2 pool_jobs rows, got {ids}, {rows}")
+    if "more" not in client_log(c):
+        fail(f"elastic_grow: no scaling line names why:\n{client_log(c)}")
+    print(f"ok: elastic_grow: a second pool job was added within max_nodes 2 ({rows})")
+    expect_no_jobs(env, "elastic_grow")
+
+
 def main():
     if not FANOUT or not os.path.exists(BED):
         print("it_slurm: FANOUT_BIN and FANOUT_TOOLS_DIR must be set", file=sys.stderr)
@@ -434,6 +534,8 @@ def main():
             cases = sys.argv[1:] or ["nodes_1", "nodes_2", "scancel", "no_replacement", "cancel",
                                      "interrupt", "client_killed", "walltime",
                                      "walltime_no_replacement"]
+            if not sys.argv[1:]:
+                cases += ["elastic_release", "elastic_grow"]
             for name in cases:
                 globals()["case_" + name](root, env)
         finally:

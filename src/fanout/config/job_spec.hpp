@@ -67,6 +67,14 @@ struct LauncherSettings {
   std::vector<std::string> hosts{};
   std::vector<std::string> ssh_options{};
   std::string pool_command{};
+  // Elastic pool jobs (docs/cluster.md, section 6), Parsl's init_blocks, parallelism and
+  // max_idletime; scaling is on when any of the three is given. 0 / negative: not given.
+  std::uint32_t init_nodes = 0;  // pool jobs at the start (replaces nodes)
+  double parallelism = -1;       // slots wanted per outstanding mini-batch (0..1)
+  double max_idletime_s = -1;    // a pool idle this long while nothing waits is released
+  [[nodiscard]] bool elastic() const {
+    return init_nodes > 0 || parallelism >= 0 || max_idletime_s >= 0;
+  }
 };
 
 // The launchers `fanout run --launcher` and `fanout.launcher` take.

@@ -73,6 +73,32 @@ void read_batch_settings(const YamlReader& r, const Fields& f, LauncherSettings&
   }
 }
 
+// The elastic keys (docs/cluster.md, section 6): init_nodes, parallelism (0 to 1) and
+// max_idletime (seconds >= 0).
+void read_elastic_settings(const YamlReader& r, const Fields& f, LauncherSettings& s) {
+  if (const Entry* x = f.get("init_nodes")) {
+    s.init_nodes = static_cast<std::uint32_t>(r.integer(*x, 1, 100000));
+  }
+  auto real = [&](const char* key, double lo, double hi, const char* expect, double& out) {
+    if (const Entry* x = f.get(key)) {
+      auto v = to_double(trim(r.text(*x)));
+      if (!v || *v < lo || *v > hi) {
+        r.fail(x->where(),
+               std::string("expected ") + expect + " (got " + quote(x->value.Scalar()) + ")");
+      }
+      out = *v;
+    }
+  };
+  real("parallelism", 0, 1, "a number from 0 to 1", s.parallelism);
+  real("max_idletime", 0, 1e9, "a number of seconds >= 0", s.max_idletime_s);
+  const std::uint32_t start = s.init_nodes > 0 ? s.init_nodes : s.nodes;
+  if (s.init_nodes > 0 && s.max_nodes > 0 && s.max_nodes < s.init_nodes) {
+    r.fail(f.get("max_nodes")->where(), "expected max_nodes >= init_nodes (got " +
+                                            std::to_string(s.max_nodes) + " < " +
+                                            std::to_string(start) + ")");
+  }
+}
+
 // Whether `line` (trimmed, not empty) is a condor submit description command: `key = value`
 // with a key of letters, digits, '_' and '.', or '+' before it (a job ClassAd attribute).
 bool is_condor_command(std::string_view line) {
@@ -181,6 +207,7 @@ LauncherSettings read_launcher_settings(const YamlReader& r, const Fields& f) {
   if (const Entry* x = f.get("worker_init")) s.worker_init = r.text(*x, "shell lines as one text");
   read_batch_settings(r, f, s);
   read_ssh_settings(r, f, s);
+  read_elastic_settings(r, f, s);
   // The counts against each other where both are written (nodes may come from instance_count
   // later: the client checks again then).
   if (s.nodes > 0 && s.max_nodes > 0 && s.max_nodes < s.nodes) {

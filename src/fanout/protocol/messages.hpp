@@ -360,6 +360,13 @@ struct SubmitEnd {
   MSGPACK_DEFINE_ARRAY(job_id, total)
 };
 
+// A pool that holds no task, in JobProgress: what a launcher scaling its pool jobs needs.
+struct IdlePool {
+  std::string name{};  // Register.pool_name (a batch launcher's holds the scheduler's job id)
+  double idle_s = 0;   // seconds it has held nothing
+  MSGPACK_DEFINE_ARRAY(name, idle_s)
+};
+
 struct JobProgress {
   static constexpr MsgType kType = MsgType::JobProgress;
   std::uint64_t job_id = 0;
@@ -373,8 +380,11 @@ struct JobProgress {
   std::uint32_t pools = 0;
   std::uint32_t workers = 0;
   std::uint64_t instance = 0;  // random per interchange process: a change means it restarted
+  // For elastic pool jobs (docs/cluster.md, section 6); 0 / empty from an older interchange.
+  std::uint64_t in_flight = 0;         // mini-batches of this job held by pools now
+  std::vector<IdlePool> idle_pools{};  // every pool that holds no task of any job
   MSGPACK_DEFINE_ARRAY(job_id, total, submitted, succeeded, failed, items_succeeded, items_failed,
-                       attempts_failed, pools, workers, instance)
+                       attempts_failed, pools, workers, instance, in_flight, idle_pools)
 };
 
 struct JobEnded {

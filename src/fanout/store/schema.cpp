@@ -494,6 +494,22 @@ SELECT j.id AS job_id,
        coalesce(t.attempts_failed, 0) AS attempts_failed
 FROM jobs j LEFT JOIN job_tallies t ON t.job_id = j.id;
 )sql",
+    // 7 -> 8: the pool jobs a batch launcher submitted for a job (docs/cluster.md, section 6):
+    // the scheduler's id, when it was submitted, started and ended (Unix seconds, as
+    // jobs.started), and why it ended.
+    R"sql(
+CREATE TABLE pool_jobs (
+  id           INTEGER PRIMARY KEY,
+  job_id       INTEGER NOT NULL,
+  scheduler    TEXT NOT NULL,
+  sched_job_id TEXT NOT NULL,
+  submitted    REAL NOT NULL,
+  started      REAL,
+  ended        REAL,
+  end_reason   TEXT,
+  UNIQUE (job_id, scheduler, sched_job_id)
+);
+)sql",
 };
 
 static_assert(std::size(kMigrations) == static_cast<std::size_t>(kSchemaVersion),

@@ -303,6 +303,61 @@ TEST_CASE("client.slurm.run_settings") {
   CHECK(rs.transport == fanout::client::Transport::Ipc);
 }
 
+TEST_CASE("client.slurm.elastic_keys") {
+  // Not elastic unless one of init_nodes, parallelism, max_idletime is given (max_nodes alone
+  // keeps its meaning of replacements).
+  auto fixed = parse("  launcher: slurm\n  nodes: 2\n  max_nodes: 4\n");
+  REQUIRE_MESSAGE(fixed.has_value(), fixed.error().message);
+  CHECK(!fixed->fanout.launch.elastic());
+  auto r = parse(
+      "  launcher: slurm\n"
+      "  init_nodes: 1\n"
+      "  max_nodes: 3\n"
+      "  parallelism: 0.5\n"
+      "  max_idletime: 30\n");
+  REQUIRE_MESSAGE(r.has_value(), r.error().message);
+  const auto& l = r->fanout.launch;
+  CHECK(l.elastic());
+  CHECK(l.init_nodes == 1);
+  CHECK(l.parallelism == 0.5);
+  CHECK(l.max_idletime_s == 30);
+  // init_nodes is the start: the pools submitted first.
+  auto rs = fanout::client::run_settings(*r, fanout::client::RunOverrides{});
+  CHECK(rs.pools == 1);
+  // The flags replace the keys, and any of them turns scaling on.
+  auto c = *fixed;
+  fanout::client::RunOverrides ov;
+  ov.max_idletime_s = 5;
+  fanout::client::apply_overrides(c, ov);
+  CHECK(c.fanout.launch.elastic());
+  CHECK(c.fanout.launch.max_idletime_s == 5);
+  ov.init_nodes = 3;
+  ov.parallelism = 0;
+  fanout::client::apply_overrides(c, ov);
+  CHECK(c.fanout.launch.parallelism == 0);
+  CHECK(fanout::client::run_settings(c, ov).pools == 3);
+
+  struct Case {
+    std::string block, key, also;
+  };
+  const std::vector<Case> cases = {
+      {"  parallelism: 2\n", "fanout.parallelism", "expected a number from 0 to 1"},
+      {"  parallelism: lots\n", "fanout.parallelism", "expected a number from 0 to 1"},
+      {"  max_idletime: -1\n", "fanout.max_idletime", "expected a number of seconds >= 0"},
+      {"  init_nodes: 0\n", "fanout.init_nodes", ">= 1"},
+      {"  init_nodes: 3\n  max_nodes: 2\n", "fanout.max_nodes", "expected max_nodes >= init_nodes"},
+      {"  max_idletim: 3\n", "fanout.max_idletim", "did you mean max_idletime?"},
+  };
+  for (const auto& tc : cases) {
+    CAPTURE(tc.block);
+    auto e = parse(tc.block);
+    REQUIRE(!e.has_value());
+    CAPTURE(e.error().message);
+    CHECK(has(e.error().message, tc.key + ": "));
+    CHECK(has(e.error().message, tc.also));
+  }
+}
+
 TEST_CASE("client.slurm.gpus_and_memory_per_node") {
   // fanout: keys -> the #SBATCH line each adds ("" : none), or the error at load.
   struct Row {

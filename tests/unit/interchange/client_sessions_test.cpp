@@ -69,8 +69,10 @@ TEST_CASE("interchange.client_sessions.progress_cadence") {
   ClientSessions s(100, milliseconds(250));  // credit every 25 finished
   s.open(1, t0);
   s.join(1, "c1");
-  SUBCASE("nothing new: none, whatever the time") {
-    CHECK(s.progress_due(1, 0, t0 + std::chrono::hours(1), false) == nullptr);
+  SUBCASE("nothing new: one every 5 s (elastic pool jobs read the idle pools from it)") {
+    CHECK(s.progress_due(1, 0, t0 + milliseconds(4999), false) == nullptr);
+    CHECK(s.progress_due(1, 0, t0 + std::chrono::seconds(5), false) != nullptr);
+    CHECK(s.progress_due(1, 0, t0 + milliseconds(9999), false) == nullptr);
   }
   SUBCASE("something new: at most every progress_interval") {
     CHECK(s.progress_due(1, 3, t0 + milliseconds(249), false) == nullptr);

@@ -225,6 +225,8 @@ proto::JobProgress sample_progress() {
   p.pools = 4;
   p.workers = 64;
   p.instance = 0xfeedface12345678ull;
+  p.in_flight = 17;
+  p.idle_pools = {proto::IdlePool{"n1-slurm42-0", 12.5}, proto::IdlePool{"n2-slurm43-0", 0.25}};
   return p;
 }
 
@@ -240,6 +242,12 @@ void check_progress(const proto::JobProgress& a, const proto::JobProgress& b) {
   CHECK(a.pools == b.pools);
   CHECK(a.workers == b.workers);
   CHECK(a.instance == b.instance);
+  CHECK(a.in_flight == b.in_flight);
+  REQUIRE(a.idle_pools.size() == b.idle_pools.size());
+  for (std::size_t i = 0; i < a.idle_pools.size(); ++i) {
+    CHECK(a.idle_pools[i].name == b.idle_pools[i].name);
+    CHECK(a.idle_pools[i].idle_s == b.idle_pools[i].idle_s);
+  }
 }
 
 proto::TaskBatch sample_task_batch() {

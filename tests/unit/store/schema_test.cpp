@@ -64,8 +64,12 @@ FROM jobs j LEFT JOIN minibatches m ON m.job_id = j.id
 GROUP BY j.id)sql");
 }
 
+// Takes a current store back to what the pool_jobs migration found: without that table.
+void undo_version_8(Db& db) { db.exec("DROP TABLE pool_jobs"); }
+
 // Takes a current store back to what version 6 found: without fanout explore's tables.
 void undo_version_6(Db& db) {
+  undo_version_8(db);
   undo_job_tallies(db);
   db.exec("DROP TABLE experiment_runs");
   db.exec("DROP TABLE experiments");
@@ -169,6 +173,27 @@ TEST_CASE("store.schema.version_6_adds_the_explore_experiments") {
   CHECK(sql_int(path, "PRAGMA user_version") == kSchemaVersion);
   CHECK(sql_int(path, "SELECT count(*) FROM experiments") == 0);
   CHECK(sql_int(path, "SELECT count(*) FROM experiment_runs") == 0);
+}
+
+TEST_CASE("store.schema.version_8_adds_the_pool_jobs_table") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  { TaskStore store(path, quiet_logger()); }
+  {
+    Db db(path, Db::Mode::ReadWriteCreate);
+    undo_version_8(db);
+    db.exec("PRAGMA user_version = 7");
+  }
+  { TaskStore store(path, quiet_logger()); }
+  CHECK(sql_int(path, "PRAGMA user_version") == kSchemaVersion);
+  CHECK(sql_int(path, "SELECT count(*) FROM pool_jobs") == 0);
+  {
+    Db db(path, Db::Mode::ReadWriteCreate);
+    db.exec(
+        "INSERT INTO pool_jobs (job_id, scheduler, sched_job_id, submitted) "
+        "VALUES (1, 'slurm', '42', 1.5)");
+  }
+  CHECK(sql_int(path, "SELECT count(*) FROM pool_jobs WHERE ended IS NULL") == 1);
 }
 
 TEST_CASE("store.schema.version_3_records_each_pools_key_fingerprint") {
@@ -336,8 +361,9 @@ TEST_CASE("store.schema.job_tallies_migration_counts_the_jobs_already_stored") {
   }
   {
     Db db(path, Db::Mode::ReadWriteCreate);
+    undo_version_8(db);
     undo_job_tallies(db);
-    db.exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion - 1)).c_str());
+    db.exec("PRAGMA user_version = 6");
   }
   scanned = sql_text(path, counts);  // the old view's full count
   CHECK(scanned == "1:3,3,1,1,0,1,2,1,2,1;2:0,0,0,0,0,0,0,0,0,0");
