@@ -102,12 +102,7 @@ int print_status(const std::string& db, std::uint64_t job_id, bool json) {
     // (docs/cluster.md).
     if (auto pos = out.rfind('}'); !s->log_dir.empty() && pos != std::string::npos) {
       const auto run_dir = std::filesystem::path(s->log_dir).parent_path().string();
-      std::string more;
-      if (auto jobs = pool_jobs_status_json(run_dir); !jobs.empty()) {
-        more += ",\"pool_jobs\":" + jobs;
-      }
-      if (auto jobs = slurm_status_json(run_dir); !jobs.empty()) more += ",\"slurm_jobs\":" + jobs;
-      out.insert(pos, more);
+      if (auto keys = pool_jobs_json_keys(run_dir); !keys.empty()) out.insert(pos, "," + keys);
     }
     std::fputs(out.c_str(), stdout);
   } else {

@@ -62,16 +62,22 @@ std::string pool_jobs_status_line(const std::string& run_dir) {
   return r.launcher->status_line();
 }
 
-std::string pool_jobs_status_json(const std::string& run_dir) {
+std::string pool_jobs_json_keys(const std::string& run_dir) {
   auto r = open_recorded(run_dir);
   if (!r.launcher) return {};
   r.launcher->detach();
-  std::string jobs;
+  std::string jobs, slurm_jobs;
   for (const auto& [id, state] : r.launcher->job_states()) {
     jobs += fmt::format("{}{{\"id\":{},\"state\":{}}}", jobs.empty() ? "" : ",", json_quote(id),
                         json_quote(state));
+    // Slurm's ids are numbers, and slurm_jobs has always written them as such.
+    slurm_jobs += fmt::format("{}{{\"id\":{},\"state\":{}}}", slurm_jobs.empty() ? "" : ",", id,
+                              json_quote(state));
   }
-  return fmt::format("{{\"scheduler\":{},\"jobs\":[{}]}}", json_quote(r.scheduler), jobs);
+  std::string out = fmt::format("\"pool_jobs\":{{\"scheduler\":{},\"jobs\":[{}]}}",
+                                json_quote(r.scheduler), jobs);
+  if (r.scheduler == "slurm") out += ",\"slurm_jobs\":[" + slurm_jobs + "]";
+  return out;
 }
 
 std::string release_pool_jobs(const std::string& run_dir) {

@@ -11,9 +11,11 @@ namespace fanout::client {
 // no scheduler launcher.
 [[nodiscard]] std::string pool_jobs_status_line(const std::string& run_dir);
 
-// The same as JSON, {"scheduler":"sge","jobs":[{"id":"12","state":"r"}]} (state "" once the
-// scheduler no longer lists the job); "" when the run used no scheduler launcher.
-[[nodiscard]] std::string pool_jobs_status_json(const std::string& run_dir);
+// The same as keys of `fanout status --json`'s object, from one query of the scheduler:
+// "pool_jobs":{"scheduler":"sge","jobs":[{"id":"12","state":"r"}]} (state "" once the scheduler
+// no longer lists the job), and for Slurm also "slurm_jobs":[{"id":812,"state":"RUNNING"}], the
+// key it had before; "" when the run used no scheduler launcher.
+[[nodiscard]] std::string pool_jobs_json_keys(const std::string& run_dir);
 
 // Cancels the run folder's pool jobs that still hold or wait for a node, with the scheduler's
 // cancel command, and waits (bounded) until the scheduler lets them go. Returns what it

@@ -23,26 +23,9 @@ namespace fanout::client {
 
 namespace {
 
-std::vector<std::uint64_t> recorded_ids(const std::string& run_dir) {
-  std::vector<std::uint64_t> ids;
-  std::ifstream in(run_dir + "/slurm/job_ids");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (auto id = slurm::parse_job_id(line); id != 0) ids.push_back(id);
-  }
-  return ids;
-}
-
 std::string user_name() {
   if (const char* u = std::getenv("USER"); u != nullptr && *u != '\0') return u;
   return std::to_string(::getuid());
-}
-
-// The states of this user's jobs, or nullopt when squeue failed (then nothing is concluded).
-std::optional<std::map<std::uint64_t, std::string>> query_states(const std::string& dir) {
-  auto o = run_command({"squeue", "-h", "-t", "all", "-u", user_name(), "-o", "%i %T"}, dir);
-  if (!o.status.success()) return std::nullopt;
-  return slurm::parse_squeue(o.out);
 }
 
 // Slurm's ids are numbers; the base keeps them as submitted, in decimal.
@@ -92,10 +75,10 @@ std::string SlurmLauncher::submit_job() {
 }
 
 std::optional<std::map<std::string, std::string>> SlurmLauncher::query_states() {
-  auto states = client::query_states(dir_);
-  if (!states) return std::nullopt;
+  auto o = run_command({"squeue", "-h", "-t", "all", "-u", user_name(), "-o", "%i %T"}, dir_);
+  if (!o.status.success()) return std::nullopt;
   std::map<std::string, std::string> out;
-  for (auto& [id, state] : *states) out[std::to_string(id)] = std::move(state);
+  for (auto& [id, state] : slurm::parse_squeue(o.out)) out[std::to_string(id)] = std::move(state);
   return out;
 }
 
@@ -167,22 +150,6 @@ Expected<void> prepare_launcher(RunSettings& rs, const config::JobConfig& cfg,
   if (!addr) return Unexpected{addr.error()};
   rs.pool_address = *addr;
   return {};
-}
-
-std::string slurm_status_json(const std::string& run_dir) {
-  auto ids = recorded_ids(run_dir);
-  if (ids.empty()) return {};
-  auto states = query_states(run_dir + "/slurm");
-  std::string out = "[";
-  for (auto id : ids) {
-    std::string state;
-    if (states) {
-      if (auto it = states->find(id); it != states->end()) state = it->second;
-    }
-    out += fmt::format("{}{{\"id\":{},\"state\":{}}}", out.size() > 1 ? "," : "", id,
-                       json_quote(state));
-  }
-  return out + "]";
 }
 
 Expected<std::string> interchange_address(const std::string& given) {

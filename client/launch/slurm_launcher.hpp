@@ -1,6 +1,6 @@
 // SlurmLauncher: the pools of a `fanout run --launcher slurm` as Slurm batch jobs, one node each
-// (sbatch, squeue, scancel), and the slurm_jobs key of `fanout status --json`. The decisions are
-// in slurm_script.hpp. See docs/cluster.md.
+// (sbatch, squeue, scancel). The decisions are in slurm_script.hpp; `fanout status` and `cancel`
+// rebuild it from the run folder (recorded_jobs.hpp). See docs/cluster.md.
 #pragma once
 
 #include <cstdint>
@@ -52,11 +52,6 @@ class SlurmLauncher final : public BatchLauncher {
 // Error{InvalidArgument} naming the key or flag; a no-op for the local launcher.
 [[nodiscard]] Expected<void> prepare_launcher(RunSettings& rs, const config::JobConfig& cfg,
                                               const RunOverrides& ov);
-
-// The run folder's Slurm pool jobs as a JSON array for `fanout status --json`'s slurm_jobs,
-// [{"id":12,"state":"RUNNING"}, ...] (state "" when squeue no longer lists the job or could not
-// be asked); "" when the run used no Slurm launcher.
-[[nodiscard]] std::string slurm_status_json(const std::string& run_dir);
 
 // Where the pools connect to: `given`, else what choose_pool_address() (pool_address.hpp) picks
 // from getifaddrs(3): the first non-loopback IPv4 address of an interface that is up.
