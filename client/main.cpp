@@ -495,13 +495,21 @@ int run_command(RunArgs& a, const Logger& log) {
     say(cfg.error().message);
     return kExitUsage;
   }
-  if (auto r = client::prepare(*cfg, a.ov); !r) {
-    say(r.error().message);
+  // The entry-script check runs on while the run's interchange starts (run_job awaits it).
+  auto pending = client::prepare_started(*cfg, a.ov);
+  if (!pending) {
+    say(pending.error().message);
     return kExitUsage;
   }
   try {
-    if (adhoc) return run_adhoc(*cfg, a, *adhoc, log);
-    return client::run_job(*cfg, a.ov, log);
+    if (adhoc) {
+      if (auto r = pending->finish(); !r) {
+        say(r.error().message);
+        return kExitUsage;
+      }
+      return run_adhoc(*cfg, a, *adhoc, log);
+    }
+    return client::run_job(*cfg, a.ov, log, std::move(*pending));
   } catch (const std::exception& e) {
     say(e.what());
     return kExitInfra;

@@ -12,6 +12,7 @@
 #include <ctime>
 #include <filesystem>
 #include <optional>
+#include <vector>
 
 #include "client/commands/follow.hpp"
 #include "client/input/inputs.hpp"
@@ -126,12 +127,29 @@ Expected<void> check_tabular(const config::JobConfig& cfg) {
 
 }  // namespace
 
-Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov) {
+Expected<void> EntryCheck::finish() {
+  if (!checker_) return {};
+  auto st = checker_->wait();
+  checker_.reset();
+  if (st.code == kCheckNoRun) {
+    return make_error(ErrorCode::InvalidArgument, where_ + ": does not define run(mini_batch)");
+  }
+  if (st.code == kCheckSyntaxError) {
+    return make_error(ErrorCode::InvalidArgument, where_ + ": is not valid Python (see above)");
+  }
+  if (!st.success()) {
+    return make_error(ErrorCode::InvalidArgument,
+                      where_ + ": could not be checked (" + st.describe() + ")");
+  }
+  return {};
+}
+
+Expected<EntryCheck> prepare_started(config::JobConfig& cfg, const RunOverrides& ov) {
   apply_overrides(cfg, ov);
   if (auto mon = monitoring_options(cfg); !mon) return Unexpected{mon.error()};
   // Before anything starts: an unwritable output is the job file's error (exit 2).
-  if (auto out = check_output_writable(cfg); !out) return out;
-  if (cfg.task_type != "run_function") return {};
+  if (auto out = check_output_writable(cfg); !out) return Unexpected{out.error()};
+  if (cfg.task_type != "run_function") return EntryCheck{};
   const std::string script = resolve_path(cfg.code_dir, cfg.entry_script);
   auto checker = ChildProcess::spawn(SpawnOptions{
       .argv = {cfg.fanout.python, "-c", kCheckScript, script},
@@ -143,27 +161,33 @@ Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov) {
                                                       cfg.fanout.python +
                                                       "' not found: " + checker.error().message);
   }
-  auto st = checker->wait();
-  const std::string where = cfg.spec_path + ": task.entry_script: " + script;
-  if (st.code == kCheckNoRun) {
-    return make_error(ErrorCode::InvalidArgument, where + ": does not define run(mini_batch)");
+  EntryCheck pending;
+  pending.checker_.emplace(std::move(*checker));
+  pending.where_ = cfg.spec_path + ": task.entry_script: " + script;
+  // What follows is checked while the checker runs; its error, if any, comes first as it did
+  // when the checker was awaited before.
+  auto rest = [&]() -> Expected<void> {
+    // parallel_run_step.settings.json beside the entry script; a `fanout:` value that differs
+    // from the default wins over it.
+    const std::string settings =
+        (fs::path(script).parent_path() / "parallel_run_step.settings.json").string();
+    auto rs = config::load_row_settings(settings);
+    if (!rs) return Unexpected{rs.error()};
+    if (rs->separator && cfg.fanout.row_separator == " ") cfg.fanout.row_separator = *rs->separator;
+    if (rs->header && !cfg.fanout.row_header) cfg.fanout.row_header = *rs->header;
+    return check_tabular(cfg);
+  }();
+  if (!rest) {
+    if (auto r = pending.finish(); !r) return Unexpected{r.error()};
+    return Unexpected{rest.error()};
   }
-  if (st.code == kCheckSyntaxError) {
-    return make_error(ErrorCode::InvalidArgument, where + ": is not valid Python (see above)");
-  }
-  if (!st.success()) {
-    return make_error(ErrorCode::InvalidArgument,
-                      where + ": could not be checked (" + st.describe() + ")");
-  }
-  // parallel_run_step.settings.json beside the entry script; a `fanout:` value that differs from
-  // the default wins over it.
-  const std::string settings =
-      (fs::path(script).parent_path() / "parallel_run_step.settings.json").string();
-  auto rs = config::load_row_settings(settings);
-  if (!rs) return Unexpected{rs.error()};
-  if (rs->separator && cfg.fanout.row_separator == " ") cfg.fanout.row_separator = *rs->separator;
-  if (rs->header && !cfg.fanout.row_header) cfg.fanout.row_header = *rs->header;
-  return check_tabular(cfg);
+  return pending;
+}
+
+Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov) {
+  auto pending = prepare_started(cfg, ov);
+  if (!pending) return Unexpected{pending.error()};
+  return pending->finish();
 }
 
 namespace {
@@ -193,16 +217,22 @@ int fail_with(const Error& e, int code) {
   return code;
 }
 
-// Claims the outputs and makes the run's folders, as the plan says. Outputs as Azure ML provides
-// them: folders made, a fresh append_row file, on every route: an earlier job's file is refused
-// unless --overwrite. The interchange refuses it too (a shared one may see a file this host does
-// not); with --interchange the local store is not the interchange's, so only the file is looked
-// at here. Returns kExitOk, or the exit code after printing why.
-int make_run_folders(const config::JobConfig& cfg, const RunOverrides& ov, const RunPaths& paths) {
+// Claims the outputs: folders made, a fresh append_row file, as Azure ML provides them, on every
+// route: an earlier job's file is refused unless --overwrite. The interchange refuses it too (a
+// shared one may see a file this host does not); with --interchange the local store is not the
+// interchange's, so only the file is looked at here. Returns kExitOk, or the exit code after
+// printing why.
+int claim_outputs(const config::JobConfig& cfg, const RunOverrides& ov, const RunPaths& paths) {
   if (auto r = claim_row_file(cfg, paths.shared ? std::string() : paths.db, ov.overwrite); !r) {
     return fail_with(r.error(), proto::kExitUsage);
   }
   if (auto r = make_output_folders(cfg); !r) return fail_with(r.error(), proto::kExitInfra);
+  return proto::kExitOk;
+}
+
+// Makes the run's folder and the store, as the plan says. Returns kExitOk, or the exit code after
+// printing why.
+int make_run_dirs(const RunOverrides& ov, const RunPaths& paths) {
   if (!paths.make_folders) return proto::kExitOk;
   if (auto r = make_dirs(paths.log_dir()); !r) return fail_with(r.error(), proto::kExitInfra);
   // The run folder (logs) and the store are the owner's only (docs/security.md).
@@ -215,6 +245,37 @@ int make_run_folders(const config::JobConfig& cfg, const RunOverrides& ov, const
   return proto::kExitOk;
 }
 
+// What a run made before its job was submitted, so that a run refused then (its entry script
+// failed the check that ran meanwhile) leaves nothing behind, as when it was refused first.
+struct MadeBeforeSubmit {
+  bool db_existed = true;
+  std::vector<fs::path> new_dirs{};  // folders above the run folder that it made, deepest first
+
+  explicit MadeBeforeSubmit(const RunPaths& paths) {
+    if (!paths.make_folders) return;
+    std::error_code ec;
+    db_existed = fs::exists(paths.db, ec) || ec;
+    for (fs::path d = fs::path(paths.run_dir).parent_path();
+         !d.empty() && d != d.root_path() && !fs::exists(d, ec) && !ec; d = d.parent_path()) {
+      new_dirs.push_back(d);
+    }
+  }
+
+  // Removes the run folder (this run's own), the store when this run created it, and the folders
+  // this run made above them while they are empty: another run may have started there meanwhile.
+  void remove(const RunPaths& paths) const {
+    if (!paths.make_folders) return;
+    std::error_code ec;
+    fs::remove_all(paths.run_dir, ec);
+    if (!db_existed) {
+      for (const char* suffix : {"", "-wal", "-shm", "-journal", ".owner"}) {
+        fs::remove(paths.db + suffix, ec);
+      }
+    }
+    for (const auto& d : new_dirs) fs::remove(d, ec);  // fails, and stays, unless empty
+  }
+};
+
 // What a run works with once planned; lives for the whole run_job call.
 struct RunContext {
   const config::JobConfig& cfg;
@@ -225,6 +286,9 @@ struct RunContext {
   ProgressPrinter& printer;
   bool allow_partial = false;
   Logger log;
+  // The entry-script check still running while the interchange starts (nullptr: none).
+  EntryCheck* pending = nullptr;
+  const MadeBeforeSubmit* made = nullptr;
 };
 
 // The interchange of a run and the session with it. The session points into the Embedded, so
@@ -249,6 +313,41 @@ void on_first_connect(const RunContext& ctx, const Connection& c) {
                ctx.paths.run_dir.c_str());
 }
 
+// Stops what a run started before its job was submitted and removes what it made: the run is
+// refused, as if nothing had started.
+void undo_before_submit(const RunContext& ctx, Connection& c) {
+  c.session.reset();  // before the Embedded it points to
+  if (c.embedded) c.embedded->stop_unused();
+  c.embedded.reset();
+  if (ctx.made != nullptr) ctx.made->remove(ctx.paths);
+}
+
+// Awaits the entry-script check that ran while the interchange started. On its error: says it,
+// undoes the start and returns kExitUsage (as prepare() failing would); else kExitOk.
+int refuse_if_bad_script(const RunContext& ctx, Connection& c) {
+  if (ctx.pending == nullptr) return proto::kExitOk;
+  auto r = ctx.pending->finish();
+  if (r) return proto::kExitOk;
+  undo_before_submit(ctx, c);
+  return fail_with(r.error(), proto::kExitUsage);
+}
+
+// Before the first submit of a run whose entry script was checked meanwhile: that check's
+// verdict, then what prepare() used to be followed by (the outputs claimed, the job file's
+// notices), in that order. Returns kExitOk, or the exit code after printing why.
+int settle_before_submit(const RunContext& ctx, Connection& c) {
+  if (ctx.pending == nullptr) return proto::kExitOk;
+  if (int rc = refuse_if_bad_script(ctx, c); rc != proto::kExitOk) return rc;
+  if (int rc = claim_outputs(ctx.cfg, ctx.ov, ctx.paths); rc != proto::kExitOk) {
+    undo_before_submit(ctx, c);
+    return rc;
+  }
+  if (!ctx.ov.quiet) {
+    for (const auto& n : ctx.cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());
+  }
+  return proto::kExitOk;
+}
+
 // Starts the embedded interchange (or reaches --interchange) and submits the job. The embedded
 // default may attach to the store's owner; when that owner goes away before it accepts the job
 // (an idle one exits), the run decides again where its job goes. Returns kExitOk once a session
@@ -260,6 +359,9 @@ int connect_and_submit(const RunContext& ctx, Connection& c) {
       if (!ctx.paths.shared) {
         c.embedded.emplace(ctx.rs, ctx.paths.db, ctx.paths.run_dir, ctx.log);
         c.endpoint = c.embedded->client_endpoint();
+      }
+      if (tries == 1) {
+        if (int rc = settle_before_submit(ctx, c); rc != proto::kExitOk) return rc;
       }
       c.session.emplace(
           c.endpoint,
@@ -279,6 +381,8 @@ int connect_and_submit(const RunContext& ctx, Connection& c) {
           ctx.log);
     } catch (const Failure& f) {  // a child that cannot start; a key missing or open to others,
                                   // --insecure off loopback
+      // A bad entry script is said first, as when it was checked before anything started.
+      if (int rc = refuse_if_bad_script(ctx, c); rc != proto::kExitOk) return rc;
       std::fprintf(stderr, "error: %s\n", f.what());
       return proto::kExitInfra;
     }
@@ -455,8 +559,18 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
 namespace {
 
 // The run path of run_job and run_job_with_id.
+// The error of `pending`'s check when it failed, else `rc`; `pending` is awaited.
+int check_first(EntryCheck* pending, int rc) {
+  if (pending == nullptr) return rc;
+  if (auto r = pending->finish(); !r) return fail_with(r.error(), proto::kExitUsage);
+  return rc;
+}
+
+// The run path of run_job and run_job_with_id. With `pending`, the entry-script check runs on
+// while a local run's private interchange starts: its run folder and store are made first, the
+// outputs claimed only once the check passed (settle_before_submit).
 JobRun run_job_path(const config::JobConfig& cfg, const RunOverrides& ov, Logger log,
-                    const JobFeeder& feed) {
+                    const JobFeeder& feed, EntryCheck* pending = nullptr) {
   std::error_code cwd_ec;
   RunPaths paths = plan_paths(cfg, ov,
                               RunFacts{.cwd = fs::current_path(cwd_ec).string(),
@@ -464,13 +578,29 @@ JobRun run_job_path(const config::JobConfig& cfg, const RunOverrides& ov, Logger
                                        .now = std::time(nullptr),
                                        .pid = static_cast<long>(::getpid())});
   RunSettings rs = run_settings(cfg, ov);
+  // Only a local run overlaps the check: a batch system's pools are not started for a script
+  // that may be refused, nor is a shared interchange's run folder made.
+  if (pending != nullptr && (paths.shared || plan_launcher(rs) != LauncherKind::Local)) {
+    if (int rc = check_first(pending, proto::kExitOk); rc != proto::kExitOk) return {rc, 0};
+    pending = nullptr;
+  }
   if (auto r = prepare_launcher(rs, cfg, ov); !r)
     return {fail_with(r.error(), proto::kExitUsage), 0};
-  if (int rc = make_run_folders(cfg, ov, paths); rc != proto::kExitOk) return {rc, 0};
+  const MadeBeforeSubmit made(paths);
+  if (pending == nullptr) {
+    if (int rc = claim_outputs(cfg, ov, paths); rc != proto::kExitOk) return {rc, 0};
+  }
+  if (int rc = make_run_dirs(ov, paths); rc != proto::kExitOk) {
+    if (pending != nullptr) made.remove(paths);
+    return {check_first(pending, rc), 0};
+  }
   proto::JobSpec spec = job_spec(cfg, paths.log_dir());
   spec.interchange_run_dir = paths.run_dir.empty();
-  if (int rc = lay_out_model(cfg, paths, spec); rc != proto::kExitOk) return {rc, 0};
-  if (!ov.quiet) {
+  if (int rc = lay_out_model(cfg, paths, spec); rc != proto::kExitOk) {
+    if (pending != nullptr) made.remove(paths);
+    return {check_first(pending, rc), 0};
+  }
+  if (!ov.quiet && pending == nullptr) {
     for (const auto& n : cfg.notices) std::fprintf(stderr, "note: %s\n", n.c_str());
   }
   ProgressPrinter printer(ov.quiet  ? ProgressMode::Quiet
@@ -483,7 +613,9 @@ JobRun run_job_path(const config::JobConfig& cfg, const RunOverrides& ov, Logger
                        .spec = spec,
                        .printer = printer,
                        .allow_partial = ov.allow_partial || cfg.fanout.allow_partial,
-                       .log = std::move(log)};
+                       .log = std::move(log),
+                       .pending = pending,
+                       .made = pending != nullptr ? &made : nullptr};
   Connection c;
   // 1. Submit the job and wait for its id. 2. Stream the input. 3. Follow the job to its end.
   if (int rc = connect_and_submit(ctx, c); rc != proto::kExitOk) {
@@ -500,6 +632,10 @@ JobRun run_job_path(const config::JobConfig& cfg, const RunOverrides& ov, Logger
 int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log,
             const JobFeeder& feed) {
   return run_job_path(cfg, ov, std::move(log), feed).exit_code;
+}
+
+int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log, EntryCheck pending) {
+  return run_job_path(cfg, ov, std::move(log), JobFeeder{}, &pending).exit_code;
 }
 
 JobRun run_job_with_id(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {

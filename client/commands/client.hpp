@@ -5,10 +5,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "client/launch/run_settings.hpp"
 #include "fanout/config/job_spec.hpp"
+#include "fanout/util/child_process.hpp"
+#include "fanout/util/expected.hpp"
 #include "fanout/util/log.hpp"
 
 namespace fanout::client {
@@ -21,9 +24,32 @@ std::string default_db_path();
 // script defines run()). Error{InvalidArgument} naming the file on failure.
 [[nodiscard]] Expected<void> prepare(config::JobConfig& cfg, const RunOverrides& ov);
 
+// The entry-script check of prepare(), started but not awaited: `fanout run` lets it run while
+// its private interchange starts, and awaits it before anything is submitted or claimed.
+class EntryCheck {
+ public:
+  EntryCheck() = default;  // nothing to check (not a run_function job, or already checked)
+  // Waits for the check: the error prepare() would have returned for the entry script, if any.
+  // Later calls return success.
+  [[nodiscard]] Expected<void> finish();
+
+ private:
+  friend Expected<EntryCheck> prepare_started(config::JobConfig& cfg, const RunOverrides& ov);
+  std::optional<ChildProcess> checker_{};
+  std::string where_{};
+};
+
+// As prepare(), with the entry-script check left running (EntryCheck::finish awaits it). An error
+// returned here is the one prepare() would return: a check that fails wins over a later error.
+[[nodiscard]] Expected<EntryCheck> prepare_started(config::JobConfig& cfg, const RunOverrides& ov);
+
 // Runs a prepared job to its end. Returns the process exit code: 0 succeeded, 1 failed or
 // cancelled, 3 infrastructure failure (interchange died, could not start).
 int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log);
+
+// As run_job, for a job prepared by prepare_started: the check's error is reported as prepare()
+// would (exit 2), after whatever the run had started or made meanwhile was stopped and removed.
+int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log, EntryCheck pending);
 
 class Session;
 // What sends a job's mini-batches instead of listing its input (`fanout executor-serve`): called

@@ -281,6 +281,12 @@ void Embedded::abandon() {
   stop();
 }
 
+void Embedded::stop_unused() {
+  if (launcher_) launcher_->release_now();
+  if (!guest_) ix_.stop();  // SIGTERM: it closes the store and its sockets as on Ctrl-C
+  stop();
+}
+
 void Embedded::detach() {
   detached_ = true;
   (void)ix_.release();

@@ -46,6 +46,9 @@ class Embedded final {
   // stop(), for a guest() whose owner went away before this run's job was accepted: its pools
   // never served, so they are stopped without waiting for them to exit by themselves.
   void abandon();
+  // Stops the interchange and pools at once, for a run refused before its job was submitted (its
+  // entry script failed the check that ran meanwhile): nothing of theirs is waited for.
+  void stop_unused();
   // Leaves the children running on their own (the client exits, the job goes on): the
   // interchange exits once its jobs end, and tells its pools to stop.
   void detach();

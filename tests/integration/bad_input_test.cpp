@@ -96,3 +96,52 @@ TEST_CASE("integration.bad_input.missing_job_file") {
   CHECK(r.err.find("nope.yaml") != std::string::npos);
   CHECK(!std::filesystem::exists(dir / "x.db"));
 }
+
+// The entry-script check runs while the run's private interchange starts; its error is still the
+// run's only one, and a store that was there keeps its jobs and an earlier job's output (the
+// outputs are claimed only once the check passed; --overwrite would remove the file).
+TEST_CASE("integration.bad_input.entry_script_refused_on_an_existing_store") {
+  TempDir dir("bad-existing");
+  make_files(dir / "data", 3);
+  write_file(dir / "src/score.py", kPassThroughScript);
+  const std::string db = dir / "store/fanout.db";
+  const std::string out = dir / "rows.txt";
+  {
+    JobSpec job;
+    job.name = "bad-existing";
+    job.output = "./rows.txt";
+    job.mini_batch_size = "5";
+    write_file(dir / "job.yaml", job_yaml(job));
+  }
+  auto first = fanout_run(dir, "job.yaml", db);
+  INFO("first stderr: " << first.err);
+  REQUIRE(first.status.code == 0);
+  const std::string rows = read_text(out);
+  REQUIRE(!rows.empty());
+  const auto runs_before = files_ending(dir / "store/runs", "");
+  struct BadCase {
+    const char* name;
+    const char* script;
+    std::vector<std::string> extra;
+    const char* must_mention;
+  };
+  const std::vector<BadCase> cases = {
+      {"no run, --overwrite", "def init():\n    pass\n", {"--overwrite"}, "does not define run"},
+      {"no run, the earlier output there", "def init():\n    pass\n", {}, "does not define run"},
+      {"syntax error", "def run(mini_batch):\n  return [\n", {"--overwrite"}, "not valid Python"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    write_file(dir / "src/score.py", c.script);
+    auto r = fanout_run(dir, "job.yaml", db, c.extra, std::chrono::seconds(60));
+    INFO("stderr: " << r.err);
+    CHECK(r.status.code == 2);
+    CHECK(r.err.rfind("error: ", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find("score.py") != std::string::npos);
+    CHECK(r.err.find(c.must_mention) != std::string::npos);
+    CHECK(sql_int_or(db, "SELECT count(*) FROM jobs") == 1);
+    CHECK(read_text(out) == rows);
+    CHECK(files_ending(dir / "store/runs", "") == runs_before);
+  }
+}
