@@ -58,11 +58,11 @@ def wait_until(pred, what, timeout=WAIT_S):
         time.sleep(0.01)
 
 
-def stop_all(procs, sig=signal.SIGTERM, timeout=60):
-    """Signals each process still running, waits for all; SIGKILL after `timeout`."""
+def stop_all(procs, timeout=60):
+    """Sends SIGTERM to each process still running and waits for all; SIGKILL after `timeout`."""
     for p in procs:
         if p.poll() is None:
-            p.send_signal(sig)
+            p.send_signal(signal.SIGTERM)
     end = time.monotonic() + timeout
     for p in procs:
         try:
@@ -82,9 +82,24 @@ def log_tail(path, n=3000):
 
 # ---- one contender's run (inside h0) -------------------------------------------------------
 
+class Phases(object):
+    """Seconds from the run's start at which the cluster was up and the work done, written to
+    c["phases"] at the end (the driver prints them: where each contender's time went)."""
+
+    def __init__(self, path):
+        self.path, self.t0, self.marks = path, time.monotonic(), []
+
+    def mark(self, what):
+        self.marks.append((what, time.monotonic() - self.t0))
+
+    def write(self):
+        self.mark("stopped")
+        with open(self.path, "w") as f:
+            f.write(", ".join("%s %.2f s" % m for m in self.marks))
+
 def run_fanout(c):
     """Interchange on h0, a pool on each of h1..h4, the client on h0; then everything stopped."""
-    wd, n = c["workdir"], c["run"]
+    wd, n, phases = c["workdir"], c["run"], Phases(c["phases"])
     db = os.path.join(wd, "fanout-%s.db" % n)
     ready = os.path.join(wd, "ix-%s.ready" % n)
     ix = spawn([c["interchange"], "--db", db, "--ready-file", ready,
@@ -105,6 +120,7 @@ def run_fanout(c):
         if ix.poll() is not None:
             raise SystemExit("multihost: the interchange exited %d:\n%s" % (
                 ix.returncode, log_tail(os.path.join(wd, "ix-%s.log" % n))))
+        phases.mark("interchange ready")
         client = subprocess.run([c["fanout"], "run", c["job"], "--interchange",
                                  "tcp://%s:%d" % (addr(0), IX_CLIENT_PORT), "--db", db,
                                  "--keys", c["keys"], "--python", c["python"], "--quiet",
@@ -113,10 +129,12 @@ def run_fanout(c):
             raise SystemExit("multihost: fanout run exited %d:\n%s\n%s" % (
                 client.returncode, client.stdout.decode(errors="replace")[-3000:],
                 log_tail(os.path.join(wd, "ix-%s.log" % n))))
+        phases.mark("fanout run returned")
     finally:
-        # The interchange tells its pools to stop when it stops (SIGTERM, as an operator would).
-        stop_all([ix])
-        stop_all(pools)
+        # SIGTERM, as an operator would (the interchange would tell its pools to stop, but
+        # each contender's processes get SIGTERM as soon as its work is done: see run_dask).
+        stop_all([ix] + pools)
+    phases.write()
 
 
 def dask_tabular(client, c):
@@ -130,8 +148,8 @@ def dask_tabular(client, c):
     ddf = dd.read_csv(c["input"], blocksize=tabular.MINI_BATCH_BYTES)
     parts = ddf.map_partitions(lambda df: score.as_rows(score.score(df)), meta=(None, "object"))
     with open(c["out"], "w") as f:
-        for fut in as_completed(client.compute(parts.to_delayed())):
-            f.write(fut.result())
+        for _, rows in as_completed(client.compute(parts.to_delayed()), with_results=True):
+            f.write(rows)
 
 
 def _files_batch(paths):
@@ -147,13 +165,14 @@ def dask_files(client, c):
     paths = sorted(e.path for e in os.scandir(c["input"]))
     batches = [paths[i:i + 100] for i in range(0, len(paths), 100)]  # files.py's "100"
     with open(c["out"], "w") as f:
-        for fut in as_completed(client.map(_files_batch, batches)):
-            f.write(fut.result())
+        # with_results: the results come in batches, not one round trip per future.
+        for _, rows in as_completed(client.map(_files_batch, batches), with_results=True):
+            f.write(rows)
 
 
 def run_dask(c):
     """dask-scheduler on h0, a dask-worker on each of h1..h4, the Client here; then shut down."""
-    wd, n = c["workdir"], c["run"]
+    wd, n, phases = c["workdir"], c["run"], Phases(c["phases"])
     sched_addr = "tcp://%s:%d" % (addr(0), SCHED_PORT)
     procs = [spawn([c["python"], "-m", "distributed.cli.dask_scheduler", "--host", addr(0),
                     "--port", str(SCHED_PORT), "--no-dashboard", "--no-show"],
@@ -169,12 +188,19 @@ def run_dask(c):
         from dask.distributed import Client
 
         client = Client(sched_addr, timeout=WAIT_S)
+        phases.mark("client connected")
         client.wait_for_workers(HOSTS - 1, timeout=WAIT_S)
+        phases.mark("4 workers up")
         (dask_tabular if c["workload"] == "tabular" else dask_files)(client, c)
-        client.shutdown()  # the scheduler and its workers stop
+        phases.mark("work done")
         client.close()
+        phases.mark("client closed")
     finally:
-        stop_all(procs)
+        # SIGTERM to every dask-worker, then to the scheduler: its fastest clean end here (with
+        # the scheduler stopped first, or client.shutdown(), each nanny lingers 4-6 s).
+        stop_all(procs[1:])
+        stop_all(procs[:1])
+    phases.write()
 
 
 # ---- the driver (root namespace) -----------------------------------------------------------
@@ -237,7 +263,8 @@ def workload(args, wd, name, keys, prefix):
         conf = dict(contender=contender, workdir=os.path.join(wd, name), run=runs[0],
                     prefix=prefix, keys=keys, python=args.python, fanout=args.fanout,
                     interchange=args.interchange_bin, pool=args.pool_bin, job=job, src=src,
-                    input=inp, out=outs[contender], workload=name)
+                    input=inp, out=outs[contender], workload=name,
+                    phases=os.path.join(wd, name, "phases.txt"))
         return on(prefix, 0, [args.python, me, "--contender", contender, repr(conf)])
 
     def dask_cmd():
@@ -253,10 +280,13 @@ def workload(args, wd, name, keys, prefix):
         n = benchlib.count_lines(outs[who])
         if n != count:
             raise SystemExit("multihost %s: %s wrote %d rows, expected %d" % (name, who, n, count))
+        with open(os.path.join(wd, name, "phases.txt")) as f:
+            sys.stderr.write("    %s: %s\n" % (who, f.read()))
 
     results, skipped = benchlib.run_interleaved(contenders, args.repeats, check)
     ran = [n for n in outs if n in results]
-    if len(ran) == 2 and benchlib.sorted_lines(outs["fanout"]) != benchlib.sorted_lines(outs["dask"]):
+    rows = [benchlib.sorted_lines(outs[n]) for n in ran]
+    if len(rows) == 2 and rows[0] != rows[1]:
         raise SystemExit("multihost %s: fanout and dask wrote different rows" % name)
     what = ("%d rows, \"4mb\" mini-batches" % count if name == "tabular"
             else "SHA-1 of %d files of 1 KiB, 100 per mini-batch" % count)
@@ -301,7 +331,8 @@ def main():
             r = subprocess.run([args.fanout, "keygen", "--dir", keys], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT)
             if r.returncode != 0:
-                raise SystemExit("multihost: fanout keygen exited %d: %s" % (r.returncode, r.stdout))
+                raise SystemExit("multihost: fanout keygen exited %d: %s" % (
+                    r.returncode, r.stdout.decode(errors="replace")))
             for name in args.workloads.split(","):
                 workload(args, wd, name, keys, prefix)
         finally:
