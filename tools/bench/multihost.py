@@ -288,7 +288,8 @@ def workload(args, wd, name, keys, prefix):
     rows = [benchlib.sorted_lines(outs[n]) for n in ran]
     if len(rows) == 2 and rows[0] != rows[1]:
         raise SystemExit("multihost %s: fanout and dask wrote different rows" % name)
-    what = ("%d rows, \"4mb\" mini-batches" % count if name == "tabular"
+    what = ("%d rows (%.0f MB), \"4mb\" mini-batches" % (count, os.path.getsize(inp) / 1e6)
+            if name == "tabular"
             else "SHA-1 of %d files of 1 KiB, 100 per mini-batch" % count)
     benchlib.print_table("multihost %s: %s, 4 hosts x 1 worker, cluster start and end counted, "
                          "%d repeats" % (name, what, args.repeats), results, skipped)
