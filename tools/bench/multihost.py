@@ -12,7 +12,9 @@ scheduler and workers, the Client connected and the 4 workers seen), does the wo
 cluster and waits for every process of it to exit: the wall time counts all of that.
 Every contender writes the same rows; the row count is checked after each run and the rows
 themselves once at the end. Needs root (network namespaces): SKIP and exit 77 otherwise.
-The bed is removed at the end, also on failure and Ctrl-C.
+The bed is removed at the end, also on failure, Ctrl-C and SIGTERM. One worker per host:
+--workers, --fanout-before and --timeline are accepted (run_all.sh passes its arguments to
+every script) but not used.
 """
 
 import os
