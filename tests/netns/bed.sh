@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A multi-host test bed on one machine: N "hosts", each a Linux network namespace with its own
 # address, joined by veth pairs to a bridge that lives in a switch namespace of its own (the
-# machine's own network is never touched). Used by the many-host integration tests.
+# machine's own network is never touched). Used by the many-host integration tests and by
+# tools/bench/multihost.py.
 #
 #   bed.sh up PREFIX N NET     make PREFIX-sw and hosts PREFIX-h0 .. PREFIX-h(N-1); host i gets
 #                              NET.(i+1)/24 on its eth0 (NET: the first three octets, e.g. 10.231.7)
