@@ -233,7 +233,7 @@ int Interchange::run() {
       on_pool(msg);
     }
     dispatch();
-    if (poller.readable(committed_item)) finish_ended_jobs();
+    if (poller.readable(committed_item)) finish_committed();
     if (poller.readable(reports_item)) on_reports_done();
     if (metrics_ && Clock::now() >= next_metrics_) publish_metrics(Clock::now());
 
@@ -320,9 +320,9 @@ void Interchange::end_jobs_whose_output_failed() {
 
 void Interchange::shut_down() {
   // Jobs ended but not yet told: their end is committed now, and their reports written below.
-  if (!ended_.empty()) {
+  if (!ended_.empty() || !accepts_.empty()) {
     store_->flush();
-    finish_ended_jobs();
+    finish_committed();
   }
   // Reports being written are finished (and recorded), and their clients told, before we go.
   reports_->wait_idle();
@@ -444,10 +444,16 @@ void Interchange::on_submit_job(const std::string& peer, const std::string& fram
   }
   log_->info("job {} ({}) submitted: runtime {}, entry {}", job.id, job.spec.name, job.spec.runtime,
              job.spec.entry_script);
-  send_client(peer, proto::encode(proto::JobAccepted{
-                        job.id, opts_.window,
-                        std::filesystem::absolute(opts_.db_path).lexically_normal().string(),
-                        job.spec.log_dir}));
+  // Accepted means recorded: a `fanout status N` right after the reply must find the job, so
+  // the reply waits for the store to commit it (finish_committed()), off this loop.
+  const std::uint64_t ticket = store_->flush_async();
+  accepts_.push_back(PendingAccept{
+      peer,
+      proto::JobAccepted{job.id, opts_.window,
+                         std::filesystem::absolute(opts_.db_path).lexically_normal().string(),
+                         job.spec.log_dir},
+      ticket});
+  store_->wake_when_committed(ticket);
 }
 
 Expected<void> Interchange::prepare_job_files(const proto::JobSpec& spec) const {
@@ -1023,21 +1029,28 @@ void Interchange::end_job(std::uint64_t job_id, const Verdict& verdict) {
   store_->finish_job(job.id, state, verdict.reason, unix_now());
   // The client is told only what is durable, but the final flush (the writer's backlog, up to
   // a second on a busy machine) is not waited for here: this loop serves the other jobs
-  // meanwhile, and finish_ended_jobs() goes on once the store has committed it.
+  // meanwhile, and finish_committed() goes on once the store has committed it.
   const std::uint64_t ticket = store_->flush_async();
   ended_.push_back(EndedJob{std::move(ended.job), state, verdict.reason, ticket});
   store_->wake_when_committed(ended_.front().ticket);
 }
 
-void Interchange::finish_ended_jobs() {
+void Interchange::finish_committed() {
   std::uint64_t count = 0;
   while (::read(store_->committed_fd(), &count, sizeof count) < 0 && errno == EINTR) {
+  }
+  // Accepts first: a job's acceptance was queued before anything that can end it.
+  while (!accepts_.empty() && store_->committed(accepts_.front().ticket)) {
+    PendingAccept a = std::move(accepts_.front());
+    accepts_.pop_front();
+    send_client(a.peer, proto::encode(a.msg));
   }
   while (!ended_.empty() && store_->committed(ended_.front().ticket)) {
     EndedJob e = std::move(ended_.front());
     ended_.pop_front();
     finish_ended_job(e);
   }
+  if (!accepts_.empty()) store_->wake_when_committed(accepts_.front().ticket);
   if (!ended_.empty()) store_->wake_when_committed(ended_.front().ticket);
 }
 

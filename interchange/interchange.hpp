@@ -159,8 +159,9 @@ class Interchange final {
   // Ends the job in the ledger and queues its end in the store; the rest (the client's
   // JobEnded, the report) waits in ended_ for that to be committed, off this loop.
   void end_job(std::uint64_t job_id, const Verdict& verdict);
-  // The ended jobs whose end is committed: each gets its report and JobEnded, in order.
-  void finish_ended_jobs();
+  // What the store has committed since: each accepted job's JobAccepted, then each ended job's
+  // report and JobEnded, in order.
+  void finish_committed();
   struct EndedJob;
   void finish_ended_job(EndedJob& e);
   void log_gave_up(const proto::TaskResult& r);
@@ -202,6 +203,14 @@ class Interchange final {
     std::uint64_t ticket = 0;
   };
   std::deque<EndedJob> ended_{};
+  // Jobs accepted whose creation the store has not committed yet, oldest first: the client
+  // learns its job's id only once the job can be read from the store.
+  struct PendingAccept {
+    std::string peer{};
+    proto::JobAccepted msg{};
+    std::uint64_t ticket = 0;
+  };
+  std::deque<PendingAccept> accepts_{};
 
   PoolTable pools_;
   JobLedger ledger_;
