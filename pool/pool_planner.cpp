@@ -73,17 +73,22 @@ std::optional<proto::Task> PoolPlanner::worker_start_failed(std::uint64_t job_id
 // tasks (mean under kPipelineMaxTaskS) to what fills its workers' pipes twice over (the depth of
 // pipeline_room()), at most kMaxAutoPrefetch. For short tasks, holding them early costs a few
 // milliseconds of another pool's time at most, and saves a frame each way per task and the
-// workers' wait for the round trip. Long tasks keep the configured prefetch, so that a pool does
-// not hold work another pool could start (why Parsl's prefetch defaults to 0).
+// workers' wait for the round trip. Tasks under kPrefetchMaxTaskS raise it to one task per
+// worker: a worker that ends its task then starts the next from the pool's queue instead of
+// waiting for the interchange's round trip, and another pool waits at most one such task per
+// worker for it. Longer tasks keep the configured prefetch, so that a pool does not hold work
+// another pool could start (why Parsl's prefetch defaults to 0).
 std::uint32_t PoolPlanner::capacity() const {
   if (draining_) return 0;
   double shortest = 0;
   for (const auto& [job_id, mean] : mean_task_s_) {
-    if (mean <= 0 || mean >= kPipelineMaxTaskS || jobs_.count(job_id) == 0) continue;
+    if (mean <= 0 || mean >= kPrefetchMaxTaskS || jobs_.count(job_id) == 0) continue;
     if (shortest == 0 || mean < shortest) shortest = mean;
   }
   std::size_t extra = config_.prefetch;
-  if (shortest > 0) {
+  if (shortest >= kPipelineMaxTaskS) {
+    extra = std::max<std::size_t>(extra, config_.workers);
+  } else if (shortest > 0) {
     extra =
         std::max(extra, std::min(kMaxAutoPrefetch, 2 * config_.workers * pipeline_depth(shortest)));
   }

@@ -100,8 +100,8 @@ class PoolPlanner final {
   // start or retire. See pool_planner.cpp for the rules. The pool executes the actions in order;
   // a StartWorker that fails is reported with worker_start_failed() and assign() is asked again.
   [[nodiscard]] std::vector<PoolAction> assign(const std::vector<SlotView>& slots);
-  // Tasks the pool asks for: its workers plus its prefetch, raised for short tasks (see
-  // pool_planner.cpp); 0 while draining.
+  // Tasks the pool asks for: its workers plus its prefetch, raised for tasks under
+  // kPrefetchMaxTaskS (see pool_planner.cpp); 0 while draining.
   [[nodiscard]] std::uint32_t capacity() const;
   // How many more tasks may wait in the pipe of the worker `slot` (0: none).
   [[nodiscard]] std::size_t pipeline_room(const SlotView& slot) const;
@@ -128,6 +128,10 @@ class PoolPlanner final {
   static constexpr std::size_t kPipeBudgetBytes = 48 * 1024;
   // The most capacity() adds beyond the workers for short tasks.
   static constexpr std::size_t kMaxAutoPrefetch = 256;
+  // Tasks of a job whose mean is below this (and not below kPipelineMaxTaskS) make capacity()
+  // hold one task per worker beyond the workers: the interchange's round trip between two tasks
+  // is then not the workers' wait.
+  static constexpr double kPrefetchMaxTaskS = 1.0;
   // Tasks a busy worker may hold in its pipe for a job whose mean task time is `mean_task_s`
   // (below kPipelineMaxTaskS).
   [[nodiscard]] static std::size_t pipeline_depth(double mean_task_s);

@@ -55,10 +55,12 @@ TEST_CASE("integration.pool_loss.killed_pool_work_requeued_and_pool_reregisters"
   check_rows_once(dir / "out.txt", 40);
   CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 40);
   CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 40);
-  // The work pool-a held (running and queued: 2 workers, no prefetch) became POOL_LOST attempts.
+  // The work pool-a held became POOL_LOST attempts: running and queued, 2 workers and no
+  // configured prefetch, plus one task per worker that a pool holds once it has seen that the
+  // job's tasks (0.2 s) take under a second.
   const auto lost = sql_int(db, "select count(*) from attempts where status='POOL_LOST'");
   CHECK(lost >= 1);
-  CHECK(lost <= 2);
+  CHECK(lost <= 4);
   CHECK(sql_int(db,
                 "select count(*) from attempts where status='POOL_LOST' and "
                 "error_message like '%pool-a%lost%'") == lost);

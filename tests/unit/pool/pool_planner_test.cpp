@@ -167,6 +167,29 @@ TEST_CASE("pool.planner.prefetch_grows_when_workers_wait_on_short_tasks") {
   CHECK(p.capacity() == 6);
 }
 
+TEST_CASE("pool.planner.prefetch_holds_one_task_per_worker_for_sub_second_tasks") {
+  // A 0.25 s task (one torch mini-batch): the pool holds one more per worker, so that a worker
+  // starts its next task from the pool's queue instead of after the interchange's round trip.
+  auto p = planner(2);
+  CHECK(p.capacity() == 2);  // task times unknown: the configured prefetch (0)
+  p.task_finished(1, 0.25);
+  CHECK(p.capacity() == 2 + 2);
+  // Such tasks never wait in a busy worker's pipe: a sibling that ends first takes them.
+  CHECK(p.pipeline_room(worker(1, State::Busy, true)) == 0);
+  // A configured prefetch above one per worker stays.
+  auto q = planner(2, 5);
+  q.task_finished(1, 0.25);
+  CHECK(q.capacity() == 2 + 5);
+  // Tasks of a second or more keep the configured prefetch, and a dropped job no longer counts.
+  auto r = planner(2);
+  r.task_finished(1, 1.0);  // PoolPlanner::kPrefetchMaxTaskS
+  CHECK(r.capacity() == 2);
+  r.task_finished(2, 0.5);
+  CHECK(r.capacity() == 4);
+  (void)r.job_dropped(2);
+  CHECK(r.capacity() == 2);
+}
+
 TEST_CASE("pool.planner.pipeline_depth_is_about_two_ms_of_work_at_least_one_task") {
   CHECK(PoolPlanner::pipeline_depth(0.001) == 2);
   CHECK(PoolPlanner::pipeline_depth(0.01) == 1);
