@@ -118,7 +118,9 @@ TEST_CASE("integration.pool_loss.frozen_pool_declared_lost_its_late_results_disc
   TempDir dir("poolfreeze");
   const std::string db = dir / "fanout.db";
   Cluster cl;
-  auto client = start_two_pools_busy(dir, db, kFastBeats, cl, 16, "0.5", 1);
+  // 24 files: with 4 workers and one more task each held by the pools (0.5 s tasks), work is
+  // still pending after pool-a's first results.
+  auto client = start_two_pools_busy(dir, db, kFastBeats, cl, 24, "0.5", 1);
   // Frozen: its workers finish their runs, but the pool neither reads nor sends.
   cl.pools[0].signal(SIGSTOP);
   const bool declared_lost = wait_until(
@@ -137,10 +139,10 @@ TEST_CASE("integration.pool_loss.frozen_pool_declared_lost_its_late_results_disc
   // The thawed pool sends what its workers finished meanwhile (work that was reassigned): it is
   // refused, as the pool is no longer registered, so each row is written once although a
   // mini-batch may have run on both pools.
-  check_rows_once(dir / "out.txt", 16);
-  CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 16);
-  CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 16);
-  CHECK(read_lines(dir / "runs.txt").size() >= 16);
+  check_rows_once(dir / "out.txt", 24);
+  CHECK(sql_int(db, "select count(*) from attempts where status='RUN_DONE'") == 24);
+  CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded'") == 24);
+  CHECK(read_lines(dir / "runs.txt").size() >= 24);
   CHECK(!lost_mbs.empty());
   // It was told it is not registered, and registered again.
   CHECK(wait_until([&] { return pool_connected(db, "pool-a"); }, std::chrono::seconds(30)));
