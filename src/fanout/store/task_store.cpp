@@ -183,7 +183,9 @@ std::uint64_t TaskStore::max_pool_id() {
 
 std::vector<UnfinishedJob> TaskStore::recover() {
   std::lock_guard lk(impl_->db_mu);
-  return detail::recover(impl_->db, impl_->log);
+  auto out = detail::recover(impl_->db, impl_->log);
+  impl_->writer->forget_rows();
+  return out;
 }
 
 std::vector<std::pair<std::uint64_t, std::string>> TaskStore::unreported_jobs() {
@@ -198,7 +200,9 @@ std::vector<std::pair<std::uint64_t, std::string>> TaskStore::unreported_jobs() 
 
 std::uint64_t TaskStore::reopen_failed(std::uint64_t job_id) {
   std::lock_guard lk(impl_->db_mu);
-  return detail::reopen_failed(impl_->db, job_id);
+  const auto n = detail::reopen_failed(impl_->db, job_id);
+  impl_->writer->forget_rows();
+  return n;
 }
 
 void TaskStore::on_attempts_committed(AttemptListener listener) {
