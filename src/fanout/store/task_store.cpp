@@ -71,10 +71,13 @@ struct TaskStore::Impl {
       }
     }
     // synchronous=NORMAL: in WAL mode a commit is atomic and survives a process crash without
-    // an fsync per commit (the output files are synced before every commit, see Writer). A
-    // 64 MiB page cache (the default is 2 MiB) keeps the recently written pages of a large job
-    // in memory, where the updates that follow their inserts find them.
-    db.exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF; PRAGMA cache_size = -65536",
+    // an fsync per commit (the output files are synced before every commit, see Writer). An
+    // 8 MiB page cache (the default is 2 MiB) keeps the recently written pages of a job in
+    // memory, where the updates that follow their inserts find them; with deferred submission
+    // most rows are inserted with their final state, and 64 MiB cost 50-100 MB of the
+    // interchange's peak memory through 1,000,000 mini-batches without adding rate
+    // (docs/performance.md, section 4).
+    db.exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF; PRAGMA cache_size = -8192",
             "set pragmas");
     apply_migrations(db, log);
     writer = std::make_unique<detail::Writer>(db, log);
