@@ -12,7 +12,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "fanout/store/db.hpp"
 #include "job_fixture.hpp"
@@ -57,6 +59,28 @@ std::string job_yaml(const std::string& name, const std::string& data, const std
   job.output = out;
   job.task = "  type: run_function\n  code: " + code + "\n  entry_script: score.py\n";
   return job_yaml(job);
+}
+
+// The job's counts as stored (its job_tallies row) and as a full count of its rows.
+std::pair<std::string, std::string> stored_and_counted(const std::string& db,
+                                                       const std::string& job) {
+  const auto stored = sql_column(
+      db,
+      "select submitted || ',' || succeeded || ',' || failed || ',' || pending || ',' || running "
+      "|| ',' || items_succeeded || ',' || items_failed || ',' || attempts || ',' || "
+      "attempts_failed from job_tallies where job_id = " +
+          job);
+  const auto counted = sql_column(
+      db,
+      "select count(*) || ',' || coalesce(sum(state = 'succeeded'), 0) || ',' || "
+      "coalesce(sum(state = 'failed'), 0) || ',' || coalesce(sum(state = 'pending'), 0) || ',' "
+      "|| coalesce(sum(state = 'running'), 0) || ',' || coalesce(sum(CASE WHEN state = "
+      "'succeeded' THEN succeeded ELSE 0 END), 0) || ',' || coalesce(sum(CASE state WHEN "
+      "'succeeded' THEN failed WHEN 'failed' THEN items ELSE 0 END), 0) || ',' || (select "
+      "count(*) from attempts where job_id = " +
+          job + ") || ',' || (select count(*) from attempts where job_id = " + job +
+          " and status != 'RUN_DONE') from minibatches where job_id = " + job);
+  return {stored.empty() ? "" : stored[0], counted.empty() ? "" : counted[0]};
 }
 
 void set_running(const std::string& db, long long job) {
@@ -118,6 +142,11 @@ TEST_CASE("integration.storage_failure.a_full_output_disk_fails_its_job_not_the_
                         a_id) == static_cast<long long>(fs::file_size(dir / "full/out.txt")));
   CHECK(sql_int(db, "select count(*) from minibatches where state='succeeded' and job_id=" +
                         a_id) == static_cast<long long>(read_lines(dir / "full/out.txt").size()));
+  // Its counts too: the results taken back were counted out.
+  {
+    const auto [stored, counted] = stored_and_counted(db, a_id);
+    CHECK(stored == counted);
+  }
 
   // B succeeded, every row exactly once, and the interchange still runs.
   CHECK(sb->code == 0);
@@ -150,6 +179,10 @@ TEST_CASE("integration.storage_failure.a_full_output_disk_fails_its_job_not_the_
   CHECK(c.status.code == 0);
   CHECK(sql_column(db, "select state from jobs where id=" + a_id) ==
         std::vector<std::string>{"cancelled"});
+  for (const auto& job : {a_id, b_id}) {
+    const auto [stored, counted] = stored_and_counted(db, job);
+    CHECK(stored == counted);
+  }
 }
 
 TEST_CASE("integration.storage_failure.a_full_logs_folder_is_said_and_report_writes_it_later") {

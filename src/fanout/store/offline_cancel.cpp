@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "fanout/store/db.hpp"
+#include "fanout/store/detail/tallies.hpp"
 #include "fanout/store/owner_lock.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/error.hpp"
@@ -36,6 +37,7 @@ Expected<bool> cancel_unowned(const std::string& db_path, std::uint64_t job_id,
                       "UPDATE minibatches SET state = 'pending', tries = max(tries - 1, 0) "
                       "WHERE job_id = ?1 AND state = 'running'");
     requeue.bind(1, job_id).run();
+    if (db.query_int("SELECT changes()") > 0) detail::recount_tallies(db, job_id);
     Statement cancel(db,
                      "UPDATE jobs SET state = 'cancelled', reason = ?2, ended = ?3 WHERE id = ?1");
     cancel.bind(1, job_id).bind(2, reason).bind(3, unix_now()).run();

@@ -71,10 +71,13 @@ struct TaskStore::Impl {
       }
     }
     // synchronous=NORMAL: in WAL mode a commit is atomic and survives a process crash without
-    // an fsync per commit (the output files are synced before every commit, see Writer). A
-    // 64 MiB page cache (the default is 2 MiB) keeps the recently written pages of a large job
-    // in memory, where the updates that follow their inserts find them.
-    db.exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF; PRAGMA cache_size = -65536",
+    // an fsync per commit (the output files are synced before every commit, see Writer). An
+    // 8 MiB page cache (the default is 2 MiB) keeps the recently written pages of a job in
+    // memory, where the updates that follow their inserts find them; with deferred submission
+    // most rows are inserted with their final state, and 64 MiB cost 50-100 MB of the
+    // interchange's peak memory through 1,000,000 mini-batches without adding rate
+    // (docs/performance.md, section 4).
+    db.exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF; PRAGMA cache_size = -8192",
             "set pragmas");
     apply_migrations(db, log);
     writer = std::make_unique<detail::Writer>(db, log);
@@ -183,7 +186,9 @@ std::uint64_t TaskStore::max_pool_id() {
 
 std::vector<UnfinishedJob> TaskStore::recover() {
   std::lock_guard lk(impl_->db_mu);
-  return detail::recover(impl_->db, impl_->log);
+  auto out = detail::recover(impl_->db, impl_->log);
+  impl_->writer->forget_rows();
+  return out;
 }
 
 std::vector<std::pair<std::uint64_t, std::string>> TaskStore::unreported_jobs() {
@@ -198,7 +203,9 @@ std::vector<std::pair<std::uint64_t, std::string>> TaskStore::unreported_jobs() 
 
 std::uint64_t TaskStore::reopen_failed(std::uint64_t job_id) {
   std::lock_guard lk(impl_->db_mu);
-  return detail::reopen_failed(impl_->db, job_id);
+  const auto n = detail::reopen_failed(impl_->db, job_id);
+  impl_->writer->forget_rows();
+  return n;
 }
 
 void TaskStore::on_attempts_committed(AttemptListener listener) {

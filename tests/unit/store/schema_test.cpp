@@ -40,7 +40,7 @@ void undo_job_tallies(Db& db) {
        {"job_tallies_job", "job_tallies_job_gone", "job_tallies_minibatch",
         "job_tallies_minibatch_changed", "job_tallies_minibatch_gone", "job_tallies_attempt",
         "job_tallies_attempt_changed", "job_tallies_attempt_gone"}) {
-    db.exec((std::string("DROP TRIGGER ") + t).c_str());
+    db.exec((std::string("DROP TRIGGER IF EXISTS ") + t).c_str());
   }
   db.exec("DROP TABLE job_tallies");
   db.exec("DROP VIEW job_counts");
@@ -64,8 +64,41 @@ FROM jobs j LEFT JOIN minibatches m ON m.job_id = j.id
 GROUP BY j.id)sql");
 }
 
+// Takes a current store back to version 8: job_tallies kept by triggers on minibatches and
+// attempts (those of the job_tallies migration, abridged to what the test's rows need: states
+// and item counts of inserted and updated rows, and inserted attempts).
+void undo_version_9(Db& db) {
+  db.exec(R"sql(
+CREATE TRIGGER job_tallies_minibatch AFTER INSERT ON minibatches BEGIN
+  UPDATE job_tallies SET submitted = submitted + 1, pending = pending + (new.state = 'pending'),
+    running = running + (new.state = 'running'), succeeded = succeeded + (new.state = 'succeeded'),
+    failed = failed + (new.state = 'failed')
+  WHERE job_id = new.job_id;
+END;
+CREATE TRIGGER job_tallies_minibatch_changed AFTER UPDATE OF state ON minibatches BEGIN
+  SELECT 1;
+END;
+CREATE TRIGGER job_tallies_minibatch_gone AFTER DELETE ON minibatches BEGIN
+  SELECT 1;
+END;
+CREATE TRIGGER job_tallies_attempt AFTER INSERT ON attempts BEGIN
+  UPDATE job_tallies SET attempts = attempts + 1 WHERE job_id = new.job_id;
+END;
+CREATE TRIGGER job_tallies_attempt_changed AFTER UPDATE OF status ON attempts BEGIN
+  SELECT 1;
+END;
+CREATE TRIGGER job_tallies_attempt_gone AFTER DELETE ON attempts BEGIN
+  SELECT 1;
+END;
+)sql");
+  db.exec("PRAGMA user_version = 8");
+}
+
 // Takes a current store back to what the pool_jobs migration found: without that table.
-void undo_version_8(Db& db) { db.exec("DROP TABLE pool_jobs"); }
+void undo_version_8(Db& db) {
+  undo_version_9(db);
+  db.exec("DROP TABLE pool_jobs");
+}
 
 // Takes a current store back to what version 6 found: without fanout explore's tables.
 void undo_version_6(Db& db) {
@@ -381,4 +414,50 @@ TEST_CASE("store.schema.job_tallies_migration_counts_the_jobs_already_stored") {
   CHECK(sql_text(path,
                  "SELECT succeeded || ',' || running || ',' || attempts FROM job_counts "
                  "WHERE job_id = 1") == "2,0,3");
+}
+
+TEST_CASE("store.schema.version_9_drops_the_count_triggers_and_counts_every_job") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  const std::string counts =
+      "SELECT group_concat(c, ';') FROM (SELECT job_id || ':' || total || ',' || submitted || ',' "
+      "|| succeeded || ',' || failed || ',' || pending || ',' || running || ',' || "
+      "items_succeeded || ',' || items_failed || ',' || attempts || ',' || attempts_failed AS c "
+      "FROM job_counts ORDER BY job_id)";
+  const std::string triggers = "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'";
+  using S = proto::AttemptStatus;
+  {
+    TaskStore store(path, quiet_logger());
+    store.create_job(1, make_spec(dir.file("out1.txt")), 100.0);
+    store.add_minibatches(
+        1, {make_batch(0, {"/in/a", "/in/b"}), make_batch(1, {"/in/c"}), make_batch(2, {"/in/d"})});
+    for (std::uint64_t i = 0; i < 3; ++i) store.mark_running(1, i, 1);
+    store.record_attempt(make_attempt(1, 1, 0, 1, S::RunDone, "succeeded", "a\n", true));
+    store.record_attempt(make_attempt(2, 1, 1, 1, S::RunException, "failed"));
+    store.create_job(2, make_spec(""), 100.0);  // a job with no mini-batches
+    store.flush();
+  }
+  const std::string expected = "1:3,3,1,1,0,1,2,1,2,1;2:0,0,0,0,0,0,0,0,0,0";
+  {
+    Db db(path, Db::Mode::ReadWriteCreate);
+    undo_version_9(db);
+    // A version 8 store whose triggers counted these rows, and a count that a recount fixes.
+    db.exec("UPDATE job_tallies SET attempts = 99, items_failed = 7 WHERE job_id = 1");
+  }
+  CHECK(sql_int(path, triggers) == 8);
+  CHECK(sql_text(path, counts) != expected);
+  { TaskStore store(path, quiet_logger()); }
+  CHECK(sql_int(path, "PRAGMA user_version") == kSchemaVersion);
+  CHECK(sql_int(path, triggers) == 2);  // a job's row added and removed with the job
+  CHECK(sql_text(path, counts) == expected);
+  // The writer goes on from the counts the migration made, for a job created before it.
+  {
+    TaskStore store(path, quiet_logger());
+    store.record_attempt(make_attempt(3, 1, 2, 1, S::RunDone, "succeeded", "d\n", true));
+    store.create_job(3, make_spec(""), 200.0);
+    store.add_minibatches(3, {make_batch(0, {"/in/e"})});
+    store.flush();
+  }
+  CHECK(sql_text(path, counts) ==
+        "1:3,3,2,1,0,0,4,1,3,1;2:0,0,0,0,0,0,0,0,0,0;3:1,1,0,0,1,0,0,0,0,0");
 }

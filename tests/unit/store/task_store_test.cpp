@@ -14,12 +14,15 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "fanout/store/db.hpp"
+#include "fanout/store/offline_cancel.hpp"
 #include "fanout/store/reader.hpp"
 #include "fanout/store/report_source.hpp"
 #include "fanout/util/error.hpp"
@@ -575,5 +578,133 @@ TEST_CASE("store.task_store.stored_counts_equal_a_full_count_through_retries_and
     CHECK(store.reopen_failed(1) == 2);
     CHECK(stored_counts(path, 1) == scanned_counts(path, 1));
     CHECK(sql_int(path, "SELECT pending FROM job_counts WHERE job_id = 1") == 2);
+    // The resumed job runs on in the same process: the writer reads its rows once.
+    auto unfinished = store.recover();
+    REQUIRE(unfinished.size() == 1);
+    store.mark_running(1, 2, 1);
+    store.record_attempt(make_attempt(8, 1, 2, 1, S::RunDone, "succeeded", "ee\n", true));
+    store.mark_running(1, 3, 1);
+    store.flush();
+    CHECK(stored_counts(path, 1) == scanned_counts(path, 1));
+    // A result that overwrites a succeeded mini-batch (whose item counts the writer does not
+    // keep), and one of a job that ended in this process.
+    store.record_attempt(make_attempt(9, 1, 2, 2, S::RunException, "failed"));
+    store.finish_job(1, "failed", "stopped", 3000.0);
+    store.record_attempt(make_attempt(10, 1, 3, 1, S::RunDone, "succeeded"));
+    store.flush();
+    CHECK(stored_counts(path, 1) == scanned_counts(path, 1));
   }
+  {
+    // Held mini-batches written with their first result, a dispatch and its result in one
+    // transaction, and a job cancelled offline (by the client, with no interchange) while
+    // mini-batches were running.
+    TaskStore store(path, quiet_logger());
+    store.create_job(3, make_spec(""), 4000.0);
+    store.add_minibatches(
+        3, {make_batch(0, {"/in/a"}), make_batch(1, {"/in/b", "/in/c"}), make_batch(2, {"/in/d"})});
+    store.mark_running(3, 0, 1);
+    store.record_attempt(make_attempt(11, 3, 0, 1, S::RunDone, "succeeded"));
+    store.mark_running(3, 1, 1);
+    store.mark_running(3, 2, 1);
+    store.flush();
+    CHECK(stored_counts(path, 3) == scanned_counts(path, 3));
+    CHECK(sql_int(path, "SELECT running FROM job_counts WHERE job_id = 3") == 2);
+  }
+  REQUIRE(fanout::store::cancel_unowned(path, 3, "cancelled by the user").value());
+  CHECK(stored_counts(path, 3) == scanned_counts(path, 3));
+  CHECK(sql_int(path, "SELECT pending FROM job_counts WHERE job_id = 3") == 2);
+}
+
+namespace {
+
+// One run of random operations through TaskStore's public API (the interchange's calls, the
+// client's offline cancel and resume --failed, restarts), checking after each commit that
+// every job's stored counts are a full count of its rows.
+void random_store_run(unsigned seed) {
+  CAPTURE(seed);
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  std::mt19937 rng(seed);
+  auto pick = [&rng](std::uint64_t n) {
+    return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng);
+  };
+  using S = proto::AttemptStatus;
+  constexpr std::uint64_t kJobs = 3;
+  std::vector<std::uint64_t> submitted(kJobs + 1, 0);  // next index, by job
+  std::vector<std::vector<bool>> output_written(kJobs + 1);
+  std::uint64_t task_id = 1;
+  auto check_all = [&] {
+    for (std::uint64_t job = 1; job <= kJobs; ++job) {
+      CAPTURE(job);
+      REQUIRE(stored_counts(path, job) == scanned_counts(path, job));
+    }
+  };
+  auto store = std::make_unique<TaskStore>(path, quiet_logger());
+  for (std::uint64_t job = 1; job <= kJobs; ++job) {
+    store->create_job(job, make_spec(job == 1 ? dir.file("out/" + std::to_string(seed)) : ""),
+                      1000.0);
+  }
+  for (int step = 0; step < 300; ++step) {
+    const std::uint64_t job = 1 + pick(kJobs);
+    const std::uint64_t op = pick(100);
+    if (op < 15) {
+      // New mini-batches, or (sometimes) some submitted again, as after a restart.
+      std::vector<proto::MiniBatch> batches;
+      std::uint64_t first = submitted[job];
+      if (first > 0 && pick(4) == 0) first = pick(first);
+      const std::uint64_t n = 1 + pick(4);
+      for (std::uint64_t i = first; i < first + n; ++i) {
+        std::vector<std::string> items(1 + pick(3), "/in/x");
+        batches.push_back(make_batch(i, std::move(items)));
+      }
+      submitted[job] = std::max(submitted[job], first + n);
+      output_written[job].resize(submitted[job], false);
+      store->add_minibatches(job, std::move(batches));
+    } else if (op < 40 && submitted[job] > 0) {
+      store->mark_running(job, pick(submitted[job]), static_cast<std::uint32_t>(1 + pick(3)));
+    } else if (op < 75 && submitted[job] > 0) {
+      const std::uint64_t index = pick(submitted[job]);
+      static constexpr S kStatuses[] = {S::RunDone, S::RunException, S::RunTimeout, S::WorkerLost,
+                                        S::PoolLost};
+      const S status = kStatuses[pick(std::size(kStatuses))];
+      static constexpr const char* kStates[] = {"pending", "failed", "succeeded", "running"};
+      std::string state = status == S::RunDone ? "succeeded" : kStates[pick(std::size(kStates))];
+      const bool output = state == "succeeded" && job == 1 && !output_written[job][index];
+      if (output) output_written[job][index] = true;
+      auto rec = make_attempt(task_id++, job, index, static_cast<std::uint32_t>(1 + pick(3)),
+                              status, state, output ? "row\n" : "", output);
+      rec.result.items = pick(4);  // not always the mini-batch's own count
+      rec.result.succeeded = pick(3);
+      rec.result.failed = pick(3);
+      store->record_attempt(std::move(rec));
+    } else if (op < 80) {
+      store->set_submit_done(job, submitted[job]);
+    } else if (op < 83) {
+      store->finish_job(job, pick(2) == 0 ? "succeeded" : "failed", "", 2000.0);
+    } else if (op < 95) {
+      store->flush();
+      check_all();
+    } else {
+      // A restart; in between, maybe an offline cancel, then maybe resume --failed.
+      store.reset();
+      check_all();
+      if (pick(3) == 0) {
+        auto cancelled = fanout::store::cancel_unowned(path, job, "cancelled");
+        REQUIRE(cancelled.has_value());
+        check_all();
+      }
+      store = std::make_unique<TaskStore>(path, quiet_logger());
+      if (pick(2) == 0) (void)store->reopen_failed(job);
+      (void)store->recover();
+      check_all();
+    }
+  }
+  store->flush();
+  check_all();
+}
+
+}  // namespace
+
+TEST_CASE("store.task_store.stored_counts_equal_a_full_count_after_random_operations") {
+  for (unsigned seed = 1; seed <= 8; ++seed) random_store_run(seed);
 }

@@ -6,6 +6,7 @@
 
 #include "fanout/store/detail/encoding.hpp"
 #include "fanout/store/detail/output_file.hpp"
+#include "fanout/store/detail/tallies.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/error.hpp"
 
@@ -24,6 +25,7 @@ std::uint64_t reopen_failed(Db& db, std::uint64_t job_id) {
                    "WHERE job_id = ?1 AND state = 'failed'");
   reopen.bind(1, job_id).run();
   const auto n = static_cast<std::uint64_t>(db.query_int("SELECT changes()"));
+  if (n > 0) recount_tallies(db, job_id);
   Statement rerun(db,
                   "UPDATE jobs SET state = 'running', reason = '', ended = NULL "
                   "WHERE id = ?1 AND state != 'running'");
@@ -126,6 +128,7 @@ SELECT max(coalesce((SELECT max(m.output_offset + m.output_bytes)
   for (const auto& u : out) {
     requeue.bind(1, u.job_id);
     requeue.run();
+    if (db.query_int("SELECT changes()") > 0) recount_tallies(db, u.job_id);
   }
   const double now = unix_now();
   for (const auto& [id, reason] : broken) {

@@ -102,7 +102,8 @@ UPDATE minibatches SET state = 'pending', tries = ?3, succeeded = 0, failed = 0,
 WHERE job_id = ?1 AND id = ?2)sql"),
       fail_job_(db,
                 "UPDATE jobs SET state = 'failed', reason = ?2, ended = coalesce(ended, ?3) "
-                "WHERE id = ?1") {}
+                "WHERE id = ?1"),
+      tallies_(db) {}
 
 // ---- A job's storage failure ----
 // A job's output file that cannot be written (ENOSPC, EIO, EDQUOT, EROFS, ...) fails that job
@@ -137,8 +138,10 @@ void Writer::apply(std::span<Op> ops) {
       fail_job_.bind(1, job_id).bind(2, reason).bind(3, now);
       fail_job_.run();
     }
+    tallies_.apply();
     tx.commit();
   } catch (...) {
+    tallies_.discard();
     attempts_.clear();
     committed_.clear();
     committed_recs_.clear();
@@ -165,6 +168,7 @@ void Writer::fail_job_output(std::uint64_t job_id, const std::string& reason) {
     drop_attempt_.run();
     reopen_minibatch_.bind(1, job_id).bind(2, a.index).bind(3, a.attempt > 0 ? a.attempt - 1 : 0);
     reopen_minibatch_.run();
+    tallies_.reopened(job_id, a.index);
     taken_back.insert(a.task_id);
   }
   // Nor do the reports see them.
@@ -275,6 +279,7 @@ void Writer::do_op(std::unique_ptr<CreateJob>& op) {
     insert_job_.bind(11, output_start);
   }
   insert_job_.run();
+  tallies_.job_created(op->job_id);
 }
 
 // ---- Deferred submission ----
@@ -323,7 +328,10 @@ void Writer::write_held(std::uint64_t job_id, HeldJob& job, std::size_t n) {
   rows_.clear();
   for (std::size_t i = 0; i < n; ++i) {
     const HeldMiniBatch& e = job.entries[i];
-    if (!e.written) rows_.push_back(SubmittedRow{job_id, &e.mb, e.tries, e.running});
+    if (e.written) continue;
+    rows_.push_back(SubmittedRow{job_id, &e.mb, e.tries, e.running});
+    tallies_.submitted(job_id, e.mb.index, e.running ? RowState::Running : RowState::Pending,
+                       e.mb.items.size());
   }
   insert_minibatch_.run(rows_.size(), [this](Statement& st, int b, std::size_t i) {
     const SubmittedRow& r = rows_[i];
@@ -413,6 +421,7 @@ void Writer::do_op(MarkRunning& op) {
     return;
   }
   flush_attempts();  // a retry's earlier result must not overwrite this
+  tallies_.running(op.job_id, op.index);
   mark_running_.bind(1, op.job_id).bind(2, op.index).bind(3, op.tries);
   mark_running_.run();
 }
@@ -445,6 +454,13 @@ void Writer::do_op(AttemptRecord& rec) {
 // Writes the queued results' rows, up to 64 per statement.
 void Writer::flush_attempts() {
   if (attempts_.empty()) return;
+  for (const QueuedAttempt& q : attempts_) {
+    const auto& r = q.rec->result;
+    tallies_.attempt(r.job_id,
+                     static_cast<proto::AttemptStatus>(r.status) != proto::AttemptStatus::RunDone);
+    tallies_.result(r.job_id, r.index, row_state(q.rec->minibatch_state),
+                    q.held != nullptr ? q.held->items.size() : r.items, r.succeeded, r.failed);
+  }
   insert_attempt_.run(attempts_.size(), [this](Statement& st, int b, std::size_t i) {
     const AttemptRecord& rec = *attempts_[i].rec;
     const auto& r = rec.result;
@@ -510,6 +526,7 @@ void Writer::do_op(FinishJob& op) {
     write_held(op.job_id, it->second, it->second.entries.size());
     held_.erase(it);
   }
+  tallies_.job_finished(op.job_id);
   // A job whose output failed ends failed, for that reason, whatever else ended it meanwhile.
   if (auto f = failed_outputs_.find(op.job_id); f != failed_outputs_.end()) {
     finish_job_.bind(1, op.job_id).bind(2, "failed").bind(3, f->second).bind(4, op.ended);

@@ -23,6 +23,7 @@
 #include "fanout/store/detail/multi_row.hpp"
 #include "fanout/store/detail/ops.hpp"
 #include "fanout/store/detail/output_file.hpp"
+#include "fanout/store/detail/tallies.hpp"
 #include "fanout/store/records.hpp"
 #include "fanout/util/log.hpp"
 
@@ -89,6 +90,10 @@ class Writer final {
   [[nodiscard]] std::vector<std::pair<std::uint64_t, std::string>> take_failed_jobs() {
     return std::exchange(newly_failed_, {});
   }
+
+  // Rows were changed by statements of another part of the store (recovery, resume
+  // --failed), which counted their jobs in full: what the writer knew of them is forgotten.
+  void forget_rows() { tallies_.forget_all(); }
 
   // When the oldest held mini-batch is due to be written without a result (max: none held);
   // apply({}) at that time writes it.
@@ -180,6 +185,7 @@ class Writer final {
   Statement drop_attempt_;
   Statement reopen_minibatch_;
   Statement fail_job_;
+  Tallies tallies_;  // job_tallies, counted as rows are written
 };
 
 }  // namespace fanout::store::detail
