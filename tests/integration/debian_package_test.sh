@@ -15,7 +15,7 @@ if [ "$hooks" = True ]; then
   echo "SKIP: $build has -Dtest_hooks=true; the package comes from a build without it (.ci/run runs this on build-release)" >&2
   exit 77
 fi
-if dpkg-query -W -f='${Status}' fanout 2>/dev/null | grep -q "install ok installed"; then
+if dpkg-query -W -f='${Status}' fanout 2>/dev/null | grep "install ok installed" >/dev/null; then
   echo "SKIP: a fanout package is already installed here; this test would replace it" >&2; exit 77
 fi
 work=$(mktemp -d)
@@ -26,14 +26,16 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# A pipe into grep reads all of its input (no -q): under pipefail, grep -q leaving at the first
+# match could fail the writer with SIGPIPE, and the check with it.
 
 deb=$(bash "$src/tools/build_deb.sh" "$build" "$work")
 echo "built $deb"
-dpkg-deb -I "$deb" | grep -q 'Depends:.*libzmq5' || fail "the package does not depend on libzmq5"
+dpkg-deb -I "$deb" | grep 'Depends:.*libzmq5' >/dev/null || fail "the package does not depend on libzmq5"
 installed=1
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >/dev/null ||
   fail "apt-get install $deb failed"
-dpkg-query -W -f='${Status}' fanout | grep -q "install ok installed" || fail "fanout is not installed"
+dpkg-query -W -f='${Status}' fanout | grep "install ok installed" >/dev/null || fail "fanout is not installed"
 
 # The installed programs, not the build tree's: a clean PATH and no FANOUT_* pointers.
 env_clean=(env -i HOME="$work/home" PATH=/usr/bin:/bin LANG=C.UTF-8)
@@ -60,9 +62,9 @@ got=$("${env_clean[@]}" fanout python -c 'import fanout, os; print(fanout.__file
 [ -f /usr/share/fanout/python-sdk/README.md ] || fail "the SDK folder is not installed"
 
 for m in fanout fanout-interchange fanout-pool; do
-  zcat "/usr/share/man/man1/$m.1.gz" | grep -q '^\.SH OPTIONS' || fail "man page $m.1 has no OPTIONS"
+  zcat "/usr/share/man/man1/$m.1.gz" | grep '^\.SH OPTIONS' >/dev/null || fail "man page $m.1 has no OPTIONS"
 done
-zcat /usr/share/man/man1/fanout.1.gz | grep -q '^\.SS "fanout run"' || fail "fanout.1 lacks fanout run"
+zcat /usr/share/man/man1/fanout.1.gz | grep '^\.SS "fanout run"' >/dev/null || fail "fanout.1 lacks fanout run"
 got=$("${env_clean[@]}" bash -c 'source /usr/share/bash-completion/completions/fanout
   COMP_WORDS=(fanout re); COMP_CWORD=1; _fanout; echo "${COMPREPLY[*]}"
   COMP_WORDS=(fanout run --prefe); COMP_CWORD=2; _fanout; echo "${COMPREPLY[*]}"')
