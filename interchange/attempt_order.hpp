@@ -28,6 +28,18 @@ class AttemptOrder final {
   // A committed attempt. `wanted`: its job's report is being built (else only its id counts).
   // An id seen before, or below next(), is ignored.
   void arrive(store::CommittedAttempt&& a, bool wanted);
+  // arrive(a, wanted) then release(fn), where an attempt that is next in order goes to `fn`
+  // straight away instead of through the held map (no node, no move of its text).
+  template <typename Fn>
+  void arrive_and_release(store::CommittedAttempt& a, bool wanted, Fn&& fn) {
+    if (a.id == next_ && (held_.empty() || held_.begin()->first != next_)) {
+      if (wanted) fn(a);
+      ++next_;
+    } else {
+      arrive(std::move(a), wanted);
+    }
+    release(fn);
+  }
   // An id that will never be committed (a task id taken but never handed out, or handed back
   // unstarted).
   void skip(std::uint64_t id);

@@ -146,27 +146,25 @@ void ReportWriter::feed(const std::vector<std::uint64_t>& skips, Batches batches
   if (!order_ || !src_) return;
   bool reading = false;
   try {
-    auto release = [&] {
-      order_->release([&](store::CommittedAttempt& a) {
-        auto it = watched_.find(a.job_id);
-        if (it == watched_.end() || !it->second->builder) return;
-        try {
-          add(a, *it->second->builder, reading);
-        } catch (const Failure&) {
-          it->second->builder.reset();  // written in one pass at the end
-        }
-      });
+    auto to_report = [&](store::CommittedAttempt& a) {
+      auto it = watched_.find(a.job_id);
+      if (it == watched_.end() || !it->second->builder) return;
+      try {
+        add(a, *it->second->builder, reading);
+      } catch (const Failure&) {
+        it->second->builder.reset();  // written in one pass at the end
+      }
     };
     for (auto id : skips) order_->skip(id);
-    release();  // what the skips alone let through
+    order_->release(to_report);  // what the skips alone let through
     // One commit at a time, as they came: what is held is measured after each, however many
     // commits waited for the thread.
     for (auto& batch : batches) {
       for (auto& a : batch) {
         auto it = watched_.find(a.job_id);
-        order_->arrive(std::move(a), it != watched_.end() && it->second->builder != nullptr);
+        order_->arrive_and_release(a, it != watched_.end() && it->second->builder != nullptr,
+                                   to_report);
       }
-      release();
       if (order_->held() > limits_.max_held) {
         give_up();
         break;

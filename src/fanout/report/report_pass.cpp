@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <utility>
 
 #include "fanout/report/format.hpp"
 
@@ -33,9 +34,49 @@ void int_field(std::string& out, bool present, std::int64_t v) {
   if (present) fmt::format_to(std::back_inserter(out), "{}", v);
 }
 
+// sql_round_text(x, digits) appended to out without a string of its own.
+void append_round(std::string& out, double x, int digits) {
+  // Below 1e15 the fixed text fits the buffer: at most 16 digits, a sign, a point and `digits`.
+  if (!std::isfinite(x) || std::fabs(x) >= 1e15 || digits > 6) {
+    out += sql_round_text(x, digits);
+    return;
+  }
+  char fixed[48];
+  const auto end = fmt::format_to_n(fixed, sizeof fixed - 1, "{:.{}f}", x, digits).out;
+  *end = '\0';
+  const std::size_t at = out.size();
+  fmt::format_to(std::back_inserter(out), "{:.15g}", std::strtod(fixed, nullptr));
+  if (out.find_first_of(".eEni", at) == std::string::npos) out += ".0";
+}
+
 void round_field(std::string& out, bool present, double v, int digits) {
   out += ',';
-  if (present) out += sql_round_text(v, digits);
+  if (present) append_round(out, v, digits);
+}
+
+// SQLite's milliseconds since the Unix epoch for `unix_seconds`, split into whole seconds and
+// the milliseconds past them.
+std::pair<std::int64_t, std::int64_t> sql_time_parts(double unix_seconds) {
+  // SQLite: julian day in ms = (sqlite3_int64)(s * 1000 + 210866760000000 + 0.5).
+  constexpr std::int64_t kEpochJdMs = 210866760000000LL;
+  const auto jd_ms = static_cast<std::int64_t>(unix_seconds * 1000.0 + 210866760000000.0 + 0.5);
+  const std::int64_t ms = jd_ms - kEpochJdMs;
+  std::int64_t secs = ms / 1000;
+  std::int64_t frac = ms % 1000;
+  if (frac < 0) {
+    frac += 1000;
+    secs -= 1;
+  }
+  return {secs, frac};
+}
+
+// "YYYY-MM-DDTHH:MM:SS." of a second since the Unix epoch.
+std::string sql_second_prefix(std::int64_t secs) {
+  auto t = static_cast<std::time_t>(secs);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
 void time_field(std::string& out, const std::optional<double>& t) {
@@ -52,21 +93,8 @@ std::string sql_round_text(double x, int digits) {
 }
 
 std::string sql_time_text(double unix_seconds) {
-  // SQLite: julian day in ms = (sqlite3_int64)(s * 1000 + 210866760000000 + 0.5).
-  constexpr std::int64_t kEpochJdMs = 210866760000000LL;
-  const auto jd_ms = static_cast<std::int64_t>(unix_seconds * 1000.0 + 210866760000000.0 + 0.5);
-  const std::int64_t ms = jd_ms - kEpochJdMs;
-  std::int64_t secs = ms / 1000;
-  std::int64_t frac = ms % 1000;
-  if (frac < 0) {
-    frac += 1000;
-    secs -= 1;
-  }
-  auto t = static_cast<std::time_t>(secs);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+  const auto [secs, frac] = sql_time_parts(unix_seconds);
+  return fmt::format("{}{:03}Z", sql_second_prefix(secs), frac);
 }
 
 void ReportPass::Sums::add(const store::AttemptRow& a) {
@@ -115,16 +143,45 @@ ReportPass::ReportPass(AtomicFile& processed, std::string_view processed_header,
   buf_ += '\n';
 }
 
+ReportPass::Process& ReportPass::process_of(const store::AttemptRow& a) {
+  const ProcessKeyView view{a.has_node ? std::optional<std::string_view>(a.node) : std::nullopt,
+                            a.has_pool ? std::optional<std::string_view>(a.pool) : std::nullopt,
+                            a.process};
+  if (auto it = processes_.find(view); it != processes_.end()) return it->second;
+  ProcessKey key{a.has_node ? std::optional<std::string>(a.node) : std::nullopt,
+                 a.has_pool ? std::optional<std::string>(a.pool) : std::nullopt,
+                 std::string(a.process)};
+  Process& p = processes_.try_emplace(std::move(key)).first->second;
+  p.shown = a.pool.empty() ? std::string(a.process) : fmt::format("{}/{}", a.pool, a.process);
+  // node_summary: attempts with a node. Its pools and processes follow from the key, so they
+  // are added once, with the key.
+  if (!a.node.empty()) {
+    Node& n = nodes_[std::string(a.node)];
+    if (a.has_pool) n.pools.insert(std::string(a.pool));
+    n.processes.insert(fmt::format("{}/{}", a.pool, a.process));
+    p.node = &n;
+  }
+  return p;
+}
+
+void ReportPass::append_time(double unix_seconds) {
+  const auto [secs, frac] = sql_time_parts(unix_seconds);
+  if (time_prefix_.empty() || secs != time_second_) {
+    time_prefix_ = sql_second_prefix(secs);
+    time_second_ = secs;
+  }
+  buf_ += time_prefix_;
+  fmt::format_to(std::back_inserter(buf_), "{:03}Z", frac);
+}
+
 void ReportPass::add(const store::AttemptRow& a) {
   // processed_mini-batches.csv: the columns of view processed_minibatches.
-  std::string shown;
-  if (!a.process.empty()) {
-    shown = a.pool.empty() ? std::string(a.process) : fmt::format("{}/{}", a.pool, a.process);
-  }
+  Process* p = a.process.empty() ? nullptr : &process_of(a);
+  const std::string_view shown = p != nullptr ? std::string_view(p->shown) : std::string_view();
   fmt::format_to(std::back_inserter(buf_), "{},{}", a.minibatch_id, a.attempt);
   field(buf_, shown);
   buf_ += ',';
-  if (a.has_start) buf_ += sql_time_text(a.start);
+  if (a.has_start) append_time(a.start);
   int_field(buf_, a.has_items, a.items);
   int_field(buf_, a.has_succeeded, a.succeeded);
   int_field(buf_, a.has_failed, a.failed);
@@ -140,29 +197,18 @@ void ReportPass::add(const store::AttemptRow& a) {
   if (buf_.size() >= kChunk) finish_processed();
 
   if (a.status != "RUN_DONE" && first_failed_.size() < first_errors_) {
-    first_failed_.push_back(store::FailedAttemptRow{static_cast<std::int64_t>(a.minibatch_id),
-                                                    a.attempt, std::string(a.status),
-                                                    std::string(a.error_message), shown});
+    first_failed_.push_back(store::FailedAttemptRow{
+        static_cast<std::int64_t>(a.minibatch_id), a.attempt, std::string(a.status),
+        std::string(a.error_message), std::string(shown)});
   }
-  if (a.process.empty()) return;
+  if (p == nullptr) return;
   // process_summary: by node, pool, process.
-  ProcessKey key{a.has_node ? std::optional<std::string>(a.node) : std::nullopt,
-                 a.has_pool ? std::optional<std::string>(a.pool) : std::nullopt,
-                 std::string(a.process)};
-  auto [it, fresh] = processes_.try_emplace(std::move(key));
-  if (fresh) it->second.shown = shown;
-  if (a.has_pid) it->second.pids.insert(a.worker_pid);
-  it->second.sums.add(a);
-  if (a.device > it->second.device) it->second.device = a.device;
-  if (a.cpus > it->second.cpus) it->second.cpus = a.cpus;
-  it->second.threads = std::max(it->second.threads, a.threads);
-  // node_summary: attempts with a node.
-  if (!a.node.empty()) {
-    auto& n = nodes_[std::string(a.node)];
-    if (a.has_pool) n.pools.insert(std::string(a.pool));
-    n.processes.insert(fmt::format("{}/{}", a.pool, a.process));
-    n.sums.add(a);
-  }
+  if (a.has_pid) p->pids.insert(a.worker_pid);
+  p->sums.add(a);
+  if (a.device > p->device) p->device = a.device;
+  if (a.cpus > p->cpus) p->cpus = a.cpus;
+  p->threads = std::max(p->threads, a.threads);
+  if (p->node != nullptr) p->node->sums.add(a);
 }
 
 void ReportPass::finish_processed() {

@@ -53,27 +53,52 @@ class ReportPass final {
     std::optional<double> first_start{}, last_end{};
     void add(const store::AttemptRow& a);
   };
+  struct Node {
+    std::set<std::string> pools{}, processes{};
+    Sums sums{};
+  };
   struct Process {
     std::string shown{};  // pool/process, or process
     std::set<std::int64_t> pids{};
     Sums sums{};
     std::string device{}, cpus{};  // the greatest seen, as the view's max()
     std::int64_t threads = 0;
-  };
-  struct Node {
-    std::set<std::string> pools{}, processes{};
-    Sums sums{};
+    Node* node = nullptr;  // its entry of nodes_ (stable in a std::map); none without a node
   };
   // (node or nullopt, pool or nullopt, process)
   using ProcessKey =
       std::tuple<std::optional<std::string>, std::optional<std::string>, std::string>;
+  // The same key viewing into an attempt's row, so finding a known process allocates nothing.
+  using ProcessKeyView = std::tuple<std::optional<std::string_view>,
+                                    std::optional<std::string_view>, std::string_view>;
+  struct ProcessKeyLess {
+    using is_transparent = void;
+    static ProcessKeyView view(const ProcessKey& k) {
+      const auto& [node, pool, process] = k;
+      return {node ? std::optional<std::string_view>(*node) : std::nullopt,
+              pool ? std::optional<std::string_view>(*pool) : std::nullopt, process};
+    }
+    static const ProcessKeyView& view(const ProcessKeyView& k) { return k; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return view(a) < view(b);
+    }
+  };
+
+  // The process and node entries of an attempt with a process, made on its first attempt.
+  Process& process_of(const store::AttemptRow& a);
+  // sql_time_text(t) appended to buf_, the date and time to the second formatted once per
+  // second rather than once per attempt.
+  void append_time(double unix_seconds);
 
   AtomicFile& processed_;
   std::string buf_{};
   std::size_t first_errors_;
   std::vector<store::FailedAttemptRow> first_failed_{};
-  std::map<ProcessKey, Process> processes_{};
+  std::map<ProcessKey, Process, ProcessKeyLess> processes_{};
   std::map<std::string, Node> nodes_{};
+  std::int64_t time_second_ = 0;  // the second time_prefix_ shows; none while it is empty
+  std::string time_prefix_{};     // "YYYY-MM-DDTHH:MM:SS."
 };
 
 }  // namespace fanout::report

@@ -98,3 +98,31 @@ TEST_CASE("interchange.attempt_order.a_held_attempt_keeps_its_text") {
   REQUIRE(messages.size() == 2);
   CHECK(messages[1] == "ValueError: a message long enough not to fit a small string");
 }
+
+TEST_CASE("interchange.attempt_order.arrive_and_release_hands_on_as_arrive_then_release_does") {
+  // The next id goes on at once; others wait for their hole; repeats are ignored.
+  AttemptOrder o(1);
+  std::vector<std::uint64_t> ids;
+  auto fn = [&](const CommittedAttempt& a) { ids.push_back(a.id); };
+  auto a3 = row(3, 1);
+  o.arrive_and_release(a3, true, fn);
+  CHECK(ids.empty());
+  auto a1 = row(1, 1);
+  o.arrive_and_release(a1, true, fn);
+  CHECK(ids == std::vector<std::uint64_t>{1});
+  auto again = row(3, 1);
+  o.arrive_and_release(again, true, fn);  // held already
+  auto other = row(2, 2);
+  o.arrive_and_release(other, false, fn);  // another job's: keeps the order only
+  CHECK(ids == std::vector<std::uint64_t>{1, 3});
+  CHECK(o.next() == 4);
+  CHECK(o.held() == 0);
+  o.skip(5);
+  auto a4 = row(4, 1);
+  o.arrive_and_release(a4, true, fn);
+  CHECK(ids == std::vector<std::uint64_t>{1, 3, 4});
+  CHECK(o.next() == 6);
+  auto a1again = row(1, 1);
+  o.arrive_and_release(a1again, true, fn);  // already handed on
+  CHECK(ids.size() == 3);
+}
