@@ -558,7 +558,6 @@ int run_job(const config::JobConfig& cfg, const RunOverrides& ov, Logger log) {
 
 namespace {
 
-// The run path of run_job and run_job_with_id.
 // The error of `pending`'s check when it failed, else `rc`; `pending` is awaited.
 int check_first(EntryCheck* pending, int rc) {
   if (pending == nullptr) return rc;
