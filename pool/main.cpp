@@ -199,6 +199,9 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", opts.security.insecure,
                "plaintext, unauthenticated tcp:// (loopback addresses only)");
   app.add_flag("--exit-on-lost", opts.exit_on_lost, "exit when the interchange goes silent");
+  app.add_flag("--warm-python", opts.warm_python,
+               "start a Python interpreter before any job, to become the first Python job's "
+               "fork server (fanout run sets this for Python jobs)");
   app.add_option("--resource-monitor-interval", opts.resource_monitor_interval_s,
                  "sample node and worker resources every this many seconds (0: only for jobs "
                  "that ask for it)")

@@ -207,6 +207,15 @@ int Pool::run() {
   poller.add(sock_);
   last_heard_ = Clock::now();
   last_stats_ = last_heard_;
+  if (opts_.warm_python) {
+    auto warm =
+        WarmInterpreter::start(opts_.python.empty() ? "python3" : opts_.python, opts_.shim_dir);
+    if (warm) {
+      warm_ = std::move(*warm);
+    } else {
+      log_->warn("cannot start a warm interpreter: {}", warm.error().message);
+    }
+  }
   send_register();
   int rc = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
@@ -236,6 +245,7 @@ int Pool::run() {
   }
   flush_results();
   if (registered_ && !told_to_stop_ && rc == 0) say_goodbye();
+  warm_.reset();
   stop_workers();
   log_stats(true);
   log_->info("pool {} stopped", opts_.name);
@@ -557,11 +567,34 @@ std::string Pool::start_worker(std::size_t slot, std::uint64_t job_id) {
   return {};
 }
 
+Expected<ForkServer> Pool::new_fork_server(const WorkerLaunch& first, std::uint64_t job_id) {
+  if (warm_) {
+    std::string why;
+    if (warm_->fits(first, why)) {
+      const pid_t pid = warm_->pid();
+      WarmInterpreter warm = std::move(*warm_);
+      warm_.reset();  // used once: later jobs start their servers afresh
+      auto server = ForkServer::adopt(std::move(warm), first, job_id);
+      if (server) {
+        SPDLOG_LOGGER_DEBUG(log_, "job {}: its fork server is the warm interpreter (pid {})",
+                            job_id, pid);
+        return server;
+      }
+      log_->warn("job {}: the warm interpreter cannot serve it ({}); its fork server starts afresh",
+                 job_id, server.error().message);
+    } else {
+      // It waits on for a job that fits.
+      SPDLOG_LOGGER_DEBUG(log_, "job {}: not the warm interpreter: {}", job_id, why);
+    }
+  }
+  return ForkServer::start(first, job_id);
+}
+
 WorkerLaunch Pool::with_fork_server(WorkerLaunch l, std::uint64_t job_id) {
   if (spawned_jobs_.contains(job_id) || !wants_fork_server(jobs_.at(job_id))) return l;
   auto it = fork_servers_.find(job_id);
   if (it == fork_servers_.end()) {
-    auto server = ForkServer::start(l, job_id);
+    auto server = new_fork_server(l, job_id);
     if (!server) {
       log_->warn("job {}: cannot start its fork server ({}); its workers start without it", job_id,
                  server.error().message);

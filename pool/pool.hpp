@@ -56,9 +56,12 @@ struct Options {
   // Stopped by a signal: how long running tasks may finish before they are stopped and handed
   // back (with the unstarted ones) to the interchange. A second signal stops at once.
   std::chrono::milliseconds drain_grace{20000};
-  std::string shim_dir{};     // folder of fanout_worker.py
-  std::string python{};       // overrides the job's interpreter when set
-  std::string worker_bin{};   // fanout-worker, for the command and native runtimes
+  std::string shim_dir{};    // folder of fanout_worker.py
+  std::string python{};      // overrides the job's interpreter when set
+  std::string worker_bin{};  // fanout-worker, for the command and native runtimes
+  // Start an interpreter before any job, to become the first Python job's fork server
+  // (fork_server.hpp, WarmInterpreter): `fanout run` asks for it when its job is Python.
+  bool warm_python = false;
   bool exit_on_lost = false;  // embedded mode: exit when the interchange goes silent
   // Cap of each user log file a worker writes (logs/user/stdout, stderr, entry_script_log), in
   // MB; 0: none. What a worker writes beyond it is dropped, with a line saying so in the file.
@@ -112,6 +115,9 @@ class Pool final {
   // `l` rewritten to be forked from the job's fork server (started here on its first worker), or
   // left as it is: not a Python job, fanout.worker_start: spawn, or a server that failed.
   WorkerLaunch with_fork_server(WorkerLaunch l, std::uint64_t job_id);
+  // The fork server of `job_id`, started with `first`: the warm interpreter when there is one and
+  // it fits, else a fresh one.
+  Expected<ForkServer> new_fork_server(const WorkerLaunch& first, std::uint64_t job_id);
   // Stops the retiring fork servers none of whose workers is left.
   void retire_fork_servers();
   // One turn of run(), in parts: waits for a frame, a worker's output or the nearest deadline
@@ -236,6 +242,9 @@ class Pool final {
   // workers are stopped first; the jobs whose server ended, whose workers are spawned instead.
   std::map<std::uint64_t, ForkServer> fork_servers_{};
   std::set<std::uint64_t> spawned_jobs_{};
+  // With Options::warm_python, until the fork server of the first Python job it fits is made of
+  // it.
+  std::optional<WarmInterpreter> warm_{};
   // The servers of dropped jobs, kept until the last of their workers is gone (a server relays
   // its workers' exit statuses).
   std::map<std::uint64_t, ForkServer> retiring_servers_{};

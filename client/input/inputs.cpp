@@ -80,7 +80,14 @@ Expected<std::uint64_t> stream_minibatches(const config::JobConfig& cfg,
     // An MLTable file describes its folder; it is never one of the folder's items.
     walk_folder(
         input->path,
-        [&](const std::string& f) { return fs::path(f).filename() == "MLTable" ? true : push(f); },
+        [&](const std::string& f) {
+          // The name after the last '/': walk_folder joins with '/', and a path per file here
+          // would parse every name again.
+          const auto slash = f.rfind('/');
+          const bool mltable = f.compare(slash == std::string::npos ? 0 : slash + 1,
+                                         std::string::npos, "MLTable") == 0;
+          return mltable ? true : push(f);
+        },
         [](const std::string& entry, const std::string& first) {
           // Once per entry: the walk never enters a folder twice.
           std::fprintf(stderr,

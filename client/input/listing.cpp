@@ -1,11 +1,14 @@
 // Listing the files of tables. See listing.hpp.
 #include "client/input/listing.hpp"
 
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
@@ -40,39 +43,63 @@ constexpr std::size_t kSortRun = 65536;
 // The folders a walk has entered, by device and inode, with the path each was first entered by.
 using Visited = std::map<std::pair<dev_t, ino_t>, std::string>;
 
-// Enters `dir` unless it was entered before (then reports it and returns true).
-bool walk_once(const fs::path& dir, Visited& visited,
+// One entry of a folder as readdir gave it: its name and its type (DT_*), which spares a stat
+// per entry on file systems that fill it in.
+struct DirEntry {
+  std::string name;
+  unsigned char type;
+};
+
+// What a folder's entry is, following a link: DT_DIR, DT_REG, or anything else (a dangling link,
+// a socket...), which the walk skips.
+unsigned char resolved_type(const std::string& path, unsigned char type) {
+  if (type != DT_LNK && type != DT_UNKNOWN) return type;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return DT_UNKNOWN;
+  if (S_ISDIR(st.st_mode)) return DT_DIR;
+  return S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+}
+
+// Enters `dir` unless it was entered before (then reports it and returns true). Read with
+// readdir rather than std::filesystem: a directory_entry per name (a path parsed and copied, then
+// its filename copied again) made a 100,000-file folder take 0.25 s to list, 5 times `ls -f`.
+bool walk_once(const std::string& dir, Visited& visited,
                const std::function<bool(const std::string&)>& on_file,
                const std::function<void(const std::string&, const std::string&)>& on_repeat) {
   struct stat st {};
   // stat, not lstat: `dir` may be a link, and what counts is the folder it leads to.
   if (::stat(dir.c_str(), &st) == 0) {
-    auto [it, fresh] = visited.emplace(std::make_pair(st.st_dev, st.st_ino), dir.string());
+    auto [it, fresh] = visited.emplace(std::make_pair(st.st_dev, st.st_ino), dir);
     if (!fresh) {
-      on_repeat(dir.string(), it->second);
+      on_repeat(dir, it->second);
       return true;
     }
   }
-  // Names are compared as plain strings taken once per entry: path::filename() in the comparator
-  // would build two paths per comparison.
-  std::vector<std::pair<std::string, fs::directory_entry>> run;
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+  if (!d) return true;  // an unreadable folder lists nothing, as a vanished one
+  // Paths are joined as std::filesystem::path's operator/ joins them.
+  const std::string prefix = dir.empty() || dir.back() == '/' ? dir : dir + '/';
+  std::vector<DirEntry> run;
+  std::string path;
   auto flush = [&]() {
     std::sort(run.begin(), run.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [name, e] : run) {
-      std::error_code ec2;
-      if (e.is_directory(ec2)) {
-        if (!walk_once(e.path(), visited, on_file, on_repeat)) return false;
-      } else if (e.is_regular_file(ec2)) {
-        if (!on_file(e.path().string())) return false;
+              [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+    for (const auto& e : run) {
+      path.assign(prefix).append(e.name);
+      const unsigned char type = resolved_type(path, e.type);
+      if (type == DT_DIR) {
+        if (!walk_once(path, visited, on_file, on_repeat)) return false;
+      } else if (type == DT_REG) {
+        if (!on_file(path)) return false;
       }
     }
     run.clear();
     return true;
   };
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    run.emplace_back(it->path().filename().string(), *it);
+  while (const dirent* e = ::readdir(d.get())) {
+    const std::string_view name(e->d_name);
+    if (name == "." || name == "..") continue;
+    run.push_back(DirEntry{std::string(name), e->d_type});
     if (run.size() >= kSortRun && !flush()) return false;
   }
   return flush();
@@ -83,7 +110,7 @@ bool walk_once(const fs::path& dir, Visited& visited,
 bool walk_folder(const std::string& dir, const std::function<bool(const std::string&)>& on_file,
                  const std::function<void(const std::string&, const std::string&)>& on_repeat) {
   Visited visited;
-  return walk_once(fs::path(dir), visited, on_file, on_repeat);
+  return walk_once(dir, visited, on_file, on_repeat);
 }
 
 config::TableSpec plain_table(const std::string& path, bool is_folder) {

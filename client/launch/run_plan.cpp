@@ -140,6 +140,7 @@ std::vector<std::string> plan_pool_argv(const RunSettings& rs, const std::string
   }
   argv.insert(argv.end(), security.begin(), security.end());
   if (!rs.python.empty()) argv.insert(argv.end(), {"--python", rs.python});
+  if (rs.warm_python) argv.emplace_back("--warm-python");
   if (rs.resource_monitor_interval_s > 0) {
     argv.insert(argv.end(),
                 {"--resource-monitor-interval", fmt::format("{}", rs.resource_monitor_interval_s)});

@@ -98,8 +98,9 @@ struct GuestSecurity {
 
 // The pools' command line: the interchange's pool endpoint, prefetch, poll, --exit-on-lost, the
 // heartbeats and log level of `rs`, --workers unless 0 (a node's cores), the security flags,
-// --python when rs.python names one, the resource monitor's interval when set, and the memory
-// and recycling flags when set (docs/resources.md).
+// --python when rs.python names one, --warm-python for a Python job that forks its workers, the
+// resource monitor's interval when set, and the memory and recycling flags when set
+// (docs/resources.md).
 [[nodiscard]] std::vector<std::string> plan_pool_argv(const RunSettings& rs,
                                                       const std::string& pool_bin,
                                                       const std::string& pool_endpoint,

@@ -85,8 +85,11 @@ struct RunSettings {
   std::uint32_t poll_ms = 10;
   std::uint32_t heartbeat_period_ms = 2000;
   std::uint32_t heartbeat_threshold_ms = 10000;
-  std::string log_level = "INFO";          // of the interchange and the pools
-  std::string python{};                    // the pools' --python; empty: their default
+  std::string log_level = "INFO";  // of the interchange and the pools
+  std::string python{};            // the pools' --python; empty: their default
+  // The pools' --warm-python: a Python job whose workers are forked (fanout.worker_start), so a
+  // pool's interpreter can start before the job's first mini-batch reaches it.
+  bool warm_python = false;
   double resource_monitor_interval_s = 0;  // the pools sample from their start; 0: off
   std::uint32_t window = 0;                // the interchange's --window; 0: its default
   std::uint64_t reopen_failed = 0;         // the interchange's --reopen-failed; 0: none

@@ -1015,11 +1015,85 @@ def fork_server(env):
                 conn.close()
 
 
+def _read_warm_request(conn):
+    """What the pool sends a warm interpreter (pool/fork_server.cpp, WarmInterpreter): 8 bytes of
+    length, then cwd NUL stdout NUL stderr NUL nargs NUL arg ... NUL KEY=VALUE NUL ..., with the
+    fork server's listening socket attached. Returns (listener fd, cwd, stdout, stderr, args,
+    env); None when the pool closed the connection instead."""
+    fds = []
+    try:
+        (n,) = struct.unpack("<Q", _recv_exact(conn, 8, fds))
+        parts = [os.fsdecode(p) for p in _recv_exact(conn, n, fds).split(b"\0")]
+    except EOFError:
+        for fd in fds:
+            os.close(fd)
+        return None
+    for fd in fds[1:]:
+        os.close(fd)
+    nargs = int(parts[3])
+    args = parts[4:4 + nargs]
+    env = dict(kv.split("=", 1) for kv in parts[4 + nargs:] if "=" in kv)
+    return fds[0], parts[0], parts[1], parts[2], args, env
+
+
+def _redirect(path, fd):
+    """fd (1 or 2) to the end of the file at path, as fanout-pool opens a worker's log files."""
+    f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    if f != fd:
+        os.dup2(f, fd)
+        os.close(f)
+
+
+def warm_interpreter():
+    """fanout-pool --warm-python: started before any job with the shim loaded, this waits on the
+    pool's socket at fd 3 for the first Python job's fork-server start (its folder, log files,
+    arguments, environment and listening socket), takes them as its own and serves as that job's
+    fork server, so that the job's first workers do not wait for an interpreter to start. The pool
+    sends it only a start whose environment differs from this one's in variables no interpreter
+    reads at its start (docs/resources.md#worker-start). Ends on EOF on fd 3 or fd 4."""
+    import select
+    import socket
+
+    conn = socket.socket(fileno=REQUEST_FD)
+    poller = select.poll()
+    poller.register(REQUEST_FD, select.POLLIN)
+    try:
+        os.set_inheritable(REPLY_FD, False)
+        poller.register(REPLY_FD, select.POLLIN)
+    except OSError:
+        pass
+    if any(fd == REPLY_FD for fd, _ev in poller.poll()):
+        os._exit(EXIT_OK)  # the pool is gone
+    request = _read_warm_request(conn)
+    conn.detach()
+    if request is None:
+        os._exit(EXIT_OK)  # the pool started the job's server afresh instead
+    listener, cwd, out, err, args, env = request
+    os.dup2(listener, REQUEST_FD)  # in the control socket's place, as a fresh server has it
+    os.close(listener)
+    if out:
+        _redirect(out, 1)
+    if err:
+        if err == out:
+            os.dup2(1, 2)
+        else:
+            _redirect(err, 2)
+    if cwd:
+        os.chdir(cwd)
+    os.environ.update(env)
+    os.environ.pop("FANOUT_WARM_PYTHON", None)
+    sys.argv = sys.argv[:1] + args
+    fork_server(os.environ)
+
+
 # ---------------------------------------------------------------------------
 
 
 def main():
     env = os.environ
+    if env.get("FANOUT_WARM_PYTHON") == "1":
+        warm_interpreter()
+        return EXIT_OK
     if env.get("FANOUT_FORK_SERVER") == "1":
         fork_server(env)
         return EXIT_OK

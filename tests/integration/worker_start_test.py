@@ -10,8 +10,13 @@ interchange, pool, fork server and workers:
   once either way;
 - each forked worker gets its own environment (FANOUT_PROCESS) and folder, set before init();
 - `fanout.worker_start: spawn` in the job file is what makes spawn;
-- a worker that crashes is replaced by one forked from the same server (no new import).
-Environment: FANOUT_BIN (set by tests/meson.build)."""
+- a worker that crashes is replaced by one forked from the same server (no new import);
+- `fanout-pool --warm-python` (which `fanout run` passes for Python jobs) starts an interpreter
+  before any job: a job that sets PYTHONHASHSEED (read at an interpreter's start) gets a fresh
+  server, whose import sees its value, and the interpreter waits on; the next job's fork server
+  is that interpreter: the module is imported in the process that was waiting before the jobs
+  were submitted, with the job's folder, arguments, environment and stdout file.
+Environment: FANOUT_BIN, FANOUT_INTERCHANGE_BIN, FANOUT_POOL_BIN (set by tests/meson.build)."""
 
 import os
 
@@ -96,10 +101,100 @@ def one_run(mode):
             mode, len(imports), len(inits), len(init_pids)))
 
 
+WARM_SCRIPT = r'''
+import os
+import sys
+with open(os.path.join(os.environ["MARKS"], "imports.txt"), "a") as f:
+    f.write("%d|%s|%s|%s|%s\n" % (os.getpid(), os.getcwd(), os.environ.get("WARM_CHECK", "-"),
+                                  os.environ.get("PYTHONHASHSEED", "-"), " ".join(sys.argv[1:])))
+print("imported in %d" % os.getpid())
+
+def run(mini_batch):
+    return [os.path.basename(p) for p in mini_batch]
+'''
+
+
+def warm_pids(pool_pid):
+    """The pool's children that are waiting warm interpreters (FANOUT_WARM_PYTHON=1)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open("/proc/%s/environ" % d, "rb") as f:
+                env = f.read().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pool_pid and b"FANOUT_WARM_PYTHON=1" in env:
+            out.append(int(d))
+    return out
+
+
+def warm_run():
+    with scratch("worker-start-warm") as root:
+        marks = os.path.join(root, "marks")
+        os.makedirs(marks)
+        names = ["f%02d.txt" % i for i in range(6)]
+        support.make_files(os.path.join(root, "data"), names)
+        support.write(os.path.join(root, "src", "score.py"), WARM_SCRIPT)
+        ixdir = os.path.join(root, "ix")
+        db = os.path.join(ixdir, "store.db")
+        cep, pep = "ipc://%s/client" % ixdir, "ipc://%s/pool" % ixdir
+        with support.Cluster(ixdir, db, ["--client-endpoint", cep, "--pool-endpoint", pep,
+                                         "--write-root", root]) as cl:
+            pool = cl.start_pool(workers=2, extra=["--warm-python", "--log-level", "debug"])
+            warm = support.wait_until(lambda: warm_pids(pool.pid), 60,
+                                      "the pool's warm interpreter")
+            if len(warm) != 1:
+                fail("warm: %d warm interpreters before any job (want 1): %r" % (len(warm), warm))
+            for name, env in (("warm-1", {"MARKS": marks, "PYTHONHASHSEED": "7"}),
+                              ("warm-2", {"MARKS": marks, "WARM_CHECK": "job-value"})):
+                out = os.path.join(root, name + ".txt")
+                support.write(os.path.join(root, name + ".yaml"), support.job_yaml(
+                    name, output="./%s.txt" % name, mini_batch_size="2", concurrency=2, env=env,
+                    program_arguments="--alpha 1"))
+                fanout("run", os.path.join(root, name + ".yaml"), "--interchange", cl.client_ep,
+                       "--python", support.PYTHON, "--quiet", cwd=root)
+                check_rows_once(read_rows(out), names, name)
+                if name == "warm-1" and warm_pids(pool.pid) != warm:
+                    fail("warm: after a job it does not fit, the warm interpreters are %r (want "
+                         "%r, still waiting)" % (warm_pids(pool.pid), warm))
+        imports = [l.split("|") for l in open(os.path.join(marks, "imports.txt")).read().splitlines()]
+        if len(imports) != 2:
+            fail("warm: %d imports over two jobs (want one each): %r" % (len(imports), imports))
+        src = os.path.join(root, "src")
+        first, second = imports
+        if int(first[0]) == warm[0] or first[3] != "7":
+            fail("warm: the job that sets PYTHONHASHSEED was imported in pid %s with "
+                 "PYTHONHASHSEED %s (want a fresh server, not pid %d, and 7)" % (
+                     first[0], first[3], warm[0]))
+        if int(second[0]) != warm[0]:
+            fail("warm: the second job's module was imported in pid %s, not in the warm "
+                 "interpreter (pid %d) that waited before the jobs" % (second[0], warm[0]))
+        want = [src, "job-value", "-", "--alpha 1"]
+        if second[1:] != want:
+            fail("warm: the warm interpreter imported the module with folder, WARM_CHECK, "
+                 "PYTHONHASHSEED and arguments %r (want %r)" % (second[1:], want))
+        stdout = ""
+        for dirpath, _dirs, files in os.walk(root):
+            for f in files:
+                if f.endswith(".stdout.txt") and "warm-2" in dirpath:
+                    stdout += open(os.path.join(dirpath, f)).read()
+        if "imported in %d" % warm[0] not in stdout:
+            fail("warm: the warm interpreter's print at import is not in the first job's stdout "
+                 "files: %r" % stdout[:500])
+        print("ok: warm: a job setting PYTHONHASHSEED got a fresh server; the next job's module "
+              "was imported in the warm interpreter (pid %d) with its folder, environment, "
+              "arguments and stdout" % warm[0])
+
+
 def main():
     support.require_fanout()
     one_run("fork")
     one_run("spawn")
+    warm_run()
 
 
 if __name__ == "__main__":

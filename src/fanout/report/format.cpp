@@ -10,11 +10,15 @@ void append_csv_field(std::string& out, std::string_view field) {
     out += field;
     return;
   }
+  // Whole runs between quotes, each quote doubled: a mini-batch's detail is JSON, full of them.
   out += '"';
-  for (char c : field) {
-    if (c == '"') out += '"';
-    out += c;
+  std::size_t from = 0;
+  for (std::size_t q = field.find('"'); q != std::string_view::npos; q = field.find('"', from)) {
+    out.append(field.substr(from, q + 1 - from));
+    out += '"';
+    from = q + 1;
   }
+  out.append(field.substr(from));
   out += '"';
 }
 
