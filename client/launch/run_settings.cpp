@@ -93,7 +93,9 @@ RunSettings run_settings(const config::JobConfig& cfg, const RunOverrides& ov) {
   rs.heartbeat_threshold_ms = cfg.fanout.heartbeat_threshold_ms;
   rs.log_level = cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
   rs.python = ov.python;
-  rs.warm_python = cfg.task_type == "run_function" && cfg.fanout.worker_start != "spawn";
+  // Only this build's fanout-pool surely knows the flag: not a fanout.pool_command of the hosts.
+  rs.warm_python = cfg.task_type == "run_function" && cfg.fanout.worker_start != "spawn" &&
+                   cfg.fanout.launch.pool_command.empty();
   rs.launch = cfg.fanout.launch;
   rs.placement = cfg.fanout.placement;
   // Accelerators or cores per worker and no worker count: each pool counts its workers from

@@ -88,7 +88,8 @@ struct RunSettings {
   std::string log_level = "INFO";  // of the interchange and the pools
   std::string python{};            // the pools' --python; empty: their default
   // The pools' --warm-python: a Python job whose workers are forked (fanout.worker_start), so a
-  // pool's interpreter can start before the job's first mini-batch reaches it.
+  // pool's interpreter can start before the job's first mini-batch reaches it; not with a
+  // fanout.pool_command (another build of fanout-pool may not know the flag).
   bool warm_python = false;
   double resource_monitor_interval_s = 0;  // the pools sample from their start; 0: off
   std::uint32_t window = 0;                // the interchange's --window; 0: its default

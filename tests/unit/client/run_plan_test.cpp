@@ -214,6 +214,13 @@ TEST_CASE("client.run_plan.pools_get_the_memory_and_recycling_flags_only_when_se
   CHECK(after(argv, "--max-minibatches-per-worker") == "3");
 }
 
+TEST_CASE("client.run_plan.pools_get_warm_python_only_when_the_settings_say") {
+  RunSettings rs;
+  CHECK_FALSE(has(plan_pool_argv(rs, "p", "e", {}), "--warm-python"));
+  rs.warm_python = true;
+  CHECK(has(plan_pool_argv(rs, "p", "e", {}), "--warm-python"));
+}
+
 TEST_CASE("client.run_plan.pools_of_zero_workers_take_the_nodes_cores") {
   RunSettings rs;
   rs.workers = 0;

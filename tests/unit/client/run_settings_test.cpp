@@ -114,6 +114,21 @@ TEST_CASE("client.run_settings.run_starts_pools_from_the_job_and_the_command_lin
   CHECK(run_settings(c, ov).pools == 1);
 }
 
+TEST_CASE("client.run_settings.pools_of_a_python_job_that_forks_start_a_warm_interpreter") {
+  JobConfig c = base();
+  c.task_type = "run_function";
+  RunOverrides ov;
+  CHECK(run_settings(c, ov).warm_python);
+  c.fanout.worker_start = "spawn";
+  CHECK_FALSE(run_settings(c, ov).warm_python);
+  c.fanout.worker_start = "fork";
+  c.fanout.launch.pool_command = "/opt/other/fanout-pool";  // may not know --warm-python
+  CHECK_FALSE(run_settings(c, ov).warm_python);
+  c.fanout.launch.pool_command.clear();
+  c.task_type = "command";
+  CHECK_FALSE(run_settings(c, ov).warm_python);
+}
+
 TEST_CASE("client.run_settings.job_spec_names_the_runtime_and_entry_of_each_task_type") {
   JobConfig c = base();
   auto spec = job_spec(c, "/runs/r/logs");
