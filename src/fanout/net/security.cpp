@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <zmq.hpp>
 
 #include "fanout/net/keys.hpp"
@@ -24,6 +26,9 @@ namespace {
 const char* const kZapEndpoint = "inproc://zeromq.zap.01";  // fixed by RFC 27
 // Refused keys logged in full; refusals beyond are counted only.
 constexpr std::size_t kLoggedRefusedKeys = 16;
+// How long a connection's key check waits for a free descriptor (wait_for_descriptors): well
+// within the handshake timeout, so that the connection is still there to be admitted.
+constexpr std::chrono::milliseconds kDescriptorWait{2000};
 
 std::string keys_dir_of(const Security& sec) {
   return sec.keys_dir.empty() ? default_keys_dir() : sec.keys_dir;
@@ -206,6 +211,24 @@ bool authorised(const std::string& keys_dir, const std::string& dir, const std::
   return found;
 }
 
+// Waits, up to `limit`, until this process can open two more files (the key folder and a key):
+// while a flood of connections holds every descriptor (the interchange closes them at its
+// handshake timeout), the folder could not be read and a listed key would be refused. Returns
+// at once when a descriptor is free, or the error is another.
+void wait_for_descriptors(std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const int a = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const int b = a < 0 ? -1 : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const int err = errno;
+    if (a >= 0) ::close(a);
+    if (b >= 0) ::close(b);
+    if (b >= 0 || (err != EMFILE && err != ENFILE)) return;
+    if (std::chrono::steady_clock::now() >= end) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 std::string part_text(const zmq::message_t& m) {
   return std::string(static_cast<const char*>(m.data()), m.size());
 }
@@ -248,6 +271,7 @@ void ZapHandler::serve() {
         std::string dir;
         if (domain == "client") dir = authorized_clients_dir(keys_dir_);
         if (domain == "pool") dir = authorized_pools_dir(keys_dir_);
+        if (!dir.empty() && !fp.empty()) wait_for_descriptors(kDescriptorWait);
         if (!dir.empty() && !fp.empty() && authorised(keys_dir_, dir, fp, unsafe)) {
           status = "200";
           text = "OK";
