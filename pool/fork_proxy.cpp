@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fanout/protocol/exit_codes.hpp"
+#include "fanout/util/fd.hpp"
 
 extern char** environ;
 
@@ -77,21 +78,8 @@ bool send_request(int s) {
   std::memcpy(msg.data(), &n, sizeof n);  // little-endian on every platform we build for
   msg += body;
   // The fds travel with the first chunk; a stream socket may take the rest in later writes.
-  iovec iov{msg.data(), msg.size()};
-  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int) * kHandedFds)] = {};
-  msghdr mh{};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = ctrl;
-  mh.msg_controllen = sizeof ctrl;
-  cmsghdr* c = CMSG_FIRSTHDR(&mh);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int) * kHandedFds);
   const int fds[kHandedFds] = {0, 1, 2, 3, 4};
-  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
-  ssize_t sent = ::sendmsg(s, &mh, MSG_NOSIGNAL);
-  while (sent < 0 && errno == EINTR) sent = ::sendmsg(s, &mh, MSG_NOSIGNAL);
+  const ssize_t sent = send_with_fds(s, msg, fds);
   if (sent < 0) return false;
   std::size_t off = static_cast<std::size_t>(sent);
   while (off < msg.size()) {

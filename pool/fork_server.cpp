@@ -135,23 +135,9 @@ Expected<ForkServer> ForkServer::adopt(WarmInterpreter&& warm, const WorkerLaunc
   msg += body;
   // One write that must take it all: the socket is empty and its buffer far larger than a
   // start, and a pool never waits on an interpreter.
-  iovec iov{msg.data(), msg.size()};
-  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr mh{};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = ctrl;
-  mh.msg_controllen = sizeof ctrl;
-  cmsghdr* c = CMSG_FIRSTHDR(&mh);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
   const int fd = listener->get();
-  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  ssize_t sent = ::sendmsg(w.control_.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-  while (sent < 0 && errno == EINTR) {
-    sent = ::sendmsg(w.control_.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-  }
+  const ssize_t sent =
+      send_with_fds(w.control_.get(), msg, std::span<const int>(&fd, 1), MSG_DONTWAIT);
   if (sent < 0) {
     return make_error(ErrorCode::Io,
                       std::string("cannot reach the warm interpreter: ") + std::strerror(errno));

@@ -2,11 +2,13 @@
 #include "fanout/util/fd.hpp"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace fanout {
 
@@ -21,6 +23,25 @@ Expected<Pipe> make_pipe() {
     return make_error(ErrorCode::Io, std::string("pipe2: ") + std::strerror(errno));
   }
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+ssize_t send_with_fds(int sock, std::string_view data, std::span<const int> fds, int flags) {
+  iovec iov{const_cast<char*>(data.data()), data.size()};
+  const std::size_t space = CMSG_SPACE(sizeof(int) * fds.size());
+  std::vector<cmsghdr> ctrl((space + sizeof(cmsghdr) - 1) / sizeof(cmsghdr) + 1);
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = ctrl.data();
+  mh.msg_controllen = space;
+  cmsghdr* c = CMSG_FIRSTHDR(&mh);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+  std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  ssize_t sent = ::sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
+  while (sent < 0 && errno == EINTR) sent = ::sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
+  return sent;
 }
 
 Expected<void> write_all(int fd, std::string_view data) {

@@ -1,6 +1,9 @@
 // UniqueFd: an owned file descriptor, closed on destruction.
 #pragma once
 
+#include <sys/types.h>
+
+#include <span>
 #include <string_view>
 #include <utility>
 
@@ -39,6 +42,13 @@ struct Pipe {
 
 // Writes all of `data`, retrying on EINTR and short writes. Blocking.
 [[nodiscard]] Expected<void> write_all(int fd, std::string_view data);
+
+// One sendmsg() of `data` on the unix socket `sock` with the descriptors `fds` attached
+// (SCM_RIGHTS), with MSG_NOSIGNAL and `flags`, retried on EINTR. Returns the bytes sent (a stream
+// socket may take fewer: the rest goes by plain writes, without the descriptors), or -1 with
+// errno set.
+[[nodiscard]] ssize_t send_with_fds(int sock, std::string_view data, std::span<const int> fds,
+                                    int flags = 0);
 
 // Makes `fd` non-blocking.
 void set_nonblocking(int fd);
