@@ -1046,11 +1046,12 @@ def _redirect(path, fd):
 
 def warm_interpreter():
     """fanout-pool --warm-python: started before any job with the shim loaded, this waits on the
-    pool's socket at fd 3 for the first Python job's fork-server start (its folder, log files,
-    arguments, environment and listening socket), takes them as its own and serves as that job's
-    fork server, so that the job's first workers do not wait for an interpreter to start. The pool
-    sends it only a start whose environment differs from this one's in variables no interpreter
-    reads at its start (docs/resources.md#worker-start). Ends on EOF on fd 3 or fd 4."""
+    pool's socket at fd 3 for the fork-server start of the first Python job it fits (its folder,
+    log files, arguments, environment and listening socket), takes them as its own and serves as
+    that job's fork server, so that the job's first workers do not wait for an interpreter to
+    start. The pool sends it only a start whose environment differs from this one's in variables
+    no interpreter reads at its start (docs/resources.md#worker-start). Ends on EOF on fd 3 or
+    fd 4."""
     import select
     import socket
 
