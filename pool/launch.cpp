@@ -38,7 +38,7 @@ WorkerLaunch make_launch(const proto::JobSpec& spec, const LaunchContext& ctx) {
     l.argv = {ctx.worker_bin, spec.runtime, spec.entry_script};
   } else {
     const std::string python = ctx.python.empty() ? spec.python : ctx.python;
-    l.argv = {python.empty() ? std::string("python3") : python, "-u",
+    l.argv = {python.empty() ? std::string(kDefaultPython) : python, "-u",
               ctx.shim_dir + "/fanout_worker.py"};
   }
   l.argv.insert(l.argv.end(), spec.args.begin(), spec.args.end());

@@ -10,6 +10,9 @@
 
 namespace fanout::pool {
 
+// The interpreter of Python workers when neither the pool's --python nor the job names one.
+inline constexpr const char* kDefaultPython = "python3";
+
 struct LaunchContext {
   std::uint64_t job_id = 0;
   std::string node{};

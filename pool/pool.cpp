@@ -208,8 +208,8 @@ int Pool::run() {
   last_heard_ = Clock::now();
   last_stats_ = last_heard_;
   if (opts_.warm_python) {
-    auto warm =
-        WarmInterpreter::start(opts_.python.empty() ? "python3" : opts_.python, opts_.shim_dir);
+    auto warm = WarmInterpreter::start(opts_.python.empty() ? kDefaultPython : opts_.python,
+                                       opts_.shim_dir);
     if (warm) {
       warm_ = std::move(*warm);
     } else {
