@@ -21,6 +21,7 @@
 #include "fanout/util/child_process.hpp"
 #include "fanout/util/fd.hpp"
 #include "fanout/util/fs.hpp"
+#include "pool/cpu_shares.hpp"
 #include "pool/worker_pipe.hpp"
 
 namespace fanout::worker {
@@ -456,7 +457,7 @@ int serve(Runtime& rt, int in_fd, int out_fd) {
   Outcome outcome;
   Batch batch;
   std::string items;
-  double cpu_mark = cpu_seconds_with_children();
+  CpuShares cpu(cpu_seconds_with_children);
   bool quit = false;
   while (!quit) {
     ssize_t n = ::read(in_fd, chunk.data(), chunk.size());
@@ -485,12 +486,11 @@ int serve(Runtime& rt, int in_fd, int out_fd) {
         return 5;
       }
       const double run_s = run_one(rt, *task, batch, items, outcome);
-      const double cpu_now = cpu_seconds_with_children();
+      const std::size_t at = replies.size();
       pipe::append_done(replies,
-                        pipe::DoneHead{batch.task_id, outcome.status, outcome.n_result, run_s,
-                                       cpu_now - cpu_mark},
+                        pipe::DoneHead{batch.task_id, outcome.status, outcome.n_result, run_s, 0},
                         outcome.output, outcome.error);
-      cpu_mark = cpu_now;
+      cpu.add(replies, at, run_s);
       off += c.frame_bytes();
     }
     if (off == buf.size()) {
@@ -499,6 +499,7 @@ int serve(Runtime& rt, int in_fd, int out_fd) {
       buf.erase(0, off);
     }
     if (!replies.empty()) {
+      cpu.settle(replies);
       if (!write_all(out_fd, replies)) break;  // the pool went away
       replies.clear();
     }

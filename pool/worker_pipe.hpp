@@ -108,6 +108,12 @@ void append_le(std::string& out, T v) {
   out.append(b, sizeof(T));
 }
 
+// Writes `v` as its little-endian bytes over the sizeof(T) bytes at `p`.
+template <typename T>
+void write_le(char* p, T v) noexcept {
+  std::memcpy(p, &v, sizeof(T));
+}
+
 // Reads a T from the sizeof(T) bytes at `p`. The caller checked they are there.
 template <typename T>
 [[nodiscard]] T read_le(const char* p) noexcept {
