@@ -1,6 +1,7 @@
 // libFuzzer target for the frame decoder: whatever bytes a peer sends, read_header()
 // and decode<M>() return a value or an Error and never crash, hang or allocate without bound;
-// and whatever they accept re-encodes to a frame that decodes again. Built and run by
+// and whatever they accept re-encodes to a frame that decodes again. The hot messages' direct
+// decoders give what the generic path gives. Built and run by
 // tools/fuzz_codec.sh (meson test suite `fuzz`).
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +17,18 @@ namespace proto = fanout::proto;
 template <typename M>
 void check(std::string_view frame) {
   auto m = proto::decode<M>(frame);
+  if constexpr (proto::detail::FastDecoded<M>) {
+    // The direct decoder and the generic path agree on every frame: the same value, or the
+    // same error.
+    if (frame.size() >= proto::kHeaderBytes) {
+      auto g = proto::detail::decode_generic<M>(frame.substr(proto::kHeaderBytes));
+      if (m.has_value() != g.has_value() && proto::read_header(frame)) __builtin_trap();
+      if (m && g && proto::encode(*m) != proto::encode(*g)) __builtin_trap();
+      if (!m && !g && proto::read_header(frame) && m.error().message != g.error().message) {
+        __builtin_trap();
+      }
+    }
+  }
   if (!m) {
     // Every refusal names something: an empty message would tell a reader nothing.
     if (m.error().message.empty()) __builtin_trap();

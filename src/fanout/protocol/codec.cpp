@@ -2,7 +2,12 @@
 #include "fanout/protocol/codec.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <limits>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -246,6 +251,226 @@ Expected<void> unpack_into(std::string_view body, const char* what, std::size_t 
                       fmt::format("{}: body: cannot convert ({})", what, e.what()));
   }
   return {};
+}
+
+namespace {
+
+// Reads the msgpack shapes the pipeline's own encoders write (msgpack-cxx's packer of the
+// structs in messages.hpp) straight into those structs: no msgpack::object tree, no zone, each
+// string copied once. It accepts a subset of what the generic path accepts, and yields the same
+// values for it: arrays of exactly the struct's field count, unsigned integers in the field's
+// range, str (not bin) strings, floats and integers for doubles, containers within the frame's
+// element limit and no trailing bytes. On anything else it returns false and decode() takes the
+// generic path, which decodes or names the error as before.
+class Reader {
+ public:
+  Reader(std::string_view body, std::size_t max_elements)
+      : p_(reinterpret_cast<const unsigned char*>(body.data())),
+        end_(p_ + body.size()),
+        left_(max_elements) {}
+
+  bool done() const { return p_ == end_; }
+
+  // An array header; its size goes to `n`, counted against the element limit.
+  bool array(std::size_t& n) {
+    if (p_ == end_) return false;
+    const unsigned char b = *p_;
+    if ((b & 0xf0) == 0x90) {
+      n = b & 0x0f;
+      ++p_;
+    } else if (b == 0xdc) {
+      if (!big_endian<std::uint16_t>(1, n)) return false;
+    } else if (b == 0xdd) {
+      if (!big_endian<std::uint32_t>(1, n)) return false;
+    } else {
+      return false;
+    }
+    if (n > left_ || n > static_cast<std::size_t>(end_ - p_)) return false;
+    left_ -= n;
+    return true;
+  }
+  // An array of exactly `n` elements (a struct's fields).
+  bool fields(std::size_t n) {
+    std::size_t got = 0;
+    return array(got) && got == n;
+  }
+
+  template <typename T>
+  bool uint(T& v) {
+    if (p_ == end_) return false;
+    const unsigned char b = *p_;
+    std::size_t x = 0;
+    if (b <= 0x7f) {
+      x = b;
+      ++p_;
+    } else if (b == 0xcc) {
+      if (!big_endian<std::uint8_t>(1, x)) return false;
+    } else if (b == 0xcd) {
+      if (!big_endian<std::uint16_t>(1, x)) return false;
+    } else if (b == 0xce) {
+      if (!big_endian<std::uint32_t>(1, x)) return false;
+    } else if (b == 0xcf) {
+      if (!big_endian<std::uint64_t>(1, x)) return false;
+    } else {
+      return false;
+    }
+    if (x > std::numeric_limits<T>::max()) return false;
+    v = static_cast<T>(x);
+    return true;
+  }
+
+  bool int64(std::int64_t& v) {
+    if (p_ == end_) return false;
+    const unsigned char b = *p_;
+    if (b >= 0xe0) {  // negative fixint
+      v = static_cast<std::int8_t>(b);
+      ++p_;
+      return true;
+    }
+    if (b >= 0xd0 && b <= 0xd3) {
+      static constexpr std::size_t kWidth[] = {1, 2, 4, 8};
+      const std::size_t w = kWidth[b - 0xd0];
+      if (static_cast<std::size_t>(end_ - p_) < 1 + w) return false;
+      std::uint64_t u = 0;
+      for (std::size_t i = 1; i <= w; ++i) u = (u << 8) | p_[i];
+      p_ += 1 + w;
+      const unsigned shift = static_cast<unsigned>(64 - 8 * w);  // sign-extend from w bytes
+      v = static_cast<std::int64_t>(u << shift) >> shift;
+      // msgpack-cxx reads a non-negative value in a signed encoding as a positive integer,
+      // which converts the same way.
+      return true;
+    }
+    std::uint64_t u = 0;
+    if (!uint(u) || u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      return false;
+    }
+    v = static_cast<std::int64_t>(u);
+    return true;
+  }
+
+  bool float64(double& v) {
+    if (p_ == end_) return false;
+    const unsigned char b = *p_;
+    if (b == 0xcb || b == 0xca) {
+      const std::size_t w = b == 0xcb ? 8 : 4;
+      if (static_cast<std::size_t>(end_ - p_) < 1 + w) return false;
+      std::uint64_t u = 0;
+      for (std::size_t i = 1; i <= w; ++i) u = (u << 8) | p_[i];
+      p_ += 1 + w;
+      if (w == 8) {
+        v = std::bit_cast<double>(u);
+      } else {
+        v = static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(u)));
+      }
+      // The generic path refuses 2^64 (ElementCounter::visit_float64): so does this one.
+      return v != 18446744073709551616.0;
+    }
+    std::int64_t i = 0;
+    if (b >= 0xd0 || b <= 0x7f) {
+      if (!int64(i)) return false;
+      v = static_cast<double>(i);
+      return true;
+    }
+    std::uint64_t u = 0;  // uint8..uint64 beyond INT64_MAX
+    if (!uint(u)) return false;
+    v = static_cast<double>(u);
+    return true;
+  }
+
+  bool str(std::string& s) {
+    if (p_ == end_) return false;
+    const unsigned char b = *p_;
+    std::size_t n = 0;
+    if ((b & 0xe0) == 0xa0) {
+      n = b & 0x1f;
+      ++p_;
+    } else if (b == 0xd9) {
+      if (!big_endian<std::uint8_t>(1, n)) return false;
+    } else if (b == 0xda) {
+      if (!big_endian<std::uint16_t>(1, n)) return false;
+    } else if (b == 0xdb) {
+      if (!big_endian<std::uint32_t>(1, n)) return false;
+    } else {
+      return false;
+    }
+    if (n > static_cast<std::size_t>(end_ - p_)) return false;
+    s.assign(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return true;
+  }
+
+  bool strings(std::vector<std::string>& v) {
+    std::size_t n = 0;
+    if (!array(n)) return false;
+    v.resize(n);
+    for (std::string& s : v) {
+      if (!str(s)) return false;
+    }
+    return true;
+  }
+
+ private:
+  // The big-endian T after `skip` bytes at p_; moves past both.
+  template <typename T>
+  bool big_endian(std::size_t skip, std::size_t& out) {
+    if (static_cast<std::size_t>(end_ - p_) < skip + sizeof(T)) return false;
+    std::uint64_t u = 0;
+    for (std::size_t i = 0; i < sizeof(T); ++i) u = (u << 8) | p_[skip + i];
+    p_ += skip + sizeof(T);
+    out = static_cast<std::size_t>(u);
+    return true;
+  }
+
+  const unsigned char* p_;
+  const unsigned char* end_;
+  std::size_t left_;
+};
+
+bool read_minibatch(Reader& r, MiniBatch& b) {
+  return r.fields(3) && r.uint(b.index) && r.strings(b.items) && r.str(b.detail);
+}
+
+bool read_task(Reader& r, Task& t) {
+  return r.fields(6) && r.uint(t.task_id) && r.uint(t.job_id) && r.uint(t.index) &&
+         r.uint(t.attempt) && r.strings(t.items) && r.str(t.detail);
+}
+
+bool read_result(Reader& r, TaskResult& t) {
+  return r.fields(22) && r.uint(t.task_id) && r.uint(t.job_id) && r.uint(t.index) &&
+         r.uint(t.attempt) && r.uint(t.status) && r.uint(t.items) && r.uint(t.succeeded) &&
+         r.uint(t.failed) && r.uint(t.rows) && r.str(t.output) && r.str(t.error_category) &&
+         r.str(t.error_message) && r.str(t.node) && r.str(t.process) && r.int64(t.worker_pid) &&
+         r.float64(t.start) && r.float64(t.elapsed_s) && r.float64(t.cpu_s) && r.float64(t.run_s) &&
+         r.str(t.device) && r.str(t.cpus) && r.uint(t.threads);
+}
+
+// A vector of `read`'s structs, one per element of an array.
+template <typename T, typename F>
+bool read_all(Reader& r, std::vector<T>& v, F read) {
+  std::size_t n = 0;
+  if (!r.array(n)) return false;
+  v.resize(n);
+  for (T& x : v) {
+    if (!read(r, x)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool fast_decode(std::string_view body, std::size_t max_elements, SubmitTasks& m) {
+  Reader r(body, max_elements);
+  return r.fields(2) && r.uint(m.job_id) && read_all(r, m.batches, read_minibatch) && r.done();
+}
+
+bool fast_decode(std::string_view body, std::size_t max_elements, TaskBatch& m) {
+  Reader r(body, max_elements);
+  return r.fields(1) && read_all(r, m.tasks, read_task) && r.done();
+}
+
+bool fast_decode(std::string_view body, std::size_t max_elements, ResultBatch& m) {
+  Reader r(body, max_elements);
+  return r.fields(2) && read_all(r, m.results, read_result) && r.uint(m.capacity) && r.done();
 }
 
 }  // namespace detail

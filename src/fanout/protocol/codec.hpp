@@ -51,6 +51,18 @@ class FrameWriter {
 [[nodiscard]] Expected<void> unpack_into(std::string_view body, const char* what,
                                          std::size_t max_elements,
                                          const std::function<void(const msgpack::object&)>& conv);
+
+// The hot messages' direct decoders (codec.cpp): true when `body` is in the shape the
+// pipeline's encoders write, with `m` then holding what the generic path would give; false for
+// anything else, which decode() then hands to the generic path (unpack_into) to decode or to
+// name the error. `m` is left partly filled on false.
+[[nodiscard]] bool fast_decode(std::string_view body, std::size_t max_elements, SubmitTasks& m);
+[[nodiscard]] bool fast_decode(std::string_view body, std::size_t max_elements, TaskBatch& m);
+[[nodiscard]] bool fast_decode(std::string_view body, std::size_t max_elements, ResultBatch& m);
+template <typename M>
+concept FastDecoded = requires(std::string_view body, M& m) {
+  fast_decode(body, 0, m);
+};
 }  // namespace detail
 
 // The most msgpack elements a frame of type M may hold, matched to the real messages: the
@@ -78,6 +90,18 @@ constexpr std::size_t max_elements(MsgType type) noexcept {
   }
 }
 
+namespace detail {
+// Decodes a body through msgpack objects: any shape msgpack-cxx converts to an M.
+template <typename M>
+[[nodiscard]] Expected<M> decode_generic(std::string_view body) {
+  M m{};
+  auto r = unpack_into(body, type_name(static_cast<std::uint8_t>(M::kType)).c_str(),
+                       max_elements(M::kType), [&](const msgpack::object& o) { o.convert(m); });
+  if (!r) return Unexpected{r.error()};
+  return m;
+}
+}  // namespace detail
+
 // Encodes `m` into one frame.
 template <typename M>
 std::string encode(const M& m, std::size_t reserve = 64) {
@@ -96,12 +120,12 @@ template <typename M>
                       "frame: expected " + type_name(static_cast<std::uint8_t>(M::kType)) +
                           ", found " + type_name(static_cast<std::uint8_t>(h->type)));
   }
-  M m{};
-  auto r = detail::unpack_into(
-      frame.substr(kHeaderBytes), type_name(static_cast<std::uint8_t>(M::kType)).c_str(),
-      max_elements(M::kType), [&](const msgpack::object& o) { o.convert(m); });
-  if (!r) return Unexpected{r.error()};
-  return m;
+  const std::string_view body = frame.substr(kHeaderBytes);
+  if constexpr (detail::FastDecoded<M>) {
+    M m{};
+    if (detail::fast_decode(body, max_elements(M::kType), m)) return m;
+  }
+  return detail::decode_generic<M>(body);
 }
 
 }  // namespace fanout::proto

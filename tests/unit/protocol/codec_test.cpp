@@ -1071,3 +1071,172 @@ TEST_CASE("protocol.codec.reject_code_steers_and_the_reason_text_does_not") {
   proto::Reject future{.reason = "Attach: job 1 is not known here", .code = 200};
   CHECK(proto::reject_code(future) == proto::RejectCode::Unspecified);
 }
+
+// ---------------------------------------------------------------- the direct decoders
+
+namespace {
+
+// Packs `n` msgpack values with msgpack-cxx's packer after a header.
+template <typename F>
+std::string packed(MsgType type, F&& pack) {
+  msgpack::sbuffer buf;
+  msgpack::packer<msgpack::sbuffer> pk(buf);
+  pack(pk);
+  return header(type) + std::string(buf.data(), buf.size());
+}
+
+// decode() (the direct decoder where the type has one) and the generic path give the same M.
+template <typename M>
+void same_as_generic(const std::string& frame) {
+  auto fast = proto::decode<M>(frame);
+  auto generic = proto::detail::decode_generic<M>(std::string_view(frame).substr(2));
+  REQUIRE(fast.has_value() == generic.has_value());
+  if (fast) {
+    CHECK(proto::encode(*fast) == proto::encode(*generic));
+  } else {
+    CHECK(fast.error().message == generic.error().message);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("protocol.codec.direct_decoders_read_what_the_encoders_write") {
+  // The hot messages, in every size class of their arrays and strings and at the ends of their
+  // integer ranges, go through the direct decoder (no fallback), with the values the generic
+  // path gives.
+  proto::SubmitTasks st{std::numeric_limits<std::uint64_t>::max(), {}};
+  for (std::uint64_t i = 0; i < 70000; i += (i < 20 ? 1 : 997)) {
+    st.batches.push_back(proto::MiniBatch{i * 1000003, {"/data/a", std::string(40, 'p')}, ""});
+  }
+  st.batches.push_back(proto::MiniBatch{1, std::vector<std::string>(70000, "x"), "{}"});
+  st.batches.push_back(
+      proto::MiniBatch{2, {std::string(300, 'y'), std::string(70000, 'z')}, std::string(31, 'd')});
+  st.batches.push_back(proto::MiniBatch{3, {}, std::string(32, 'd')});
+  proto::TaskBatch tb;
+  for (std::uint32_t i = 0; i < 17; ++i) {
+    tb.tasks.push_back(proto::Task{i,
+                                   2,
+                                   i * 300,
+                                   i == 0 ? std::numeric_limits<std::uint32_t>::max() : i,
+                                   {std::string(i, 'q')},
+                                   i % 2 ? "" : "{\"k\":1}"});
+  }
+  proto::ResultBatch rb;
+  rb.capacity = 65536;
+  for (std::int64_t pid :
+       {std::int64_t{0}, std::int64_t{-1}, std::int64_t{-33}, std::int64_t{-200},
+        std::int64_t{-70000}, std::int64_t{-5000000000}, std::numeric_limits<std::int64_t>::min(),
+        std::int64_t{127}, std::int64_t{4000000000}, std::numeric_limits<std::int64_t>::max()}) {
+    proto::TaskResult r;
+    r.task_id = 1u << 31;
+    r.job_id = 3;
+    r.index = 255;
+    r.attempt = 65535;
+    r.status = 255;
+    r.items = 65536;
+    r.succeeded = 4294967295u;
+    r.failed = 4294967296u;
+    r.output = std::string(5000, 'o') + "\n";
+    r.error_category = "UserError";
+    r.error_message = "boom";
+    r.node = "node-1";
+    r.process = "process001";
+    r.worker_pid = pid;
+    r.start = 1.7e9 + 0.125;
+    r.elapsed_s = -0.0;
+    r.cpu_s = 1e-300;
+    r.run_s = std::numeric_limits<double>::infinity();
+    r.device = "0,1";
+    r.cpus = "0-3";
+    r.threads = 4;
+    rb.results.push_back(r);
+  }
+  const std::string frames[] = {proto::encode(st), proto::encode(tb), proto::encode(rb)};
+  const std::size_t limit = proto::kMaxBatchElements;
+  proto::SubmitTasks st2;
+  proto::TaskBatch tb2;
+  proto::ResultBatch rb2;
+  CHECK(proto::detail::fast_decode(std::string_view(frames[0]).substr(2), limit, st2));
+  CHECK(proto::detail::fast_decode(std::string_view(frames[1]).substr(2), limit, tb2));
+  CHECK(proto::detail::fast_decode(std::string_view(frames[2]).substr(2), limit, rb2));
+  CHECK(proto::encode(st2) == frames[0]);
+  CHECK(proto::encode(tb2) == frames[1]);
+  CHECK(proto::encode(rb2) == frames[2]);
+  same_as_generic<proto::SubmitTasks>(frames[0]);
+  same_as_generic<proto::TaskBatch>(frames[1]);
+  same_as_generic<proto::ResultBatch>(frames[2]);
+  // Every prefix of a frame is refused, by both paths, with the same message.
+  for (std::size_t n = 2; n < frames[1].size(); n += 7) {
+    same_as_generic<proto::TaskBatch>(frames[1].substr(0, n));
+  }
+}
+
+TEST_CASE("protocol.codec.shapes_the_direct_decoders_leave_to_the_generic_path") {
+  using Pk = msgpack::packer<msgpack::sbuffer>;
+  SUBCASE("a mini-batch of an older peer, without its detail") {
+    const std::string f = packed(MsgType::SubmitTasks, [](Pk& pk) {
+      pk.pack_array(2).pack(7).pack_array(1).pack_array(2).pack(5).pack_array(1).pack("/a");
+    });
+    proto::SubmitTasks direct;
+    CHECK_FALSE(proto::detail::fast_decode(std::string_view(f).substr(2), 1000, direct));
+    auto m = proto::decode<proto::SubmitTasks>(f);
+    REQUIRE(m.has_value());
+    REQUIRE(m->batches.size() == 1);
+    CHECK(m->batches[0].index == 5);
+    CHECK(m->batches[0].items == std::vector<std::string>{"/a"});
+    CHECK(m->batches[0].detail.empty());
+    same_as_generic<proto::SubmitTasks>(f);
+  }
+  SUBCASE("a field a newer peer appended") {
+    const std::string f =
+        packed(MsgType::TaskBatch, [](Pk& pk) { pk.pack_array(2).pack_array(0).pack("new"); });
+    auto m = proto::decode<proto::TaskBatch>(f);
+    REQUIRE(m.has_value());
+    CHECK(m->tasks.empty());
+    same_as_generic<proto::TaskBatch>(f);
+  }
+  SUBCASE("items as bin, an index as a signed integer") {
+    const std::string f = packed(MsgType::SubmitTasks, [](Pk& pk) {
+      pk.pack_array(2).pack(7).pack_array(1).pack_array(3);
+      pk.pack_int8(9);  // non-negative in a signed encoding
+      pk.pack_array(1).pack_bin(2).pack_bin_body("/b", 2);
+      pk.pack("");
+    });
+    auto m = proto::decode<proto::SubmitTasks>(f);
+    REQUIRE(m.has_value());
+    CHECK(m->batches[0].index == 9);
+    CHECK(m->batches[0].items == std::vector<std::string>{"/b"});
+    same_as_generic<proto::SubmitTasks>(f);
+  }
+  SUBCASE("a status out of its u8 range: the generic path's error") {
+    proto::ResultBatch rb;
+    rb.results.resize(1);
+    std::string f = proto::encode(rb);
+    // The status (field 4 of the result) is the sixth byte of the body: 0x92 0x91 0xdc 0x00 0x16
+    // starts the arrays, then task_id .. attempt, one byte each.
+    REQUIRE(f.substr(2, 5) == std::string("\x92\x91\xdc\x00\x16", 5));
+    REQUIRE(f[2 + 9] == '\x00');
+    const std::string bad = f.substr(0, 2 + 9) + std::string("\xcd\x01\x00", 3) + f.substr(2 + 10);
+    auto m = proto::decode<proto::ResultBatch>(bad);
+    REQUIRE_FALSE(m.has_value());
+    CHECK(contains(m.error().message, "ResultBatch: body:"));
+    same_as_generic<proto::ResultBatch>(bad);
+  }
+  SUBCASE("a float equal to 2^64 is refused by both") {
+    proto::ResultBatch rb;
+    rb.results.resize(1);
+    rb.results[0].start = 18446744073709551616.0;
+    const std::string f = proto::encode(rb);
+    auto m = proto::decode<proto::ResultBatch>(f);
+    REQUIRE_FALSE(m.has_value());
+    CHECK(contains(m.error().message, "2^64"));
+    same_as_generic<proto::ResultBatch>(f);
+  }
+  SUBCASE("trailing bytes") {
+    const std::string f = proto::encode(proto::TaskBatch{}) + "x";
+    auto m = proto::decode<proto::TaskBatch>(f);
+    REQUIRE_FALSE(m.has_value());
+    CHECK(contains(m.error().message, "trailing bytes"));
+    same_as_generic<proto::TaskBatch>(f);
+  }
+}
