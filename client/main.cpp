@@ -39,6 +39,7 @@
 #include "fanout/util/cli_help.hpp"
 #include "fanout/util/error.hpp"
 #include "fanout/util/log.hpp"
+#include "fanout/util/memory.hpp"
 #include "fanout/util/spelling.hpp"
 
 namespace {
@@ -1003,6 +1004,7 @@ Subcommand add_executor_serve(CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fanout::keep_freed_memory();
   // Named, so help and the man pages say `fanout`, never the path it was started by.
   CLI::App app{"fanout: run a program over a large input in parallel", "fanout"};
   app.formatter(std::make_shared<fanout::HelpFormatter>());  // before the subcommands: they copy it

@@ -10,6 +10,7 @@
 #include "fanout/store/owner_lock.hpp"
 #include "fanout/util/cli_help.hpp"
 #include "fanout/util/log.hpp"
+#include "fanout/util/memory.hpp"
 #include "interchange/interchange.hpp"
 
 namespace {
@@ -76,6 +77,7 @@ void add_options(CLI::App& app, fanout::ix::Options& opts, CliValues& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fanout::keep_freed_memory();
   // Named, so help and the man page say fanout-interchange, never the path it was started by.
   CLI::App app{"fanout-interchange: brokers mini-batches between clients and worker pools",
                "fanout-interchange"};

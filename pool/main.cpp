@@ -13,6 +13,7 @@
 #include "fanout/util/cli_help.hpp"
 #include "fanout/util/fs.hpp"
 #include "fanout/util/log.hpp"
+#include "fanout/util/memory.hpp"
 #include "fanout/util/test_hooks.hpp"
 #include "pool/pool.hpp"
 #include "pool/wall_clock.hpp"
@@ -139,6 +140,7 @@ void add_placement_options(CLI::App& app, fanout::pool::PlacementOptions& p) {
 
 // Long: one line per command-line option, each bound to a local the rest of main reads.
 int main(int argc, char** argv) {
+  fanout::keep_freed_memory();
   // Named, so help and the man page say fanout-pool, never the path it was started by.
   CLI::App app{"fanout-pool: runs mini-batches from an interchange in worker processes",
                "fanout-pool"};
