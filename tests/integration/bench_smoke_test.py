@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The real-workload benchmarks of tools/bench/ (docs/performance.md, "Real workloads") run end to
-end at tiny sizes, one repeat: each makes its data, runs fanout and its hand-written peer, checks
+end at tiny sizes, one repeat (and host_costs.py once): each makes its data, runs fanout and its
+hand-written peer, checks
 they wrote the same rows and prints its table. Not a timing test: the figures are not looked at.
 Skipped without /usr/bin/python3 with pandas and numpy; the torch one without torch; the multihost
 one (network-namespace hosts) without root or `ip netns`.
@@ -40,6 +41,14 @@ def main():
     support.require_fanout()
     if not (has("pandas") and has("numpy")):
         skip("%s cannot import pandas and numpy (apt-get install python3-pandas)" % PY)
+    # What the host charges for a system call and a page fault: printed beside the figures.
+    host_costs = os.path.join(support.SOURCE_ROOT, "tools", "bench", "host_costs.py")
+    costs = subprocess.run([PY, host_costs, "--calls", "1000", "--repeats", "1"],
+                           capture_output=True, text=True, timeout=120)
+    rows = costs.stdout.count("\n| ")  # the four operations, after the header
+    if costs.returncode != 0 or rows != 4 or "| page fault |" not in costs.stdout:
+        fail("host_costs.py exited %d:\n%s\n%s" % (costs.returncode, costs.stdout, costs.stderr))
+    print(costs.stdout)
     bench("tabular.py", "--rows", "3000", "--only", "fanout,pool")
     bench("files.py", "--files", "300")
     bench("startup.py", "--only", "fanout,pool 1 task", peer="pool 1 task")

@@ -8,6 +8,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 py=/usr/bin/python3
+"$py" "$here/host_costs.py"
 "$py" "$here/tabular.py" "$@"
 "$py" "$here/files.py" "$@"
 "$py" "$here/torch_infer.py" "$@"
