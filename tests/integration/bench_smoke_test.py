@@ -1,10 +1,9 @@
 #!/usr/bin/env python3
 """The real-workload benchmarks of tools/bench/ (docs/performance.md, "Real workloads") run end to
 end at tiny sizes, one repeat (and host_costs.py once): each makes its data, runs fanout and its
-hand-written peer, checks
-they wrote the same rows and prints its table. Not a timing test: the figures are not looked at.
-Skipped without /usr/bin/python3 with pandas and numpy; the torch one without torch; the multihost
-one (network-namespace hosts) without root or `ip netns`.
+hand-written peer, checks they wrote the same rows and prints its table. Not a timing test: the
+figures are not looked at. Skipped without /usr/bin/python3 with pandas and numpy; the torch one
+without torch; the multihost one (network-namespace hosts) without root or `ip netns`.
 Environment: FANOUT_BIN, FANOUT_SOURCE_ROOT (set by tests/meson.build)."""
 
 import os
