@@ -278,10 +278,8 @@ class Reader {
     if ((b & 0xf0) == 0x90) {
       n = b & 0x0f;
       ++p_;
-    } else if (b == 0xdc) {
-      if (!big_endian<std::uint16_t>(1, n)) return false;
-    } else if (b == 0xdd) {
-      if (!big_endian<std::uint32_t>(1, n)) return false;
+    } else if (b == 0xdc || b == 0xdd) {  // array 16, 32
+      if (!wide(2u << (b - 0xdc), n)) return false;
     } else {
       return false;
     }
@@ -299,18 +297,12 @@ class Reader {
   bool uint(T& v) {
     if (p_ == end_) return false;
     const unsigned char b = *p_;
-    std::size_t x = 0;
+    std::uint64_t x = 0;
     if (b <= 0x7f) {
       x = b;
       ++p_;
-    } else if (b == 0xcc) {
-      if (!big_endian<std::uint8_t>(1, x)) return false;
-    } else if (b == 0xcd) {
-      if (!big_endian<std::uint16_t>(1, x)) return false;
-    } else if (b == 0xce) {
-      if (!big_endian<std::uint32_t>(1, x)) return false;
-    } else if (b == 0xcf) {
-      if (!big_endian<std::uint64_t>(1, x)) return false;
+    } else if (b >= 0xcc && b <= 0xcf) {  // uint 8, 16, 32, 64
+      if (!wide(1u << (b - 0xcc), x)) return false;
     } else {
       return false;
     }
@@ -327,14 +319,11 @@ class Reader {
       ++p_;
       return true;
     }
-    if (b >= 0xd0 && b <= 0xd3) {
-      static constexpr std::size_t kWidth[] = {1, 2, 4, 8};
-      const std::size_t w = kWidth[b - 0xd0];
-      if (static_cast<std::size_t>(end_ - p_) < 1 + w) return false;
+    if (b >= 0xd0 && b <= 0xd3) {  // int 8, 16, 32, 64
+      const unsigned w = 1u << (b - 0xd0);
       std::uint64_t u = 0;
-      for (std::size_t i = 1; i <= w; ++i) u = (u << 8) | p_[i];
-      p_ += 1 + w;
-      const unsigned shift = static_cast<unsigned>(64 - 8 * w);  // sign-extend from w bytes
+      if (!wide(w, u)) return false;
+      const unsigned shift = 64 - 8 * w;  // sign-extend from w bytes
       v = static_cast<std::int64_t>(u << shift) >> shift;
       // msgpack-cxx reads a non-negative value in a signed encoding as a positive integer,
       // which converts the same way.
@@ -351,12 +340,10 @@ class Reader {
   bool float64(double& v) {
     if (p_ == end_) return false;
     const unsigned char b = *p_;
-    if (b == 0xcb || b == 0xca) {
-      const std::size_t w = b == 0xcb ? 8 : 4;
-      if (static_cast<std::size_t>(end_ - p_) < 1 + w) return false;
+    if (b == 0xcb || b == 0xca) {  // float 64, 32
+      const unsigned w = b == 0xcb ? 8 : 4;
       std::uint64_t u = 0;
-      for (std::size_t i = 1; i <= w; ++i) u = (u << 8) | p_[i];
-      p_ += 1 + w;
+      if (!wide(w, u)) return false;
       if (w == 8) {
         v = std::bit_cast<double>(u);
       } else {
@@ -384,12 +371,8 @@ class Reader {
     if ((b & 0xe0) == 0xa0) {
       n = b & 0x1f;
       ++p_;
-    } else if (b == 0xd9) {
-      if (!big_endian<std::uint8_t>(1, n)) return false;
-    } else if (b == 0xda) {
-      if (!big_endian<std::uint16_t>(1, n)) return false;
-    } else if (b == 0xdb) {
-      if (!big_endian<std::uint32_t>(1, n)) return false;
+    } else if (b >= 0xd9 && b <= 0xdb) {  // str 8, 16, 32
+      if (!wide(1u << (b - 0xd9), n)) return false;
     } else {
       return false;
     }
@@ -410,14 +393,14 @@ class Reader {
   }
 
  private:
-  // The big-endian T after `skip` bytes at p_; moves past both.
-  template <typename T>
-  bool big_endian(std::size_t skip, std::size_t& out) {
-    if (static_cast<std::size_t>(end_ - p_) < skip + sizeof(T)) return false;
+  // The big-endian unsigned of `width` bytes after the type byte at p_; moves past both.
+  template <typename U>
+  bool wide(unsigned width, U& out) {
+    if (static_cast<std::size_t>(end_ - p_) < 1 + width) return false;
     std::uint64_t u = 0;
-    for (std::size_t i = 0; i < sizeof(T); ++i) u = (u << 8) | p_[skip + i];
-    p_ += skip + sizeof(T);
-    out = static_cast<std::size_t>(u);
+    for (unsigned i = 1; i <= width; ++i) u = (u << 8) | p_[i];
+    p_ += 1 + width;
+    out = static_cast<U>(u);
     return true;
   }
 

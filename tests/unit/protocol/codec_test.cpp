@@ -1076,15 +1076,6 @@ TEST_CASE("protocol.codec.reject_code_steers_and_the_reason_text_does_not") {
 
 namespace {
 
-// Packs `n` msgpack values with msgpack-cxx's packer after a header.
-template <typename F>
-std::string packed(MsgType type, F&& pack) {
-  msgpack::sbuffer buf;
-  msgpack::packer<msgpack::sbuffer> pk(buf);
-  pack(pk);
-  return header(type) + std::string(buf.data(), buf.size());
-}
-
 // decode() (the direct decoder where the type has one) and the generic path give the same M.
 template <typename M>
 void same_as_generic(const std::string& frame) {
@@ -1174,7 +1165,7 @@ TEST_CASE("protocol.codec.direct_decoders_read_what_the_encoders_write") {
 TEST_CASE("protocol.codec.shapes_the_direct_decoders_leave_to_the_generic_path") {
   using Pk = msgpack::packer<msgpack::sbuffer>;
   SUBCASE("a mini-batch of an older peer, without its detail") {
-    const std::string f = packed(MsgType::SubmitTasks, [](Pk& pk) {
+    const std::string f = frame_with_body(MsgType::SubmitTasks, [](Pk& pk) {
       pk.pack_array(2).pack(7).pack_array(1).pack_array(2).pack(5).pack_array(1).pack("/a");
     });
     proto::SubmitTasks direct;
@@ -1188,15 +1179,15 @@ TEST_CASE("protocol.codec.shapes_the_direct_decoders_leave_to_the_generic_path")
     same_as_generic<proto::SubmitTasks>(f);
   }
   SUBCASE("a field a newer peer appended") {
-    const std::string f =
-        packed(MsgType::TaskBatch, [](Pk& pk) { pk.pack_array(2).pack_array(0).pack("new"); });
+    const std::string f = frame_with_body(
+        MsgType::TaskBatch, [](Pk& pk) { pk.pack_array(2).pack_array(0).pack("new"); });
     auto m = proto::decode<proto::TaskBatch>(f);
     REQUIRE(m.has_value());
     CHECK(m->tasks.empty());
     same_as_generic<proto::TaskBatch>(f);
   }
   SUBCASE("items as bin, an index as a signed integer") {
-    const std::string f = packed(MsgType::SubmitTasks, [](Pk& pk) {
+    const std::string f = frame_with_body(MsgType::SubmitTasks, [](Pk& pk) {
       pk.pack_array(2).pack(7).pack_array(1).pack_array(3);
       pk.pack_int8(9);  // non-negative in a signed encoding
       pk.pack_array(1).pack_bin(2).pack_bin_body("/b", 2);
