@@ -352,13 +352,13 @@ class Reader {
       // The generic path refuses 2^64 (ElementCounter::visit_float64): so does this one.
       return v != 18446744073709551616.0;
     }
-    std::int64_t i = 0;
-    if (b >= 0xd0 || b <= 0x7f) {
+    if (b >= 0xe0 || (b >= 0xd0 && b <= 0xd3)) {  // negative fixint, int 8..64
+      std::int64_t i = 0;
       if (!int64(i)) return false;
       v = static_cast<double>(i);
       return true;
     }
-    std::uint64_t u = 0;  // uint8..uint64 beyond INT64_MAX
+    std::uint64_t u = 0;  // positive fixint, uint 8..64
     if (!uint(u)) return false;
     v = static_cast<double>(u);
     return true;

@@ -3,7 +3,6 @@
 
 #include <malloc.h>
 
-#include <cstdlib>
 #include <cstring>
 
 extern char** environ;
