@@ -3,6 +3,13 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
+# Each phase's wall time, printed as it ends (.ci/run adds the release build, the package and the
+# slowest tests): "phase <name>: <seconds> s".
+phase_start=$SECONDS
+phase() {
+  echo "phase $1: $((SECONDS - phase_start)) s"
+  phase_start=$SECONDS
+}
 bash tools/install-deps.sh
 # What only the tests need (tools/deps-debian-test.txt); a test whose package is missing skips.
 mapfile -t test_pkgs < <(grep -vE '^\s*(#|$)' tools/deps-debian-test.txt)
@@ -18,8 +25,14 @@ if [ ${#test_missing[@]} -gt 0 ]; then
       $sudo apt-get install -y -qq --no-install-recommends "${test_missing[@]}"; } ||
     echo "test.sh: could not install ${test_missing[*]}; the tests needing them will skip"
 fi
+phase dependencies
 bash tools/build.sh
+phase build
 bash tools/check_layering.sh
 bash tools/check_format.sh
 bash tools/check_comments.sh
-meson test -C build --print-errorlogs --num-processes 2 "$@"
+phase checks
+rc=0
+meson test -C build --print-errorlogs --num-processes 2 "$@" || rc=$?
+phase tests
+exit "$rc"
