@@ -5,8 +5,8 @@
 # check. Prints each hit as
 # file:line: text and exits 1; prints "comments: ok" and exits 0 when there is none.
 #
-# Checked: the comments of C++ files (// ...), of shell, Python and Meson files (# ...), and the
-# text of README.md and docs/*.md.
+# Checked: the comments of C++ files (// ...), of shell, Python and Meson files (# ...), the
+# docstrings of Python modules, classes and functions, and the text of README.md and docs/*.md.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -37,6 +37,39 @@ mapfile -t docs < <(files 'README.md' 'docs/*.md')
 check '//' "${cxx[@]}"
 check '#' "${scripts[@]}"
 check '' "${docs[@]}"
+
+# Python docstrings, read with the standard library's ast (a docstring is no '#' comment).
+mapfile -t pys < <(files '*.py')
+if ((${#pys[@]} > 0)); then
+  while IFS= read -r hit; do
+    printf '%s\n' "$hit"
+    hits=$((hits + 1))
+  done < <(python3 - "$cite" "${pys[@]}" <<'PY'
+import ast
+import re
+import sys
+
+cite = re.compile(sys.argv[1])
+kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+for path in sys.argv[2:]:
+    try:
+        tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    except (SyntaxError, UnicodeDecodeError, OSError) as e:
+        print(f"{path}: cannot read its docstrings: {e}")
+        continue
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None) if isinstance(node, kinds) else None
+        if not body or not isinstance(body[0], ast.Expr):
+            continue
+        doc = body[0].value
+        if not isinstance(doc, ast.Constant) or not isinstance(doc.value, str):
+            continue
+        for i, line in enumerate(doc.value.splitlines()):
+            if cite.search(line):
+                print(f"{path}:{doc.lineno + i}: {line.strip()}")
+PY
+  )
+fi
 
 if ((hits > 0)); then
   echo "comments: $hits comment(s) cite an issue number or a file outside the repository;" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`fanout run -c CMD --input DIR|FILE|-` (issue 17 item 17): ad-hoc runs without a job file, as GNU
+"""`fanout run -c CMD --input DIR|FILE|-`: ad-hoc runs without a job file, as GNU
 parallel users work. Real fanout, interchange, pools and fanout-worker processes; every row exactly
 once, GNU parallel's replacement strings, failures recorded in the store, errors with exit 2.
 Environment: FANOUT_BIN (set by tests/meson.build)."""

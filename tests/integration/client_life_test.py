@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Following a job through the real binaries (issue 17 items 5-7, issue 18 items 10-11).
+"""Following a job through the real binaries.
 
 - progress_fits_80_columns: `fanout run` on a real pseudo-terminal of 80 columns
   (TIOCSWINSZ): no progress line is wider than 80 columns, none wraps.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""report.html and `fanout compare --html` in headless Chromium (issue 14).
+"""report.html and `fanout compare --html` in headless Chromium.
 
 Runs real jobs with the real binaries, then opens each page in Debian's `chromium`: the page
 must log no error, every chart must have drawn data (`data-points` on each canvas, read back

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`fanout run --launcher slurm` against a real Slurm (issue 13).
+"""`fanout run --launcher slurm` against a real Slurm.
 
 Brings up tools/slurm_bed.sh (munged, slurmctld and slurmd in a scratch folder; two slurmd
 "nodes" n1 and n2 on this host) and always brings it down. Each case runs the real `fanout`,
