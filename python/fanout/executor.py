@@ -50,16 +50,18 @@ def _private_folder(work_dir):
     """A fresh folder only this user can use (mkdtemp: 0700, made with O_EXCL semantics) under
     `work_dir` (default $TMPDIR), and a descriptor of it opened without following links, through
     which every file of the Executor is made and read. `work_dir` may be shared with others only
-    if it has the sticky bit (as /tmp): else another user could rename this folder away and put
-    theirs in its place."""
+    if it has the sticky bit and is this user's or root's (as /tmp): else another user could
+    rename this folder away and put theirs in its place."""
     parent = os.path.abspath(os.fspath(work_dir)) if work_dir is not None else None
     if parent is not None:
         st = os.stat(parent)
-        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-            raise FanoutError("fanout.Executor: work_dir %s (mode %04o) is writable by other users "
-                              "and has no sticky bit: another user could replace this "
-                              "Executor's folder in it; use a folder only you can write, or "
-                              "`chmod +t` it as /tmp is" % (parent, stat.S_IMODE(st.st_mode)))
+        if st.st_mode & 0o022 and (not st.st_mode & stat.S_ISVTX or
+                                   st.st_uid not in (0, os.geteuid())):
+            raise FanoutError("fanout.Executor: work_dir %s (owner uid %d, mode %04o) is "
+                              "writable by other users and is not a sticky folder of yours or "
+                              "root's: another user could replace this Executor's folder in it; "
+                              "use a folder only you can write, or one like /tmp (root's, "
+                              "`chmod 1777`)" % (parent, st.st_uid, stat.S_IMODE(st.st_mode)))
     path = tempfile.mkdtemp(prefix="fanout-executor-", dir=parent)
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     st = os.fstat(fd)
@@ -149,8 +151,9 @@ class Executor(cf.Executor):
     retries: tries after the first for a call whose worker crashed or timed out; timeout:
     seconds one mini-batch (one submit(), or one map() chunk) may run (default: no limit);
     python: the workers' interpreter (default: this one); name: the job's name; work_dir: where
-    the job's folder (its job file and result rows) is made (default: $TMPDIR; with a shared
-    interchange, a folder it writes, under its --write-root, that this host reads too); other
+    the job's private folder (its job file and result rows) is made (default: $TMPDIR; with a
+    shared interchange, a folder it writes, under its --write-root, that this host reads too;
+    one that others can write must be a sticky folder of yours or root's, as /tmp); other
     keyword arguments are `fanout run` options (pools=2, prefetch=8)."""
 
     def __init__(self, max_workers=None, *, db=None, interchange=None, keys=None, launcher=None,
@@ -170,7 +173,7 @@ class Executor(cf.Executor):
         self.rows_refused = 0  # rows without a valid MAC: refused, never unpickled
         self.job_id = None
         self.db = None
-        self._key = os.urandom(32)  # the rows' MAC key: this process and its job's workers only
+        self._key = os.urandom(32)  # the rows' MAC key: this process and its job's workers
         self._dir, self._dir_fd = _private_folder(work_dir)
         self._results = os.path.join(self._dir, "results.txt")
         self._results_error = None  # why the rows file could not be read, if it could not
@@ -220,8 +223,9 @@ class Executor(cf.Executor):
         env = {
             "FANOUT_EXECUTOR_PATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)),
             "FANOUT_EXECUTOR_MAIN": os.path.abspath(main) if main and main.endswith(".py") else "",
-            # The job's variables reach only its workers (the store does not record them), and
-            # this job file stays in the private folder.
+            # The job's variables are how the key reaches the workers that write the rows, on
+            # the embedded default and on a shared interchange's pools alike; the job file stays
+            # in the private folder (docs/security.md, "Python callers": who else holds it).
             _KEY_VAR: self._key.hex(),
             # The worker does not put the working folder (this process's) on sys.path: the
             # entry script appends this process's own sys.path, after the standard library.

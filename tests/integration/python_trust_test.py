@@ -3,7 +3,8 @@
 real fanout, interchange, pools and workers, under `fanout python` so the package is the tree's.
 
 `forged`: a row without a valid MAC written into an Executor's results file is refused, its call
-fails naming it, and the pickle in it is never loaded (loading it would create a marker file).
+fails naming it, and the pickle in it is never loaded (loading it would create a marker file); a
+work_dir anyone can write (not sticky) is refused.
 
 `other_user` (root only: a second local user made with useradd, removed at the end; SKIP
 otherwise), that user being the attacker:
@@ -86,6 +87,17 @@ def forged(tmp):
              "and its row without a valid MAC" % (err,))
     if ex.rows_refused != 2:
         fail("%d rows refused, expected the 2 forged ones" % ex.rows_refused)
+    # A work_dir others can write, without the sticky bit: another user could swap the
+    # Executor's folder in it, so it is refused before anything starts.
+    open_dir = os.path.join(tmp, "open")
+    os.makedirs(open_dir)
+    os.chmod(open_dir, 0o777)
+    try:
+        fanout.Executor(max_workers=1, db=db, work_dir=open_dir)
+        fail("an Executor started in a work_dir anyone can write (mode 0777, not sticky)")
+    except fanout.FanoutError as e:
+        if "writable by other users" not in str(e) or os.listdir(open_dir):
+            fail("the refused work_dir: %s; left %s" % (e, os.listdir(open_dir)))
     # The Executor's own rows still pass.
     with fanout.Executor(max_workers=1, db=db, name="genuine") as ex:
         if list(ex.map(pow, [2, 3], [5, 2])) != [32, 9] or ex.rows_refused:
