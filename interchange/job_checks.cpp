@@ -40,14 +40,31 @@ Expected<void> check_job_spec(const proto::JobSpec& spec) {
   return {};
 }
 
+namespace {
+
+// Whether two output paths name one file: the same device and inode when both exist (links,
+// `..` and hard links seen through), else the same place once their links are followed
+// (resolve_for_write), else the same lexically normalised spelling.
+bool same_output(const std::string& a, const std::string& b) {
+  struct stat sa {};
+  struct stat sb {};
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) {
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  }
+  auto ra = resolve_for_write(a);
+  auto rb = resolve_for_write(b);
+  if (ra && rb) return *ra == *rb;
+  return std::filesystem::path(a).lexically_normal() == std::filesystem::path(b).lexically_normal();
+}
+
+}  // namespace
+
 Expected<void> check_output_free(const proto::JobSpec& spec, const JobLedger::Jobs& jobs) {
   if (spec.output_path.empty()) return {};
-  const auto normal = [](const std::string& p) {
-    return std::filesystem::path(p).lexically_normal().string();
-  };
-  const std::string mine = normal(spec.output_path);
   for (const auto& [id, job] : jobs) {
-    if (job.spec.output_path.empty() || normal(job.spec.output_path) != mine) continue;
+    if (job.spec.output_path.empty() || !same_output(job.spec.output_path, spec.output_path)) {
+      continue;
+    }
     return make_error(ErrorCode::InvalidArgument,
                       fmt::format("SubmitJob: output_path: {} is the append_row output of running "
                                   "job {} ({}); two jobs must not append to one file: wait for "

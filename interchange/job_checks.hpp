@@ -21,7 +21,9 @@ namespace fanout::ix {
 // A second job may never append to a file a live job appends to (each keeps its own end offset,
 // so their rows would overwrite each other): Error{InvalidArgument, "SubmitJob: output_path:
 // <path> is the append_row output of running job <id> (<name>); ..."} when one of `jobs` has the
-// same output_path (compared lexically normalised). Jobs without an output file never conflict.
+// same output file: compared by device and inode when both exist, else by where they resolve
+// with their links followed (resolve_for_write), never by spelling alone, so a link to another
+// user's folder does not make its file a new output. Jobs without an output file never conflict.
 [[nodiscard]] Expected<void> check_output_free(const proto::JobSpec& spec,
                                                const JobLedger::Jobs& jobs);
 

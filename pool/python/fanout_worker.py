@@ -410,10 +410,14 @@ class _Config(object):
         self.row_sep = " " if sep is None or sep == "" else sep
         self.row_header = env.get("FANOUT_ROW_HEADER", "0").strip() in ("1", "true", "True")
         self.run_markers = env.get("FANOUT_RUN_MARKERS", "0").strip() == "1"
+        self.code_on_path = env.get("FANOUT_CODE_ON_SYS_PATH", "1").strip() != "0"
 
 
-def _fix_sys_path(script_dir):
-    """cwd (the job's code folder) first, then the entry script's folder.
+def _fix_sys_path(script_dir, code_on_path=True):
+    """cwd (the job's code folder) first, then the entry script's folder. `code_on_path` False
+    (a fanout.Executor's job, whose working folder is its caller's, not code of the job): cwd is
+    not on sys.path at all (nor '' or a relative entry, which mean it), so that a module planted
+    there cannot replace one of the standard library; the entry script's own folder still leads.
 
     The shim's own folder (azureml_user, fanout_runtime) loses the place Python gave
     it as the script's folder and keeps the one PYTHONPATH gives it, right after those
@@ -425,7 +429,10 @@ def _fix_sys_path(script_dir):
     if shim_dir not in sys.path:
         sys.path.append(shim_dir)
     cwd = os.getcwd()
-    for d in (script_dir, cwd):
+    if not code_on_path:
+        # '' or a relative entry (an empty PYTHONPATH element gives one) means the working folder.
+        sys.path[:] = [p for p in sys.path if p and os.path.isabs(p) and p != cwd]
+    for d in (script_dir, cwd) if code_on_path else (script_dir,):
         while d in sys.path:
             sys.path.remove(d)
         sys.path.insert(0, d)
@@ -833,7 +840,7 @@ def _prepare(env):
     _output_env(env)
     sys.argv = [cfg.entry_script] + sys.argv[1:]
     if cfg.entry_script:
-        _fix_sys_path(os.path.dirname(os.path.abspath(cfg.entry_script)))
+        _fix_sys_path(os.path.dirname(os.path.abspath(cfg.entry_script)), cfg.code_on_path)
     return cfg
 
 

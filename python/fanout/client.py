@@ -13,6 +13,7 @@ import tempfile
 import threading
 import time
 
+from fanout import _jobfile
 from fanout._cli import FanoutError, error_message, find_fanout, run_cli
 
 # The states of a job that has ended (the store's spelling).
@@ -41,24 +42,27 @@ def _override_args(overrides):
 
 class _JobFile:
     """The job file of a job given as a dict or an SDK-shaped object: written (a dict as JSON,
-    which is YAML; an object with dump(path)) to a hidden file in the current folder, where the
-    relative paths in it are meant from, and removed once the run that read it has ended (and at
-    exit). write() makes it again for a resume, which reads the job file anew."""
+    which is YAML, its relative paths made absolute against the current folder, where they are
+    meant from; an object with dump(path)) to a private folder (_jobfile.py), and removed once
+    the run that read it has ended (the folder when this goes, or at exit). write() makes it
+    again for a resume, which reads the job file anew."""
 
     def __init__(self, job):
         if not isinstance(job, dict) and not hasattr(job, "dump"):
             raise TypeError("fanout: a job is a job file path, a dict shaped like the job YAML, "
                             "or an object with dump(path); got %s" % type(job).__name__)
-        self.job = job
-        self.path = os.path.abspath(".fanout-job-%d-%d.yml" % (os.getpid(), next(_job_files)))
+        self.job = _jobfile.anchored(job, os.getcwd()) if isinstance(job, dict) else job
+        self.folder = _jobfile.PrivateFolder()
+        self.name = ".fanout-job-%d-%d.yml" % (os.getpid(), next(_job_files))
+        self.path = os.path.join(self.folder.path, self.name)
 
     def write(self):
         _live_job_files.add(self.path)
         if isinstance(self.job, dict):
-            with open(self.path, "w") as f:
+            with os.fdopen(self.folder.create(self.name), "w") as f:
                 json.dump(self.job, f, indent=1)
         else:
-            self.job.dump(self.path)
+            self.job.dump(self.path)  # in the private folder: no other user can make that name
         return self.path
 
     def remove(self):

@@ -3,17 +3,23 @@ fanout job. It starts `fanout executor-serve` (client/commands/executor_serve.hp
 the job as `fanout run` does (the embedded default, --interchange with keys, the launchers) and
 sends each line written to its stdin as a mini-batch; the job's entry script
 (_entry/fanout_executor_entry.py) runs the pickled calls, and their pickled outcomes come back as
-the job's append_row rows, read here as they are written. See docs/python.md."""
+the job's append_row rows, read here as they are written. Each row carries an HMAC-SHA256 under a
+key made for this Executor, and a row without a valid one is refused before anything in it is
+unpickled. See docs/python.md and docs/security.md."""
 
 import atexit
 import base64
 import concurrent.futures as cf
+import errno
+import hashlib
+import hmac
 import itertools
 import json
 import os
 import pickle
 import queue
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -31,7 +37,39 @@ except ImportError:
 _ENTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_entry",
                       "fanout_executor_entry.py")
 _NO_TIMEOUT_S = 10 * 365 * 24 * 3600  # retry_settings.timeout must be > 0
+_KEY_VAR = "FANOUT_EXECUTOR_KEY"  # the rows' MAC key, for the entry script (see _row_mac)
 _live = weakref.WeakSet()
+
+
+def _row_mac(key, ident, payload):
+    """The MAC of a result row: HMAC-SHA256 over "ID PAYLOAD" (the entry script's _row_mac)."""
+    return hmac.new(key, ident + b" " + payload, hashlib.sha256).hexdigest().encode("ascii")
+
+
+def _private_folder(work_dir):
+    """A fresh folder only this user can use (mkdtemp: 0700, made with O_EXCL semantics) under
+    `work_dir` (default $TMPDIR), and a descriptor of it opened without following links, through
+    which every file of the Executor is made and read. `work_dir` may be shared with others only
+    if it has the sticky bit and is this user's or root's (as /tmp): else another user could
+    rename this folder away and put theirs in its place."""
+    parent = os.path.abspath(os.fspath(work_dir)) if work_dir is not None else None
+    if parent is not None:
+        st = os.stat(parent)
+        if st.st_mode & 0o022 and (not st.st_mode & stat.S_ISVTX or
+                                   st.st_uid not in (0, os.geteuid())):
+            raise FanoutError("fanout.Executor: work_dir %s (owner uid %d, mode %04o) is "
+                              "writable by other users and is not a sticky folder of yours or "
+                              "root's: another user could replace this Executor's folder in it; "
+                              "use a folder only you can write, or one like /tmp (root's, "
+                              "`chmod 1777`)" % (parent, st.st_uid, stat.S_IMODE(st.st_mode)))
+    path = tempfile.mkdtemp(prefix="fanout-executor-", dir=parent)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        os.close(fd)
+        raise FanoutError("fanout.Executor: its folder %s is not private (owner uid %d, mode "
+                          "%04o)" % (path, st.st_uid, stat.S_IMODE(st.st_mode)))
+    return path, fd
 
 
 class CallFailed(Exception):
@@ -87,12 +125,12 @@ def _dumps(obj):
         return _cloudpickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
 
 
-def _fail(chunk, reason, running=True):
+def _fail(chunk, reason, running=True, status=""):
     for f in chunk.futures:
         if not running:
             f.set_running_or_notify_cancel()
         if not f.done():
-            f.set_exception(CallFailed(reason))
+            f.set_exception(CallFailed(reason, status))
 
 
 class _Chunk:
@@ -113,8 +151,9 @@ class Executor(cf.Executor):
     retries: tries after the first for a call whose worker crashed or timed out; timeout:
     seconds one mini-batch (one submit(), or one map() chunk) may run (default: no limit);
     python: the workers' interpreter (default: this one); name: the job's name; work_dir: where
-    the job's folder (its job file and result rows) is made (default: $TMPDIR; with a shared
-    interchange, a folder it writes, under its --write-root, that this host reads too); other
+    the job's private folder (its job file and result rows) is made (default: $TMPDIR; with a
+    shared interchange, a folder it writes, under its --write-root, that this host reads too;
+    one that others can write must be a sticky folder of yours or root's, as /tmp); other
     keyword arguments are `fanout run` options (pools=2, prefetch=8)."""
 
     def __init__(self, max_workers=None, *, db=None, interchange=None, keys=None, launcher=None,
@@ -131,11 +170,13 @@ class Executor(cf.Executor):
         self._over = False  # the job ended and its rows were read: calls fail at once
         self.rows_read = 0  # result rows read; those of no call waiting for one:
         self.rows_unexpected = 0
+        self.rows_refused = 0  # rows without a valid MAC: refused, never unpickled
         self.job_id = None
         self.db = None
-        self._dir = tempfile.mkdtemp(prefix="fanout-executor-",
-                                     dir=os.fspath(work_dir) if work_dir is not None else None)
+        self._key = os.urandom(32)  # the rows' MAC key: this process and its job's workers
+        self._dir, self._dir_fd = _private_folder(work_dir)
         self._results = os.path.join(self._dir, "results.txt")
+        self._results_error = None  # why the rows file could not be read, if it could not
         job = self._write_job(name, retries, timeout, python)
         cmd = [self._fanout, "executor-serve", job, "--quiet"]
         for flag, value in (("--db", db), ("--interchange", interchange), ("--keys", keys),
@@ -149,7 +190,7 @@ class Executor(cf.Executor):
             elif value is not None and value is not False:
                 cmd += ["--" + key.replace("_", "-"), str(value)]
         self._cmd = cmd
-        self._err = open(os.path.join(self._dir, "serve.err"), "w+")
+        self._err = os.fdopen(self._create("serve.err"), "w+")
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self._err, cwd=os.getcwd())
         accepted = self._read_accepted()
@@ -170,12 +211,25 @@ class Executor(cf.Executor):
 
     # ---- the job ----
 
+    def _create(self, name):
+        """A new file `name` in the Executor's folder, mode 0600: never one that was there (a
+        link or a file planted by another), never through a link. Returns its descriptor."""
+        return os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                       0o600, dir_fd=self._dir_fd)
+
     def _write_job(self, name, retries, timeout, python):
-        os.makedirs(os.path.join(self._dir, "calls"))
+        os.mkdir("calls", 0o700, dir_fd=self._dir_fd)
         main = getattr(sys.modules.get("__main__"), "__file__", None)
         env = {
             "FANOUT_EXECUTOR_PATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)),
             "FANOUT_EXECUTOR_MAIN": os.path.abspath(main) if main and main.endswith(".py") else "",
+            # The job's variables are how the key reaches the workers that write the rows, on
+            # the embedded default and on a shared interchange's pools alike; the job file stays
+            # in the private folder (docs/security.md, "Python callers": who else holds it).
+            _KEY_VAR: self._key.hex(),
+            # The worker does not put the working folder (this process's) on sys.path: the
+            # entry script appends this process's own sys.path, after the standard library.
+            "FANOUT_CODE_ON_SYS_PATH": "0",
         }
         job = {
             "type": "parallel",
@@ -193,10 +247,9 @@ class Executor(cf.Executor):
                      "append_row_to": "${{outputs.results}}"},
             "fanout": {"python": python or sys.executable},
         }
-        path = os.path.join(self._dir, "job.yml")
-        with open(path, "w") as f:
+        with os.fdopen(self._create("job.yml"), "w") as f:
             json.dump(job, f, indent=1)  # JSON is YAML
-        return path
+        return os.path.join(self._dir, "job.yml")
 
     def _read_accepted(self):
         for line in self._proc.stdout:
@@ -292,14 +345,21 @@ class Executor(cf.Executor):
                 f.set_exception(cls(msg, status, ev.get("tries", 0)))
 
     def _take_rows(self, data):
-        lines = data.split(b"\n")
-        for line in lines:
-            ident, _, payload = line.partition(b" ")
+        for line in data.split(b"\n"):
+            if not line:
+                continue
+            parts = line.split(b" ", 2)
+            ident = parts[0]
+            if len(parts) != 3 or not hmac.compare_digest(
+                    parts[1], _row_mac(self._key, ident, parts[2])):
+                self._refuse_row(ident)  # never unpickled
+                continue
             try:
                 ident = int(ident)
-                outcomes = pickle.loads(base64.b64decode(payload))
+                outcomes = pickle.loads(base64.b64decode(parts[2]))
             except Exception:
-                continue  # not a row of ours (it cannot be: the job file is this executor's)
+                self._refuse_row(ident)
+                continue
             with self._lock:
                 chunk = self._chunks.pop(ident, None)
                 self.rows_read += 1
@@ -316,6 +376,39 @@ class Executor(cf.Executor):
                 else:
                     f.set_exception(_exception(value))
 
+    def _refuse_row(self, ident):
+        """A row this Executor's workers did not write (no valid MAC: another job appending to
+        this file, or a forged row): counted, and the call it names, if one waits, fails."""
+        try:
+            ident = int(ident)
+        except ValueError:
+            ident = None
+        with self._lock:
+            self.rows_refused += 1
+            chunk = self._chunks.pop(ident, None) if ident is not None else None
+        if chunk is not None:
+            _fail(chunk, "fanout job %s, mini-batch %d: its result row in %s has no valid MAC "
+                  "(this Executor's workers did not write it: another job appending to this file, "
+                  "or a forged row); refused without unpickling it" % (
+                      self.job_id, ident, self._results), status="ROW_REFUSED")
+
+    def _open_results(self):
+        """The rows file, opened without following a link; None while it is not there."""
+        try:
+            fd = os.open("results.txt", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         dir_fd=self._dir_fd)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            self._results_error = "cannot read its rows file %s: %s" % (
+                self._results, "a symbolic link" if e.errno == errno.ELOOP else e.strerror)
+            return None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            self._results_error = "its rows file %s is not a regular file" % self._results
+            return None
+        return os.fdopen(fd, "rb")
+
     def _result_loop(self):
         """Reads the rows as the interchange appends them (a row is whole once its newline is
         there), until the job ended and its file was read to the end."""
@@ -324,8 +417,8 @@ class Executor(cf.Executor):
         f = None
         while True:
             ended = self._ended is not None
-            if f is None and os.path.exists(self._results):
-                f = open(self._results, "rb")
+            if f is None and self._results_error is None:
+                f = self._open_results()
             data = f.read() if f is not None else b""
             if data:
                 pending += data
@@ -351,13 +444,17 @@ class Executor(cf.Executor):
 
     def _over_reason(self):
         ended = self._ended or {}
-        return "fanout job %s ended %s%s without a result for this call" % (
+        return "fanout job %s ended %s%s without a result for this call%s" % (
             self.job_id, ended.get("state") or "(did not end)",
-            ": " + ended["reason"] if ended.get("reason") else "")
+            ": " + ended["reason"] if ended.get("reason") else "",
+            "; " + self._results_error if self._results_error else "")
 
     def _cleanup(self):
         if not os.environ.get("FANOUT_KEEP_TMP"):
-            shutil.rmtree(self._dir, ignore_errors=True)
+            shutil.rmtree(self._dir, ignore_errors=True)  # fd-based: never follows a link
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
 
     # ---- concurrent.futures.Executor ----
 

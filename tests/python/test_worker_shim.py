@@ -641,6 +641,27 @@ class ShimTest(unittest.TestCase):
                                     os.path.realpath(os.path.join(self.folder, "sub")), shim])
         self.assertEqual(path.count(shim), 1)
 
+    def test_code_folder_kept_off_sys_path_for_executor_jobs(self):
+        # FANOUT_CODE_ON_SYS_PATH=0 (fanout.Executor's jobs, whose working folder is the
+        # caller's): a base64.py planted there is not imported, nor is the folder on sys.path,
+        # even through an empty PYTHONPATH element; the entry script's folder still leads.
+        os.makedirs(os.path.join(self.folder, "sub"))
+        with open(os.path.join(self.folder, "base64.py"), "w") as f:
+            f.write("PLANTED = True\n")
+        w = self.started("""
+            import base64, json, sys
+            def run(mini_batch):
+                return [json.dumps(sys.path), str(hasattr(base64, "PLANTED"))]
+        """, script=os.path.join("sub", "score.py"),
+            env={"FANOUT_CODE_ON_SYS_PATH": "0", "PYTHONPATH": SHIM_DIR + "::"})
+        rows = w.task(1, ["a"]).out.decode().splitlines()
+        path = json.loads(rows[0])
+        self.assertEqual(rows[1], "False")
+        self.assertEqual(os.path.realpath(path[0]),
+                         os.path.realpath(os.path.join(self.folder, "sub")))
+        self.assertNotIn(os.path.realpath(self.folder), [os.path.realpath(p) for p in path])
+        self.assertNotIn("", path)
+
     # -- stdout, shutdown, EOF
     def test_print_goes_to_stdout_and_frames_survive(self):
         w = self.started("""

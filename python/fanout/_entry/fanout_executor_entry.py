@@ -1,27 +1,41 @@
 """The entry script of a fanout.Executor's job (python/fanout/executor.py): each item of a
-mini-batch is "ID:BASE64" of a pickled (fn, [(args, kwargs), ...]); its row is "ID BASE64" of the
-pickled list of outcomes, one per call: (True, value) or (False, (exception pickled or None,
-traceback text, "Type: message")). A call's exception is its outcome; only a crash or a timeout
-fails the mini-batch. Standard library only (plus cloudpickle when the caller used it)."""
+mini-batch is "ID:BASE64" of a pickled (fn, [(args, kwargs), ...]); its row is "ID MAC BASE64"
+of the pickled list of outcomes, one per call: (True, value) or (False, (exception pickled or
+None, traceback text, "Type: message")). MAC is the hex HMAC-SHA256 of "ID BASE64" under the
+Executor's key ($FANOUT_EXECUTOR_KEY, taken out of the environment before any of the caller's code
+runs here): the Executor unpickles only rows that carry it. A call's exception is its outcome;
+only a crash or a timeout fails the mini-batch. Standard library only (plus cloudpickle when the
+caller used it)."""
 
 import base64
+import hashlib
+import hmac
 import os
 import pickle
 import sys
 import traceback
 
+# Neither the calls nor the programs they start inherit the key.
+_KEY = bytes.fromhex(os.environ.pop("FANOUT_EXECUTOR_KEY", ""))
 _main_loaded = False
+
+
+def _row_mac(ident, payload):
+    """As fanout.executor._row_mac."""
+    return hmac.new(_KEY, ident + b" " + payload, hashlib.sha256).hexdigest().encode("ascii")
 
 
 def _load_callers_main():
     """Makes the caller's functions importable as multiprocessing's spawn does: the caller's
-    sys.path, and its main script run as __mp_main__ (its `if __name__ == "__main__":` block
-    does not run) and seen as __main__, so functions pickled as __main__.f are found."""
+    sys.path, in its order after this worker's own (so after the standard library: a module
+    planted in the caller's folder never replaces one of it), and its main script run as
+    __mp_main__ (its `if __name__ == "__main__":` block does not run) and seen as __main__, so
+    functions pickled as __main__.f are found."""
     global _main_loaded
     if _main_loaded:
         return
     _main_loaded = True
-    for p in reversed(os.environ.get("FANOUT_EXECUTOR_PATH", "").split(os.pathsep)):
+    for p in os.environ.get("FANOUT_EXECUTOR_PATH", "").split(os.pathsep):
         if p and p not in sys.path:
             sys.path.append(p)
     main_path = os.environ.get("FANOUT_EXECUTOR_MAIN", "")
@@ -78,5 +92,7 @@ def run(mini_batch):
         except Exception as e:  # a result that does not pickle fails its calls, as text
             data = _dumps([(False, (None, "", "result not picklable: %s: %s" % (
                 type(e).__name__, e)))] * len(outcomes))
-        rows.append(ident + " " + base64.b64encode(data).decode("ascii"))
+        ident_b = ident.encode("ascii", "replace")
+        payload = base64.b64encode(data)
+        rows.append(b" ".join((ident_b, _row_mac(ident_b, payload), payload)).decode("ascii"))
     return rows

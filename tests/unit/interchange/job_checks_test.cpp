@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -105,6 +106,35 @@ TEST_CASE("interchange.job_checks.refuses_an_output_file_a_live_job_appends_to")
   s.output_path = "/data/out/other.txt";
   CHECK(fanout::ix::check_output_free(s, jobs).has_value());
   s.output_path.clear();
+  CHECK(fanout::ix::check_output_free(s, jobs).has_value());
+}
+
+// The same file through a link to its folder, or a hard link, is the same output: files are
+// compared by device and inode (or, while missing, by where their links lead), not by spelling.
+TEST_CASE("interchange.job_checks.an_output_spelt_through_a_link_is_the_same_file") {
+  namespace fs = std::filesystem;
+  fanout::test::ScratchDir dir("output-free");
+  const std::string d = dir.path();
+  fs::create_directories(d + "/victim");
+  fs::create_directory_symlink(d + "/victim", d + "/link");
+  fanout::ix::JobLedger::Jobs jobs;
+  jobs[7].id = 7;
+  jobs[7].spec = good();
+  jobs[7].spec.name = "victim";
+  jobs[7].spec.output_path = d + "/victim/results.txt";
+  JobSpec s = good();
+  s.output_path = d + "/link/results.txt";
+  // Not made yet: where the link leads decides.
+  auto r = fanout::ix::check_output_free(s, jobs);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().message.find("running job 7 (victim)") != std::string::npos);
+  // Made: its device and inode decide, through the link and through a hard link alike.
+  { std::ofstream(d + "/victim/results.txt") << ""; }
+  CHECK_FALSE(fanout::ix::check_output_free(s, jobs).has_value());
+  fs::create_hard_link(d + "/victim/results.txt", d + "/hard.txt");
+  s.output_path = d + "/hard.txt";
+  CHECK_FALSE(fanout::ix::check_output_free(s, jobs).has_value());
+  s.output_path = d + "/link/other.txt";
   CHECK(fanout::ix::check_output_free(s, jobs).has_value());
 }
 
