@@ -94,6 +94,7 @@ struct HttpServer::Impl {
   std::map<std::uint64_t, Conn> conns;
   std::map<std::string, std::size_t> per_peer;
   std::uint64_t next_id = 1;
+  Clock::time_point accept_paused_until{};
 
   // Shared with the workers, under mu.
   std::mutex mu;
@@ -169,7 +170,9 @@ struct HttpServer::Impl {
     auto [peer, peer_port] = numeric(from);
     // A full table makes room by its slowest head; if every connection is past its head (being
     // answered, each for a bounded time), the newcomer is the one refused.
-    if (per_peer[peer] >= limits.max_per_peer && !evict_oldest_reading(&peer)) return;
+    const auto known = per_peer.find(peer);  // no entry is made for a peer refused here
+    const std::size_t held = known == per_peer.end() ? 0 : known->second;
+    if (held >= limits.max_per_peer && !evict_oldest_reading(&peer)) return;
     if (conns.size() >= limits.max_connections && !evict_oldest_reading(nullptr)) return;
     sockaddr_storage local{};
     socklen_t len = sizeof(local);
@@ -192,7 +195,14 @@ struct HttpServer::Impl {
       socklen_t len = sizeof(from);
       UniqueFd fd(accept4(listener.get(), reinterpret_cast<sockaddr*>(&from), &len,
                           SOCK_NONBLOCK | SOCK_CLOEXEC));
-      if (!fd.valid()) return;  // EAGAIN, or out of descriptors: the next turn tries again
+      if (!fd.valid()) {
+        // Out of descriptors (or kernel memory): the listener stays readable, so it is left out
+        // of the poll for a moment rather than spun on.
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
+          accept_paused_until = now + std::chrono::milliseconds(100);
+        }
+        return;
+      }
       admit(std::move(fd), from, now);
     }
   }
@@ -279,7 +289,7 @@ struct HttpServer::Impl {
 
   // The next deadline of any connection, as a poll timeout in milliseconds (-1: none).
   int poll_timeout(Clock::time_point now) const {
-    auto next = Clock::time_point::max();
+    auto next = now < accept_paused_until ? accept_paused_until : Clock::time_point::max();
     for (const auto& [id, c] : conns) {
       if (c.phase != Phase::Queued) next = std::min(next, c.deadline);
     }
@@ -308,7 +318,9 @@ struct HttpServer::Impl {
     std::vector<std::uint64_t> ids;
     while (!stopping.load()) {
       const auto now = Clock::now();
-      fds.assign({{wake.get(), POLLIN, 0}, {listener.get(), POLLIN, 0}});
+      // A negative descriptor is skipped by poll: the listener while accepting is paused.
+      const int listen_fd = now < accept_paused_until ? -1 : listener.get();
+      fds.assign({{wake.get(), POLLIN, 0}, {listen_fd, POLLIN, 0}});
       ids.assign(2, 0);
       for (const auto& [id, c] : conns) {
         if (c.phase == Phase::Queued) continue;
