@@ -831,9 +831,15 @@ Subcommand add_dashboard(CLI::App& app) {
   cmd->add_option("--listen", a->listen,
                   "HOST:PORT to serve on; an address other than loopback needs a token")
       ->capture_default_str();
-  cmd->add_option("--token", a->token,
-                  "every request must carry it (?token=T, a cookie, or "
-                  "Authorization: Bearer T)");
+  cmd->add_option("--token-file", a->token_file,
+                  "every request must carry the token this file holds (?token=T, a cookie, or "
+                  "Authorization: Bearer T); the file must be yours, mode 0600; or set " +
+                      std::string(client::kTokenEnv));
+  // Refused with the reason: `ps` shows a command line to every user.
+  cmd->add_option_function<std::string>(
+         "--token", [a](const std::string&) { a->token_on_command_line = true; },
+         "refused: use --token-file")
+      ->group("");
   cmd->add_flag("--generate-token", a->generate_token,
                 "make a random token and print it once, with the URL");
   cmd->add_option("--ready-file", a->ready_file, "write url=... here once listening");

@@ -2,14 +2,15 @@
 #include "interchange/metrics_exporter.hpp"
 
 #include <fmt/format.h>
-#include <prometheus/collectable.h>
-#include <prometheus/exposer.h>
 #include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
 
 #include <deque>
 #include <iterator>
+#include <thread>
 #include <utility>
 
+#include "fanout/net/http_server.hpp"
 #include "fanout/protocol/messages.hpp"
 #include "fanout/util/error.hpp"
 
@@ -172,48 +173,76 @@ void totals_families(Families& fs, const MetricsSnapshot& s) {
 }  // namespace
 
 struct MetricsExporter::Impl {
-  // The collectable the Exposer calls on each scrape (on its own thread).
-  class Source final : public prometheus::Collectable {
-   public:
-    std::vector<MetricFamily> Collect() const override {
+  // Answers one request read within net::HttpServer's limits (on one of its worker threads).
+  std::string answer(const net::HttpHead& h) const {
+    const bool head_only = h.method == "HEAD";
+    if (h.method != "GET" && !head_only) {
+      return net::http_response(405, "text/plain", "405: only GET /metrics is served\n");
+    }
+    // On a loopback address, a page of another site whose name resolves to 127.0.0.1 (DNS
+    // rebinding) would read the job names: only loopback names are answered there.
+    if (loopback && !net::is_loopback_host(h.host)) {
+      return net::http_response(403, "text/plain",
+                                "403: this endpoint listens on the loopback and answers only "
+                                "requests addressed to 127.0.0.1, localhost or [::1]\n");
+    }
+    if (h.target.substr(0, h.target.find('?')) != "/metrics") {
+      return net::http_response(404, "text/plain", "404: the metrics are at /metrics\n");
+    }
+    std::vector<MetricFamily> families;
+    {
       std::lock_guard lk(mu);
       Families fs;
       totals_families(fs, snapshot);
       job_families(fs, snapshot);
       pool_families(fs, snapshot);
-      return fs.take();
+      families = fs.take();
     }
-    mutable std::mutex mu;  // guards snapshot
-    MetricsSnapshot snapshot{};
-  };
+    return net::http_response(200, "text/plain; version=0.0.4; charset=utf-8",
+                              prometheus::TextSerializer().Serialize(families), head_only);
+  }
 
-  std::shared_ptr<Source> source = std::make_shared<Source>();
-  std::unique_ptr<prometheus::Exposer> exposer;  // after source: stops before it goes
+  mutable std::mutex mu;  // guards snapshot
+  MetricsSnapshot snapshot{};
+  bool loopback = false;  // listens on a loopback address
+  // Last: stopped and joined first, while what the handler reads is still there.
+  std::unique_ptr<net::HttpServer> server;
+  std::thread thread;  // runs server->serve()
 };
 
 MetricsExporter::MetricsExporter(const std::string& address) : impl_(std::make_unique<Impl>()) {
   const auto colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+  const std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
+  if (colon == std::string::npos || colon == 0 || port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) > 65535) {
     throw Failure(Error{ErrorCode::InvalidArgument,
                         fmt::format("--metrics-listen: expected HOST:PORT (got '{}')", address)});
   }
-  try {
-    impl_->exposer = std::make_unique<prometheus::Exposer>(address, 2);
-  } catch (const std::exception& e) {
-    throw Failure(Error{ErrorCode::Io,
-                        fmt::format("--metrics-listen {}: cannot listen: {}", address, e.what())});
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
   }
-  impl_->exposer->RegisterCollectable(impl_->source);
-  const auto ports = impl_->exposer->GetListeningPorts();
-  address_ =
-      ports.empty() ? address : fmt::format("{}:{}", address.substr(0, colon), ports.front());
+  impl_->loopback = host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  try {
+    impl_->server = std::make_unique<net::HttpServer>(
+        host, std::stoi(port), net::HttpLimits{},
+        [impl = impl_.get()](const net::HttpHead& h) { return impl->answer(h); });
+  } catch (const Failure& f) {
+    throw Failure(
+        Error{ErrorCode::Io, fmt::format("--metrics-listen {}: {}", address, f.error().message)});
+  }
+  address_ = fmt::format("{}:{}", address.substr(0, colon), impl_->server->port());
+  impl_->thread = std::thread([impl = impl_.get()] { impl->server->serve(); });
 }
 
-MetricsExporter::~MetricsExporter() = default;
+MetricsExporter::~MetricsExporter() {
+  impl_->server->stop();
+  impl_->thread.join();
+}
 
 void MetricsExporter::publish(MetricsSnapshot snapshot) {
-  std::lock_guard lk(impl_->source->mu);
-  impl_->source->snapshot = std::move(snapshot);
+  std::lock_guard lk(impl_->mu);
+  impl_->snapshot = std::move(snapshot);
 }
 
 }  // namespace fanout::ix

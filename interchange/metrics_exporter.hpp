@@ -42,13 +42,16 @@ struct MetricsSnapshot {
   double store_commit_seconds = 0, store_last_commit_s = 0;
 };
 
-// The HTTP endpoint (prometheus-cpp's Exposer, its own civetweb threads) and the last snapshot.
-// Owned by the Interchange; publish() is called from the poll loop, the scrape runs on the
-// server's threads: the snapshot is the only state they share, under a mutex.
+// The HTTP endpoint (a net::HttpServer on threads of its own, within its limits; the text
+// format is prometheus-cpp's) and the last snapshot. Owned by the Interchange; publish() is
+// called from the poll loop, the scrape runs on the server's threads: the snapshot is the only
+// state they share, under a mutex.
 class MetricsExporter final {
  public:
-  // Listens on `address` ("HOST:PORT", as --metrics-listen takes it). Throws Failure{Io} naming
-  // the address when it cannot listen.
+  // Listens on `address` ("HOST:PORT", as --metrics-listen takes it; IPv6 as [::1]:PORT).
+  // Throws Failure{InvalidArgument} when it is not of that form, Failure{Io} naming it when it
+  // cannot listen. On a loopback address, only requests whose Host names the loopback are
+  // answered (403 otherwise).
   explicit MetricsExporter(const std::string& address);
   ~MetricsExporter();
   MetricsExporter(const MetricsExporter&) = delete;

@@ -1,21 +1,29 @@
 // fanout dashboard. See dashboard.hpp and docs/observability.md.
 #include "client/commands/dashboard.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
 
+#include "fanout/net/http_server.hpp"
 #include "fanout/protocol/exit_codes.hpp"
 #include "fanout/report/dashboard_pages.hpp"
 #include "fanout/report/report_data.hpp"
@@ -25,6 +33,7 @@
 #include "fanout/store/reader.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/error.hpp"
+#include "fanout/util/fd.hpp"
 #include "fanout/util/json.hpp"
 
 namespace fanout::client {
@@ -200,10 +209,73 @@ void reply(httplib::Response& res, const StoreCache::Answer& a, const char* type
 constexpr const char* kHtml = "text/html; charset=utf-8";
 constexpr const char* kJson = "application/json";
 
-// Every route, behind the token check when there is a token.
+// A head that net::HttpServer read within its limits, as httplib reads a socket; what httplib
+// writes is collected as the response. Not thread-safe: one per request.
+class HeadStream final : public httplib::Stream {
+ public:
+  explicit HeadStream(const net::HttpHead& head) : head_(head) {}
+  bool is_readable() const override { return pos_ < head_.raw.size(); }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    const std::size_t n = std::min(size, head_.raw.size() - pos_);
+    std::memcpy(ptr, head_.raw.data() + pos_, n);
+    pos_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    out_.append(ptr, size);
+    return static_cast<ssize_t>(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = head_.peer;
+    port = head_.peer_port;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = head_.local;
+    port = head_.local_port;
+  }
+  // No socket: httplib never waits on one here.
+  socket_t socket() const override { return INVALID_SOCKET; }
+  std::string take() { return std::move(out_); }
+
+ private:
+  const net::HttpHead& head_;
+  std::size_t pos_ = 0;
+  std::string out_{};
+};
+
+// httplib as a router only: its process_request (protected, hence this class) parses a head
+// net::HttpServer read and answers it through a HeadStream. httplib's own socket loop is not
+// used: Debian 12's build (0.11.4, compiled with its defaults) bounds neither the number of
+// header lines nor the time a head may take, and holds a thread per connection, so eight peers
+// sending header lines grew the dashboard by 1.4 GB and twelve slow ones starved it.
+class HeadRouter final : public httplib::Server {
+ public:
+  // Thread-safe once the routes are set: httplib's own threads call process_request the same way.
+  std::string answer(const net::HttpHead& head) {
+    HeadStream s(head);
+    bool closed = false;
+    process_request(s, /*close_connection=*/true, closed, {});
+    return s.take();
+  }
+};
+
+// Every route, behind the token check when there is a token, and behind the Host check when
+// there is none: a page of another site whose name resolves to 127.0.0.1 (DNS rebinding) sends
+// its own name as Host, so only loopback names reach a tokenless dashboard.
 void add_routes(httplib::Server& svr, Routes& r, const std::string& token) {
   svr.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
-    if (token.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (token.empty()) {
+      const std::string host = req.get_header_value("Host");
+      if (net::is_loopback_host(host)) return httplib::Server::HandlerResponse::Unhandled;
+      res.status = 403;
+      res.set_content(fmt::format("403: this dashboard has no token, so it answers only requests "
+                                  "addressed to 127.0.0.1, localhost or [::1] (Host: '{}'); "
+                                  "give it a --token-file to serve other names\n",
+                                  host.substr(0, 200)),
+                      "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (!token_matches(request_token(req), token)) {
       res.status = 401;
       res.set_header("WWW-Authenticate", "Bearer");
@@ -286,6 +358,44 @@ Expected<ListenAddress> parse_listen(const std::string& listen) {
   return a;
 }
 
+Expected<std::string> read_token_file(const std::string& path) {
+  auto bad = [&](const std::string& why) {
+    return make_error(ErrorCode::InvalidArgument, fmt::format("--token-file {}: {}", path, why));
+  };
+  // No link is followed, and the checks are on the descriptor read: what is checked is read.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (errno == ELOOP) return bad("is a symbolic link; name the file itself");
+    return make_error(ErrorCode::NotFound,
+                      fmt::format("--token-file {}: cannot open: {}", path, std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return bad(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return bad("is not a regular file");
+  if (st.st_uid != ::geteuid()) {
+    return bad(
+        fmt::format("is owned by uid {}, not by you (uid {}): whoever owns it chooses "
+                    "the token",
+                    st.st_uid, ::geteuid()));
+  }
+  if ((st.st_mode & 077) != 0) {
+    return bad(fmt::format("mode {:04o} lets other users read or change it; chmod 600 {}",
+                           st.st_mode & 07777, path));
+  }
+  constexpr std::size_t kMaxToken = 1024;
+  std::string token(kMaxToken + 2, '\0');
+  const ssize_t n = ::read(fd.get(), token.data(), token.size());
+  if (n < 0) return bad(std::strerror(errno));
+  token.resize(static_cast<std::size_t>(n));
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  if (token.empty()) return bad("is empty; put the token in it");
+  if (token.size() > kMaxToken) return bad(fmt::format("holds over {} bytes", kMaxToken));
+  if (!std::all_of(token.begin(), token.end(), [](char c) { return c > ' ' && c < 127; })) {
+    return bad("the token must be printable ASCII without spaces, on one line");
+  }
+  return token;
+}
+
 bool token_matches(const std::string& given, const std::string& expected) noexcept {
   if (expected.empty() || given.size() != expected.size()) return false;
   unsigned char diff = 0;
@@ -295,18 +405,49 @@ bool token_matches(const std::string& given, const std::string& expected) noexce
   return diff == 0;
 }
 
+namespace {
+
+// The token, from --token-file, else the environment, else generated when asked; never from the
+// command line, which `ps` shows every user. Returns false (and says why) on a bad source.
+bool resolve_token(DashboardOptions& opts) {
+  if (opts.token_on_command_line) {
+    std::fprintf(stderr,
+                 "error: dashboard: --token puts the token on the command line, where `ps` shows "
+                 "it to every user of this machine; put it in a file only you can read "
+                 "(--token-file PATH, mode 0600) or in the environment (%s)\n",
+                 kTokenEnv);
+    return false;
+  }
+  if (!opts.token_file.empty()) {
+    auto t = read_token_file(opts.token_file);
+    if (!t) {
+      std::fprintf(stderr, "error: dashboard: %s\n", t.error().message.c_str());
+      return false;
+    }
+    opts.token = std::move(*t);
+  } else if (const char* env = std::getenv(kTokenEnv); env != nullptr && *env != '\0') {
+    opts.token = env;
+    ::unsetenv(kTokenEnv);  // read once; nothing this process starts inherits it
+  }
+  if (opts.generate_token && opts.token.empty()) opts.token = random_token();
+  return true;
+}
+
+}  // namespace
+
 int run_dashboard(DashboardOptions opts, const Logger& log) {
   auto addr = parse_listen(opts.listen);
   if (!addr) {
     std::fprintf(stderr, "error: dashboard: %s\n", addr.error().message.c_str());
     return proto::kExitUsage;
   }
-  if (opts.generate_token && opts.token.empty()) opts.token = random_token();
+  if (!resolve_token(opts)) return proto::kExitUsage;
   if (!addr->loopback && opts.token.empty()) {
     std::fprintf(stderr,
                  "error: dashboard: --listen %s is not a loopback address: anyone who reaches "
-                 "it could read every job of the store; give --token T or --generate-token\n",
-                 opts.listen.c_str());
+                 "it could read every job of the store; give --token-file PATH, %s or "
+                 "--generate-token\n",
+                 opts.listen.c_str(), kTokenEnv);
     return proto::kExitUsage;
   }
   // SIGINT and SIGTERM are taken by a thread of their own (sigwait), which stops the server:
@@ -316,18 +457,26 @@ int run_dashboard(DashboardOptions opts, const Logger& log) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  httplib::Server svr;
+  HeadRouter router;
   Routes routes(opts.db);
-  add_routes(svr, routes, opts.token);
-  const int port = addr->port == 0 ? svr.bind_to_any_port(addr->host)
-                                   : (svr.bind_to_port(addr->host, addr->port) ? addr->port : -1);
-  if (port < 0) {
-    std::fprintf(stderr, "error: dashboard: cannot listen on %s\n", opts.listen.c_str());
+  add_routes(router, routes, opts.token);
+  // Store reads are one at a time (StoreCache): two workers keep a cheap answer (a 401, a
+  // cached page) from waiting behind a slow read.
+  net::HttpLimits limits;
+  limits.workers = 2;
+  std::unique_ptr<net::HttpServer> http;
+  try {
+    http = std::make_unique<net::HttpServer>(
+        addr->host, addr->port, limits,
+        [&router](const net::HttpHead& head) { return router.answer(head); });
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "error: dashboard: --listen %s: %s\n", opts.listen.c_str(),
+                 f.error().message.c_str());
     return proto::kExitInfra;
   }
   const bool v6 = addr->host.find(':') != std::string::npos;
   const std::string url =
-      fmt::format("http://{}{}{}:{}/", v6 ? "[" : "", addr->host, v6 ? "]" : "", port);
+      fmt::format("http://{}{}{}:{}/", v6 ? "[" : "", addr->host, v6 ? "]" : "", http->port());
   std::printf("fanout dashboard of %s: %s%s\n", opts.db.c_str(), url.c_str(),
               opts.generate_token ? ("?token=" + opts.token).c_str() : "");
   std::fflush(stdout);
@@ -339,17 +488,17 @@ int run_dashboard(DashboardOptions opts, const Logger& log) {
   }
   log->info("dashboard listening on {}", url);
   std::atomic<bool> signalled{false};
-  std::thread stopper([&svr, &signalled, stop_signals] {
+  std::thread stopper([&http, &signalled, stop_signals] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     signalled = true;
-    svr.stop();
+    http->stop();
   });
-  const bool served = svr.listen_after_bind();
+  http->serve();
   // The server failed rather than being stopped: wake the stopper, which still waits.
   if (!signalled) pthread_kill(stopper.native_handle(), SIGTERM);
   stopper.join();
-  if (!served && !signalled) {
+  if (!signalled) {
     std::fprintf(stderr, "error: dashboard: the server on %s stopped\n", url.c_str());
     return proto::kExitInfra;
   }

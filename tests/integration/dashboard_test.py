@@ -9,8 +9,9 @@ without reloading it:
   screenshot that is not blank.
 - pages_render: the job list (with its filters), compare (two jobs picked) and tune pages render
   every chart with data and log no console error.
-- token: a non-loopback --listen without a token is refused (exit 2); with --token, a request
-  without it or with a wrong one gets 401, with it 200.
+- token: a non-loopback --listen without a token is refused (exit 2); with --token-file, a
+  request without it or with a wrong one gets 401, with it 200 (the token's other sources and
+  limits: http_bounds_test.py).
 - read_only: the dashboard never writes the store (its file is unchanged by a dashboard that
   only reads an ended store).
 
@@ -320,7 +321,8 @@ def token(root, db):
     r = fanout("dashboard", "--db", db, "--listen", "0.0.0.0:0", check=False, timeout=30)
     if r.returncode != 2 or "--token" not in r.stderr:
         fail("non-loopback --listen without a token: exit %d, %s" % (r.returncode, r.stderr))
-    d = Dashboard(root, db, "--token", "s3cret-token", name="token")
+    token_file = support.write(os.path.join(root, "dash.token"), "s3cret-token\n", mode=0o600)
+    d = Dashboard(root, db, "--token-file", token_file, name="token")
     try:
         for headers, url, want in (
                 ({}, d.url, 401), ({}, d.url + "api/jobs", 401),
