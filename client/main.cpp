@@ -6,9 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <iostream>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -19,6 +17,7 @@
 #include <vector>
 
 #include "client/commands/adhoc.hpp"
+#include "client/commands/adhoc_argv.hpp"
 #include "client/commands/client.hpp"
 #include "client/commands/dashboard.hpp"
 #include "client/commands/executor_serve.hpp"
@@ -183,9 +182,10 @@ void add_key_options(CLI::App* cmd, fanout::net::Security& sec) {
 
 // ---- run ----
 
-// The ::: / :::: input sources of an ad-hoc run, taken off the command line by split_adhoc_argv
-// before CLI11 reads the rest (it would take their values for positional arguments).
-std::vector<client::InputSource> g_input_sources;
+// GNU parallel's input sources and options of an ad-hoc run, taken off the command line by
+// split_adhoc_argv before CLI11 reads the rest (it would take their values for positional
+// arguments).
+client::AdhocArgv g_gnu;
 
 struct RunArgs {
   client::RunOverrides ov;
@@ -238,7 +238,7 @@ void add_adhoc_options(CLI::App* run, RunArgs& a) {
   run->add_option("job", a.job_file, "the job file (or -c CMD --input ... without one)");
   run->add_option("-c,--command", a.ao.command,
                   "run CMD once per item of --input instead of a job file; "
-                  "{} {.} {/} {//} {/.} {#} as in GNU parallel");
+                  "{} {.} {/} {//} {/.} {#} {%} {n} as in GNU parallel");
   // --input/--output: what an ad-hoc run, a batch deployment or a ParallelRunConfig file reads
   // and writes.
   run->add_option(
@@ -257,7 +257,8 @@ void add_adhoc_options(CLI::App* run, RunArgs& a) {
   run->add_option("--retries", a.ao.max_retries, "with -c: tries after the first for a mini-batch")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  run->add_option("--timeout", a.ao.timeout_s, "with -c: seconds a mini-batch may run (0: none)")
+  run->add_option("--timeout", a.ao.timeout_s,
+                  "with -c: seconds a mini-batch may run (default 0: none)")
       ->check(CLI::NonNegativeNumber);
   run->add_option("--error-threshold", a.ao.error_threshold,
                   "with -c: failed items allowed before the job fails (-1: run everything)")
@@ -379,8 +380,14 @@ std::string adhoc_store(const RunArgs& a) {
 // its job_file is empty when nothing is to run: --dry-run, an empty input). Returns kExitOk, else
 // the exit code after printing why.
 int resolve_job_file(RunArgs& a, std::optional<client::AdhocJob>& adhoc) {
-  a.ao.sources = g_input_sources;
+  a.ao.sources = g_gnu.sources;
   if (!a.ao.command.empty()) {
+    a.ao.max_args = g_gnu.gnu.max_args;
+    a.ao.multi = g_gnu.gnu.multi;
+    a.ao.colsep = g_gnu.gnu.colsep;
+    a.ao.pipe = g_gnu.gnu.pipe;
+    a.ao.block = g_gnu.gnu.block;
+    a.ao.jobs = a.ov.workers != 0 ? a.ov.workers : std::thread::hardware_concurrency();
     a.ao.input = a.input;
     a.ao.output = a.output;
     a.ao.overwrite = a.ov.overwrite;
@@ -406,7 +413,7 @@ int resolve_job_file(RunArgs& a, std::optional<client::AdhocJob>& adhoc) {
     a.deployment.input = a.input;
     a.deployment.output = a.output;
     if (!a.ao.sources.empty()) {
-      std::fprintf(stderr, "error: run: ::: gives the items of an ad-hoc run; add -c CMD\n");
+      std::fprintf(stderr, "error: run: ::: and -a give the items of an ad-hoc run; add -c CMD\n");
       return kExitUsage;
     }
     for (const char* o : kAdhocOnly) {
@@ -428,7 +435,7 @@ int resolve_job_file(RunArgs& a, std::optional<client::AdhocJob>& adhoc) {
 int finish_idle_adhoc(const RunArgs& a, const client::AdhocJob& job) {
   for (const auto& line : job.dry_run) std::printf("%s\n", line.c_str());
   if (!a.ao.dry_run && !a.ao.joblog.empty()) {
-    if (auto r = client::write_joblog(adhoc_store(a), job, a.ao, 1); !r) {
+    if (auto r = client::write_joblog(adhoc_store(a), job, a.ao); !r) {
       std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
       return kExitInfra;
     }
@@ -443,14 +450,15 @@ int run_adhoc(const fanout::config::JobConfig& cfg, RunArgs& a, const client::Ad
   stream.emplace(job, adhoc_store(a), a.ao.keep_order);
   // The last rows and stderr lines come before the summary, which names them.
   a.ov.before_summary = [&stream] { stream->stop(); };
+  a.ov.halt = [&stream] { return stream->halt_reason(); };
   int rc = client::run_job(cfg, a.ov, log);
   a.ov.before_summary = {};
+  a.ov.halt = {};
   stream->stop();
   // GNU's --halt success=N|done=N ends the run well once it is met.
   if (stream->halted_on_success()) rc = fanout::proto::kExitOk;
   if (!a.ao.joblog.empty()) {
-    const std::size_t sources = a.ao.sources.empty() ? 1 : a.ao.sources.size();
-    if (auto r = client::write_joblog(adhoc_store(a), job, a.ao, sources); !r) {
+    if (auto r = client::write_joblog(adhoc_store(a), job, a.ao); !r) {
       std::fprintf(stderr, "error: %s\n", r.error().message.c_str());
       if (rc == fanout::proto::kExitOk) rc = kExitInfra;
     }
@@ -675,7 +683,11 @@ Subcommand add_resume(CLI::App& app) {
                       {"--accept-changed-input", "Input"}});
   return {cmd, [a](const Logger& log) {
             a->ro.db = store_or_default(a->ro.db);
-            return client::resume_job(a->job_id, a->ro, log);
+            // An ad-hoc job's remaining rows go where the first run sent them: stdout.
+            auto stream = client::adhoc_resume_stream(a->ro.db, a->job_id);
+            const int rc = client::resume_job(a->job_id, a->ro, log);
+            if (stream) stream->stop();
+            return rc;
           }};
 }
 
@@ -936,52 +948,6 @@ Subcommand add_perf(CLI::App& app) {
           }};
 }
 
-// ---- GNU parallel's command line ----
-
-// The command line CLI11 is to parse, with GNU parallel's input sources taken off: `::: VALUES`,
-// `:::: FILES` (their lines; - is stdin), and `:::+` / `::::+` (linked to the source before).
-// With an ad-hoc run (-c, or a :::), GNU's `-q` becomes --quote. Returns the arguments, or
-// nullopt after printing why (a :::: file that cannot be read).
-std::optional<std::vector<std::string>> split_adhoc_argv(int argc, char** argv) {
-  auto is_source = [](std::string_view a) {
-    return a == ":::" || a == ":::+" || a == "::::" || a == "::::+";
-  };
-  std::vector<std::string> args = {argv, argv + argc};
-  if (argc < 2 || std::string_view(argv[1]) != "run") return args;  // e.g. `fanout python -c`
-  bool adhoc = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a == "-c" || a == "--command" || a.rfind("--command=", 0) == 0 || is_source(a)) {
-      adhoc = true;
-    }
-  }
-  args = {argv[0]};
-  bool files = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (is_source(a)) {
-      g_input_sources.push_back({.values = {}, .linked = a.back() == '+'});
-      files = a.rfind("::::", 0) == 0;
-    } else if (!g_input_sources.empty() && files) {
-      std::ifstream f;
-      if (a != "-") f.open(a);
-      std::istream& in = a == "-" ? std::cin : f;
-      if (!in) {
-        std::fprintf(stderr, "error: :::: %s: cannot read the file\n", a.c_str());
-        return std::nullopt;
-      }
-      for (std::string line; std::getline(in, line);) g_input_sources.back().values.push_back(line);
-    } else if (!g_input_sources.empty()) {
-      g_input_sources.back().values.push_back(a);
-    } else if (adhoc && a == "-q" && !(args.back() == "-c" || args.back() == "--command")) {
-      args.emplace_back("--quote");
-    } else {
-      args.push_back(a);
-    }
-  }
-  return args;
-}
-
 // ---- python, executor-serve: the Python package (docs/python.md) ----
 
 Subcommand add_python(CLI::App& app) {
@@ -1023,10 +989,11 @@ int main(int argc, char** argv) {
       add_compare(app),        add_tune(app),   add_perf(app),    add_dashboard(app),
       add_explore(app)};
   const std::vector<Subcommand> python_commands = {add_python(app), add_executor_serve(app)};
-  auto args = split_adhoc_argv(argc, argv);
-  if (!args) return kExitUsage;
+  auto gnu = client::split_adhoc_argv(argc, argv);
+  if (!gnu) return kExitUsage;
+  g_gnu = std::move(*gnu);
   std::vector<char*> cargs;
-  for (auto& a : *args) cargs.push_back(a.data());
+  for (auto& a : g_gnu.args) cargs.push_back(a.data());
   const int cargc = static_cast<int>(cargs.size());
   if (unknown_subcommand(app, cargc, cargs.data())) return kExitUsage;
   try {

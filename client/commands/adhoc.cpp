@@ -8,7 +8,6 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "client/commands/adhoc_items.hpp"
 #include "client/input/listing.hpp"
 #include "fanout/config/adhoc_job.hpp"
 #include "fanout/store/adhoc_queries.hpp"
@@ -70,8 +70,8 @@ Expected<void> private_folder(const std::string& folder) {
 }
 
 // The items of the ::: / :::: sources, GNU's way: linked sources (`:::+`) go together value by
-// value (a shorter one wraps), and the groups are combined, the last one varying fastest. Each
-// item's values are joined by kSourceSeparator.
+// value (to the shorter one's end; with --link a shorter one wraps), and the groups are combined,
+// the last one varying fastest. Each item's values are joined by kSourceSeparator.
 std::vector<std::string> combine(const std::vector<InputSource>& sources) {
   std::vector<std::vector<std::string>> groups;  // each group: its items' joined values
   for (const auto& src : sources) {
@@ -80,7 +80,8 @@ std::vector<std::string> combine(const std::vector<InputSource>& sources) {
       continue;
     }
     auto& g = groups.back();
-    const std::size_t n = std::max(g.size(), src.values.size());
+    const std::size_t n =
+        src.wrap ? std::max(g.size(), src.values.size()) : std::min(g.size(), src.values.size());
     std::vector<std::string> linked;
     for (std::size_t i = 0; i < n && !g.empty() && !src.values.empty(); ++i) {
       linked.push_back(g[i % g.size()] + config::kSourceSeparator +
@@ -163,11 +164,31 @@ Expected<void> check_options(const AdhocOptions& o) {
   if (o.command.find_first_not_of(" \t\n") == std::string::npos) {
     return bad("-c: expected a command (got nothing)");
   }
+  // Refused before anything runs: a replacement string left in would run another command.
+  if (auto why = config::unsupported_replacement(o.command)) return bad(*why);
+  const bool grouped = o.max_args >= 0 || o.multi != 0;
+  if (grouped && o.sources.size() > 1) {
+    return bad(std::string(o.multi != 0 ? std::string("-") + o.multi : "-N") +
+               " with several input sources is not supported: give one source, or use "
+               "{1} {2} with ::: per source");
+  }
+  if (grouped && !o.colsep.empty() && !o.pipe) {
+    return bad("--colsep with -N, -m or -X is not supported: use --colsep with {1}..{n}");
+  }
+  if ((grouped || !o.colsep.empty()) && !o.pipe && o.command.find('\n') != std::string::npos) {
+    return bad("-N, -m, -X and --colsep take a one-line command (-c holds a newline)");
+  }
+  if (o.pipe && (!o.sources.empty() || (!o.input.empty() && o.input != "-"))) {
+    return bad("--pipe reads stdin: leave out --input and ::: (or use --input - )");
+  }
+  if (o.pipe && o.multi != 0) return bad("--pipe with -m or -X: use --pipe with -N or --block");
   if (o.command.find("${{") != std::string::npos) {
     return bad("-c: ${{ is a job file's reference syntax and cannot appear in an ad-hoc command");
   }
   if (o.input.empty() && o.sources.empty()) {
-    return bad("-c needs --input DIR, a list FILE, - for stdin, or ::: VALUES");
+    return bad(
+        "-c needs --input DIR, a list FILE, - for stdin, or ::: VALUES (stdin is a "
+        "terminal)");
   }
   if (!o.input.empty() && !o.sources.empty()) {
     return bad("--input " + o.input + " and ::: give the items twice; use one of them");
@@ -237,6 +258,74 @@ void fill_spec(const AdhocOptions& o, const AdhocJob& job, std::size_t sources,
   }
 }
 
+// --pipe: stdin read whole and cut into chunks (`chunks`); the items, one per chunk, are their
+// files' paths once save_chunks wrote them.
+Expected<std::vector<std::string>> read_chunks(const AdhocOptions& o,
+                                               std::vector<std::string>& chunks) {
+  auto block = parse_block(o.block);
+  if (!block) return Unexpected{block.error()};
+  const std::string data((std::istreambuf_iterator<char>(std::cin)),
+                         std::istreambuf_iterator<char>());
+  chunks = cut_chunks(data, o.max_args, *block);
+  return std::vector<std::string>(chunks.size());
+}
+
+// Writes each chunk as a file of `folder` (made, mode 0700); returns their paths, in order.
+Expected<std::vector<std::string>> save_chunks(const std::string& folder,
+                                               const std::vector<std::string>& chunks) {
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (ec || ::chmod(folder.c_str(), 0700) != 0) {
+    return bad("--pipe: cannot make " + folder + " for stdin's chunks");
+  }
+  std::vector<std::string> paths;
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    paths.push_back(fmt::format("{}/{:09}", folder, i + 1));
+    if (auto r = write_file_atomic(paths.back(), chunks[i], 0600); !r) {
+      return bad("--pipe: cannot save a chunk of stdin: " + r.error().message);
+    }
+  }
+  return paths;
+}
+
+// --colsep, -N, -m, -X: the items (their columns, or groups of them) become whole command lines
+// (`precomputed`; `sources` is then 1).
+Expected<void> reshape(const AdhocOptions& o, std::vector<std::string>& items, std::size_t& sources,
+                       bool& precomputed) {
+  if (o.pipe) return {};
+  if (!o.colsep.empty()) {
+    auto lines = column_lines(o, items);
+    if (!lines) return Unexpected{lines.error()};
+    items = std::move(*lines);
+    precomputed = true;
+    sources = 1;
+  } else if (o.max_args >= 0 || o.multi != 0) {
+    items = group_lines(o, items);
+    precomputed = true;
+    sources = 1;
+  }
+  return {};
+}
+
+// The command line an item runs (`slot` what {%} becomes): what --dry-run prints and --joblog's
+// Command column.
+std::string command_line(const AdhocOptions& o, const AdhocJob& job, const std::string& item,
+                         std::uint64_t seq, std::string_view slot) {
+  if (job.precomputed) {
+    std::string line = item;
+    const std::string mark = "\"$fanout_slot\"";
+    for (auto at = line.find(mark); at != std::string::npos; at = line.find(mark, at + 1)) {
+      line.replace(at, mark.size(), slot);
+    }
+    return line;
+  }
+  if (o.pipe)
+    return config::adhoc_command_for(o.command, {}, seq, o.quote_all, config::AdhocArgs::Multi,
+                                     slot);
+  return config::adhoc_command_for(o.command, split_values(item), seq, o.quote_all,
+                                   config::AdhocArgs::Sources, slot);
+}
+
 }  // namespace
 
 Expected<HaltRule> parse_halt(const std::string& value) {
@@ -275,21 +364,27 @@ Expected<HaltRule> parse_halt(const std::string& value) {
   return h;
 }
 
-Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& folder) {
+Expected<AdhocJob> write_adhoc_job(const AdhocOptions& given, const std::string& folder) {
+  AdhocOptions o = given;
+  // GNU parallel reads stdin when no other source is given and it is not a terminal.
+  if (o.input.empty() && o.sources.empty() && (o.pipe || ::isatty(0) == 0)) o.input = "-";
   if (auto r = check_options(o); !r) return Unexpected{r.error()};
   AdhocJob job;
   auto halt = parse_halt(o.halt);
   if (!halt) return Unexpected{halt.error()};
   job.halt = *halt;
-  const std::size_t sources = o.sources.empty() ? 1 : o.sources.size();
-  const bool need_items = o.dry_run || halt->percent >= 0;
-  auto items = list_items(o, job.items_known, need_items);
+  std::size_t sources = o.sources.empty() ? 1 : o.sources.size();
+  const bool reshaped = !o.colsep.empty() || o.max_args >= 0 || o.multi != 0;
+  const bool need_items = o.dry_run || halt->percent >= 0 || reshaped;
+  std::vector<std::string> chunks;  // --pipe: stdin's chunks, written beside the job file
+  auto items = o.pipe ? read_chunks(o, chunks) : list_items(o, job.items_known, need_items);
   if (!items) return Unexpected{items.error()};
+  if (auto r = reshape(o, *items, sources, job.precomputed); !r) return Unexpected{r.error()};
   job.items = items->size();
+  job.sources = sources;
   if (o.dry_run) {
     for (std::size_t i = 0; i < items->size(); ++i) {
-      job.dry_run.push_back(
-          config::adhoc_command_for(o.command, split_values((*items)[i]), i + 1, o.quote_all));
+      job.dry_run.push_back(command_line(o, job, (*items)[i], i + 1, "1"));
     }
     return job;
   }
@@ -305,7 +400,12 @@ Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& fol
 
   config::AdhocJob spec;
   spec.input_type = "fanout_list";
-  if (o.input == "-" || !o.sources.empty()) {
+  if (o.pipe) {
+    auto paths = save_chunks(base + ".chunks", chunks);
+    if (!paths) return Unexpected{paths.error()};
+    *items = std::move(*paths);
+  }
+  if (o.input == "-" || !o.sources.empty() || reshaped || o.pipe) {
     spec.input_path = base + ".items.txt";
     if (auto r = save_items(spec.input_path, *items); !r) {
       return bad(std::string(o.sources.empty() ? "--input -" : ":::") + ": " + r.error().message);
@@ -337,6 +437,8 @@ Expected<AdhocJob> write_adhoc_job(const AdhocOptions& o, const std::string& fol
   }
 
   fill_spec(o, job, sources, spec);
+  spec.shell.pipe = o.pipe;
+  spec.shell.precomputed = job.precomputed;
   job.job_file = base + ".yaml";
   if (auto r = write_file_atomic(job.job_file, config::adhoc_job_yaml(spec), 0600); !r) {
     return bad("cannot write the ad-hoc job file: " + r.error().message);
@@ -369,8 +471,41 @@ std::string adhoc_error(const std::string& message, const std::string& job_file)
 
 // ---------------------------------------------------------------- streaming
 
+std::unique_ptr<AdhocStream> adhoc_resume_stream(const std::string& db, std::uint64_t job_id) {
+  std::optional<std::string> rows;
+  try {
+    if (!fs::exists(db)) return nullptr;
+    store::AdhocQueries q(db);
+    rows = q.output_of(job_id);
+  } catch (const Failure&) {
+    return nullptr;
+  }
+  const std::string suffix = ".rows.txt";
+  if (!rows || rows->size() <= suffix.size() ||
+      rows->compare(rows->size() - suffix.size(), suffix.size(), suffix) != 0 ||
+      fs::path(*rows).parent_path().filename() != "adhoc") {
+    return nullptr;
+  }
+  const std::string base = rows->substr(0, rows->size() - suffix.size());
+  std::error_code ec;
+  if (!fs::exists(base + ".yaml", ec)) return nullptr;
+  AdhocJob job;
+  job.rows = *rows;
+  job.print_rows = true;
+  job.stderr_file = base + ".stderr.txt";
+  job.rows_from = fs::file_size(job.rows, ec);
+  if (ec) job.rows_from = 0;
+  job.stderr_from = fs::file_size(job.stderr_file, ec);
+  if (ec) job.stderr_from = 0;
+  return std::make_unique<AdhocStream>(job, db, false);
+}
+
 AdhocStream::AdhocStream(const AdhocJob& job, std::string db, bool keep_order)
-    : job_(job), db_(std::move(db)), keep_order_(keep_order) {
+    : job_(job),
+      db_(std::move(db)),
+      keep_order_(keep_order),
+      rows_at_(job.rows_from),
+      stderr_at_(job.stderr_from) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -405,7 +540,8 @@ void AdhocStream::poll(bool last) {
         poll_rows_unordered();
       }
     }
-    if (!last) check_halt();
+    // Also once the job ended: a rule met by its last items still makes the run a success.
+    check_halt();
   } catch (const Failure&) {
     // A store being created or migrated: read again on the next poll.
   }
@@ -489,11 +625,14 @@ void AdhocStream::check_halt() {
           : h.count;
   if (n >= std::max<std::uint64_t>(want, 1)) {
     halt_sent_ = true;
-    halted_ok_ = true;
-    std::fprintf(stderr, "fanout: --halt: %llu items %s; stopping the job\n",
-                 static_cast<unsigned long long>(n),
-                 h.on == HaltRule::On::Success ? "succeeded" : "done");
-    ::kill(::getpid(), SIGINT);  // as Ctrl-C: the session cancels the job
+    const char* on = h.on == HaltRule::On::Success ? "success" : "done";
+    const std::string rule =
+        h.percent >= 0 ? fmt::format("{}={}%", on, h.percent) : fmt::format("{}={}", on, h.count);
+    halt_reason_ = fmt::format("--halt {}: {} item{} {}", rule, n, n == 1 ? "" : "s",
+                               h.on == HaltRule::On::Success ? "succeeded" : "done");
+    halted_ok_.store(true, std::memory_order_release);
+    // The session ends the job (RunOverrides::halt); the run ends as a success.
+    std::fprintf(stderr, "fanout: %s; the job ends as a success\n", halt_reason_.c_str());
   }
 }
 
@@ -518,8 +657,7 @@ int exit_of(const std::string& message, std::uint64_t seq, bool& named) {
 
 }  // namespace
 
-Expected<void> write_joblog(const std::string& db, const AdhocJob& job, const AdhocOptions& o,
-                            std::size_t sources) {
+Expected<void> write_joblog(const std::string& db, const AdhocJob& job, const AdhocOptions& o) {
   std::string text = "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n";
   try {
     if (fs::exists(db) && !job.rows.empty()) {
@@ -537,11 +675,13 @@ Expected<void> write_joblog(const std::string& db, const AdhocJob& job, const Ad
           bool named = false;
           int rc = e.status == "RUN_DONE" ? 0 : exit_of(e.error_message, seq, named);
           if (names_one && !named) rc = 0;
-          auto values = split_values(f.get<std::string>());
-          if (sources == 1 && values.size() > 1) values = {f.get<std::string>()};
-          text += fmt::format("{}\t{}\t{:.3f}\t{:10.3f}\t0\t{}\t{}\t0\t{}\n", seq, ":", e.start,
-                              e.elapsed_s, e.output_bytes, rc,
-                              config::adhoc_command_for(o.command, values, seq, o.quote_all));
+          std::string item = f.get<std::string>();
+          // One source: a value holding the separator is still one value.
+          if (job.sources == 1)
+            std::replace(item.begin(), item.end(), config::kSourceSeparator, ' ');
+          text +=
+              fmt::format("{}\t{}\t{:.3f}\t{:10.3f}\t0\t{}\t{}\t0\t{}\n", seq, ":", e.start,
+                          e.elapsed_s, e.output_bytes, rc, command_line(o, job, item, seq, "1"));
           if (named) break;
         }
       }

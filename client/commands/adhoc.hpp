@@ -22,6 +22,9 @@ namespace fanout::client {
 struct InputSource {
   std::vector<std::string> values{};
   bool linked = false;
+  // Linked by --link: the shorter source wraps around. `:::+` stops at the shorter one (as GNU
+  // parallel 20221122 does).
+  bool wrap = false;
 };
 
 // --halt: when to stop the job early. GNU's `soon` and `now` both stop it at once here (the
@@ -55,6 +58,14 @@ struct AdhocOptions {
   std::string results{};              // --results DIR
   std::string halt{};                 // --halt
   bool overwrite = false;             // --overwrite: an --output file with rows may be replaced
+  // GNU parallel's ways of putting several values in one command line, and --pipe (the argv
+  // pre-pass, adhoc_argv.hpp, reads them).
+  std::int64_t max_args = -1;  // -N / -n: values per command line; -1: not given
+  char multi = 0;              // 'm' (-m) or 'X' (-X): as many values per line as fit; 0: neither
+  std::uint32_t jobs = 0;      // -j's count, which -m and -X share the values among; 0: the cores
+  std::string colsep{};        // --colsep REGEX: each line's columns are {1}..{n}
+  bool pipe = false;           // --pipe: chunks of stdin to each command's stdin
+  std::string block{};         // --block SIZE: a --pipe chunk's size (default 1M)
 };
 
 // What an ad-hoc run wrote: the job file to run, the rows file to stream to stdout (empty when
@@ -68,6 +79,10 @@ struct AdhocJob {
   bool items_known = false;
   HaltRule halt{};
   std::vector<std::string> dry_run{};  // --dry-run: the command lines, in input order
+  bool precomputed = false;            // -m, -X, -N: each item is its whole command line
+  std::size_t sources = 1;             // values per item (::: sources, --colsep columns)
+  // Where the stream starts reading the rows and stderr files (a resumed job: their ends).
+  std::uint64_t rows_from = 0, stderr_from = 0;
 };
 
 // Writes the job file into `folder` (made if missing); stdin (`--input -`) and ::: values are
@@ -76,8 +91,9 @@ struct AdhocJob {
 
 // Shows an ad-hoc job's output as it is made, on a thread of its own: stderr lines as they are
 // appended; rows as mini-batches finish (with keep_order: in input order, each mini-batch's rows
-// as soon as those before it are out, read through the store), each row once. Stops the job
-// (SIGINT to this process, as Ctrl-C) when its halt rule is met. stop() prints what is left.
+// as soon as those before it are out, read through the store), each row once. When its --halt
+// success/done rule is met, says so and halt_reason() names it (the session then ends the job;
+// RunOverrides::halt). stop() prints what is left.
 class AdhocStream final {
  public:
   AdhocStream(const AdhocJob& job, std::string db, bool keep_order);
@@ -89,6 +105,11 @@ class AdhocStream final {
   void stop();
   // True when the job was stopped because its --halt success/done rule was met.
   [[nodiscard]] bool halted_on_success() const { return halted_ok_.load(); }
+  // Why the job is to end early ("--halt success=1: 1 item succeeded"); "" until then. Any
+  // thread.
+  [[nodiscard]] std::string halt_reason() const {
+    return halted_ok_.load(std::memory_order_acquire) ? halt_reason_ : std::string();
+  }
 
  private:
   void loop();
@@ -104,16 +125,23 @@ class AdhocStream final {
   std::atomic<bool> stop_{false};
   std::atomic<bool> halted_ok_{false};
   bool halt_sent_ = false;
+  std::string halt_reason_{};  // written once, before halted_ok_ is set
   std::uint64_t rows_at_ = 0, stderr_at_ = 0, next_batch_ = 0, job_id_ = 0;
   std::string row_tail_{}, stderr_tail_{};
   std::thread thread_{};
 };
 
+// For `fanout resume N` of an ad-hoc job whose rows went to stdout (its rows file is the one
+// write_adhoc_job made beside the store): a stream that shows the rows and stderr lines the
+// resumed mini-batches add, as the first run did; nullptr for any other job or an unreadable
+// store (resume then says what is wrong).
+std::unique_ptr<AdhocStream> adhoc_resume_stream(const std::string& db, std::uint64_t job_id);
+
 // Writes GNU parallel's --joblog for the job that wrote `rows`: a header, then one line per item
 // run (Seq Host Starttime JobRuntime Send Receive Exitval Signal Command). Error{Io} naming
 // --joblog and the file.
 [[nodiscard]] Expected<void> write_joblog(const std::string& db, const AdhocJob& job,
-                                          const AdhocOptions& o, std::size_t sources);
+                                          const AdhocOptions& o);
 
 // Rewrites an error about the generated job file into the user's own options: the file's path
 // becomes "fanout run -c", its keys the options they came from (append_row_to: --output).

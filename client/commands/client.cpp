@@ -377,7 +377,9 @@ int connect_and_submit(const RunContext& ctx, Connection& c) {
               .ended_in_store = [&c, paths = &ctx.paths]() -> std::optional<proto::JobEnded> {
                 if (!c.session) return std::nullopt;
                 return job_ended_in_store(paths->db, c.session->policy().job_id());
-              }},
+              },
+              .interchange_gone = {},
+              .halt = ctx.ov.halt},
           ctx.log);
     } catch (const Failure& f) {  // a child that cannot start; a key missing or open to others,
                                   // --insecure off loopback
@@ -496,7 +498,10 @@ int finish_run(const RunContext& ctx, Connection& c, bool empty_input) {
     if (state.end() == SessionEnd::EndedInStore || !ctx.paths.shared) {
       write_missing_reports(db, job_id, ctx.spec.log_dir);
     }
-    if (!(ctx.ov.silent_success && state.ended()->state == "succeeded")) {
+    // A job that --halt success=N ended early succeeded as asked: it is quiet as one that ran
+    // everything.
+    const bool halted = ctx.ov.halt && !ctx.ov.halt().empty();
+    if (!(ctx.ov.silent_success && (state.ended()->state == "succeeded" || halted))) {
       (void)report_ended(
           *state.ended(), summary_output(ctx.spec.output_path, recorded_settings(ctx.cfg)),
           ctx.spec.log_dir, ctx.paths.shared ? std::string() : db, ctx.allow_partial);

@@ -33,6 +33,10 @@ struct RunOverrides {
   // Called once the job is over, before its summary is printed: what streams the job's output
   // (an ad-hoc run's rows and stderr) shows its last lines first.
   std::function<void()> before_summary{};
+  // Asked as the job runs: a reason to end it early (an ad-hoc run's --halt success=N met), ""
+  // while there is none. The job is cancelled with that reason; with silent_success its summary
+  // is left out, as for a job that succeeded.
+  std::function<std::string()> halt{};
   bool quiet = false;
   bool allow_partial = false;  // a `partial` job exits 0 (also fanout.allow_partial)
   bool json = false;         // progress as JSON events on stdout (see client/session/progress.hpp)

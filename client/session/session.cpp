@@ -354,6 +354,13 @@ bool Session::pump(std::chrono::milliseconds wait) {
     }
   }
   policy_.give_up_if_silent(now);
+  if (opts_.halt && !halt_sent_ && policy_.job_id() != 0) {
+    if (std::string why = opts_.halt(); !why.empty()) {
+      halt_sent_ = true;
+      policy_.request_cancel(why);
+      (void)sock_->send(proto::encode(proto::CancelJob{policy_.job_id(), why}));
+    }
+  }
   if (opts_.interrupts != nullptr) {
     switch (policy_.on_interrupts(opts_.interrupts->load(std::memory_order_relaxed))) {
       case SessionPolicy::Interrupt::Cancel:

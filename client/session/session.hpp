@@ -231,6 +231,10 @@ class Session final {
     // Asked before each probe (after ended_in_store): a description when the job's interchange
     // is known dead, "" when alive or unknown.
     std::function<std::string()> interchange_gone{};
+    // Asked on each turn once the job is accepted: a reason to end it early that is not the
+    // user's (an ad-hoc run's --halt success=N met), "" while there is none. The job is then
+    // cancelled once, with that reason, and nothing is said of an interrupt.
+    std::function<std::string()> halt{};
   };
   // Connects to the interchange's client endpoint (nothing is sent yet). Throws Failure naming
   // the key file when a Curve key is missing or readable by others, or --insecure is asked for
@@ -279,6 +283,7 @@ class Session final {
   Logger log_;
   SessionPolicy policy_;
   std::string job_name_{}, log_dir_{};  // of a submitted job, for the progress display
+  bool halt_sent_ = false;              // opts_.halt's cancel went out
   net::Context ctx_;
   std::optional<net::Socket> sock_{};
   net::Poller poller_;

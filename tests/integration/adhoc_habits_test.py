@@ -114,7 +114,7 @@ def tag_stderr_results(tmp, db):
     r = fanout("run", "--db", db, "--results", res, "-c", "echo o{}; echo e{} >&2", ":::", "a",
                cwd=tmp)
     got = {n: open(os.path.join(res, "1", "a", n)).read() for n in ("stdout", "stderr", "seq")}
-    if got != {"stdout": "oa\n", "stderr": "ea\n", "seq": "1\n"} or r.stdout:
+    if got != {"stdout": "oa\n", "stderr": "ea\n", "seq": "1"} or r.stdout:
         fail("--results: %r, stdout %r" % (got, r.stdout))
     print("ok: --tag, stderr passed through, --results")
 

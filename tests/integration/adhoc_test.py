@@ -5,8 +5,10 @@ once, GNU parallel's replacement strings, failures recorded in the store, errors
 Environment: FANOUT_BIN (set by tests/meson.build)."""
 
 import os
+import pty
 import sqlite3
 import stat
+import subprocess
 
 from support import fail, fanout, scratch
 import support
@@ -91,8 +93,16 @@ def main():
                 fail(f"{adhoc}/{name}: mode {oct(mode)}, expected 0600")
 
         # 4. Mistakes are CLI errors (exit 2) naming the option.
+        # No source and a terminal on stdin (a pipe or file on stdin is the input, as in GNU
+        # parallel): the error names --input.
+        master, slave = pty.openpty()
+        r = subprocess.run([support.FANOUT, "run", "-c", "echo {}", "--db", db, "--quiet"],
+                           cwd=tmp, stdin=slave, capture_output=True, text=True, timeout=240)
+        os.close(slave)
+        os.close(master)
+        if r.returncode != 2 or "--input" not in r.stderr:
+            fail(f"-c without a source, stdin a terminal: exit {r.returncode}: {r.stderr}")
         for args, needle in [
-            (["run", "-c", "echo {}"], "--input"),
             (["run", "-c", "echo {}", "--input", os.path.join(tmp, "nope")], "--input"),
             (["run", "job.yaml", "-c", "echo"], "not both"),
             (["run", "--input", data], "-c"),

@@ -12,6 +12,7 @@ py=/usr/bin/python3
 "$py" "$here/tabular.py" "$@"
 "$py" "$here/files.py" "$@"
 "$py" "$here/torch_infer.py" "$@"
+"$py" "$here/adhoc.py" "$@"
 rc=0
 "$py" "$here/multihost.py" "$@" || rc=$?
 [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || exit "$rc"

@@ -4,66 +4,92 @@
 #include <yaml-cpp/yaml.h>
 
 #include <array>
+#include <cstdlib>
 #include <set>
 
 namespace fanout::config {
 
 namespace {
 
-// GNU parallel's replacement strings, longest first so `{/.}` is not read as `{/}`. `var` is the
-// loop's variable holding the value; `quoted` false for {#}, a number.
-struct Replacement {
-  std::string_view token;
-  std::string_view var;
-};
-constexpr std::array<Replacement, 6> kReplacements{{
-    {"{/.}", "fanout_base_noext"},
-    {"{//}", "fanout_dir"},
-    {"{/}", "fanout_base"},
-    {"{.}", "fanout_noext"},
-    {"{#}", "fanout_seq"},
-    {"{}", "fanout_item"},
-}};
+// Which part of a value a replacement string stands for: {} {.} {/} {//} {/.}.
+enum class Part { Whole, NoExt, Base, Dir, BaseNoExt };
 
-// A piece of the user's command: literal text, or a replacement string (`var` names its value;
-// a digit for the value of that input source).
+// A piece of the user's command: literal text, or one of GNU parallel's replacement strings.
 struct Piece {
-  std::string text{};
-  std::string var{};  // empty: literal
+  enum class Kind { Literal, Value, Seq, Slot, Empty } kind = Kind::Literal;
+  std::string text{};      // the literal text, or the token as written
+  std::size_t source = 0;  // Value: 0 the whole item (every value), k the k-th value
+  Part part = Part::Whole;
+  bool raw = false;  // at the very start of the command: put in unquoted (GNU's rule)
 };
 
-// The command cut into literal text and replacement strings; ` {}` appended when it has none.
-std::vector<Piece> pieces(const std::string& command, std::size_t sources) {
+// The part named by what follows `{` or `{n` in a token ("}", ".}", "/}", "//}", "/.}"), with
+// the token's length from there; nullopt when it is none of them.
+std::optional<std::pair<Part, std::size_t>> part_at(std::string_view s) {
+  constexpr std::array<std::pair<std::string_view, Part>, 5> kParts{{
+      {"/.}", Part::BaseNoExt},
+      {"//}", Part::Dir},
+      {"/}", Part::Base},
+      {".}", Part::NoExt},
+      {"}", Part::Whole},
+  }};
+  for (const auto& [tail, part] : kParts) {
+    if (s.substr(0, tail.size()) == tail) return std::make_pair(part, tail.size());
+  }
+  return std::nullopt;
+}
+
+// The replacement string at the start of `s`, if there is one (with its length): {} {.} {/}
+// {//} {/.} {#} {%}, and {n} {n.} {n/} {n//} {n/.} (n negative: the n-th last value; past the
+// values, empty as in GNU parallel).
+std::optional<std::pair<Piece, std::size_t>> token_at(std::string_view s, std::size_t values) {
+  if (s.size() < 2 || s[0] != '{') return std::nullopt;
+  if (s.substr(0, 3) == "{#}") return std::make_pair(Piece{.kind = Piece::Kind::Seq}, 3);
+  if (s.substr(0, 3) == "{%}") return std::make_pair(Piece{.kind = Piece::Kind::Slot}, 3);
+  std::size_t i = 1;
+  const bool negative = s[i] == '-';
+  if (negative) ++i;
+  const std::size_t digits = i;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && i - digits < 6) ++i;
+  if (negative && i == digits) return std::nullopt;
+  const auto part = part_at(s.substr(i));
+  if (!part) return std::nullopt;
+  Piece p{.kind = Piece::Kind::Value, .part = part->first};
+  if (i > digits) {
+    const long n = std::strtol(std::string(s.substr(digits, i - digits)).c_str(), nullptr, 10);
+    const long k = negative ? static_cast<long>(values) + 1 - n : n;
+    if (k < 1 || k > static_cast<long>(values)) {
+      p.kind = Piece::Kind::Empty;
+    } else {
+      p.source = static_cast<std::size_t>(k);
+    }
+  }
+  return std::make_pair(p, i + part->second);
+}
+
+// The command cut into literal text and replacement strings; ` {}` appended when it has none
+// (unless `append` is false: --pipe, and -N0). `start`: the text begins the command line, where
+// a replacement string is put in unquoted.
+std::vector<Piece> pieces(const std::string& command, std::size_t values, bool append = true,
+                          bool start = true) {
   std::vector<Piece> out;
   bool any = false;
-  auto literal = [&out](char c) {
-    if (out.empty() || !out.back().var.empty()) out.push_back({});
-    out.back().text += c;
-  };
   for (std::size_t i = 0; i < command.size();) {
-    bool hit = false;
-    for (const auto& r : kReplacements) {
-      if (command.compare(i, r.token.size(), r.token) == 0) {
-        out.push_back({std::string(r.token), std::string(r.var)});
-        i += r.token.size();
-        hit = any = true;
-        break;
-      }
+    if (auto t = token_at(std::string_view(command).substr(i), values)) {
+      t->first.text = command.substr(i, t->second);
+      t->first.raw = start && i == 0;
+      out.push_back(std::move(t->first));
+      i += t->second;
+      any = true;
+      continue;
     }
-    // {1}..{9}: one input source's value, when there is such a source (GNU leaves others as
-    // they are).
-    if (!hit && i + 2 < command.size() && command[i] == '{' && command[i + 2] == '}' &&
-        command[i + 1] >= '1' && command[i + 1] <= '9' &&
-        static_cast<std::size_t>(command[i + 1] - '0') <= sources) {
-      out.push_back({command.substr(i, 3), std::string(1, command[i + 1])});
-      i += 3;
-      hit = any = true;
-    }
-    if (!hit) literal(command[i++]);
+    if (out.empty() || out.back().kind != Piece::Kind::Literal) out.push_back({});
+    out.back().text += command[i++];
   }
-  if (!any) {
-    literal(' ');
-    out.push_back({"{}", "fanout_item"});
+  if (!any && append) {
+    if (out.empty() || out.back().kind != Piece::Kind::Literal) out.push_back({});
+    out.back().text += ' ';
+    out.push_back({.kind = Piece::Kind::Value, .text = "{}"});
   }
   return out;
 }
@@ -73,35 +99,77 @@ bool shell_safe(char c) {
          std::string_view("_./:=@%+,-").find(c) != std::string_view::npos;
 }
 
-// sh text that sets `fanout_r_<var>` to the quoted value of each replacement string used, then
-// `fanout_cmd` to the command line with them put in.
+std::string_view part_name(Part p) {
+  switch (p) {
+    case Part::Whole:
+      return "";
+    case Part::NoExt:
+      return "noext";
+    case Part::Base:
+      return "base";
+    case Part::Dir:
+      return "dir";
+    case Part::BaseNoExt:
+      return "base_noext";
+  }
+  return "";
+}
+
+// The shell variable holding the value a Value piece stands for, once put in: fanout_r_<...>.
+std::string value_var(const Piece& p) {
+  std::string v = "fanout_r_" + (p.source == 0 ? std::string("item") : std::to_string(p.source));
+  if (p.part != Part::Whole) v += "_" + std::string(part_name(p.part));
+  return p.raw ? v + "_raw" : v;
+}
+
+// sh text that sets each Value piece's variable to its value (quoted as GNU does, unless raw),
+// then `fanout_cmd` to the command line with them put in.
 std::string command_assignment(const std::vector<Piece>& ps, std::size_t sources) {
   std::string s;
   std::set<std::string> done;
   for (const auto& p : ps) {
-    if (p.var.empty() || p.var == "fanout_seq" || !done.insert(p.var).second) continue;
-    if (p.var == "fanout_item" && sources > 1) {
+    if (p.kind != Piece::Kind::Value || !done.insert(value_var(p)).second) continue;
+    const std::string var = value_var(p);
+    if (p.source == 0 && p.part == Part::Whole && sources > 1 && !p.raw) {
       // {} with several sources: every value, each quoted, separated by spaces.
-      s += "  fanout_r_fanout_item=\n";
+      s += "  " + var + "=\n";
       for (std::size_t k = 1; k <= sources; ++k) {
-        s += "  fanout_q \"$fanout_f" + std::to_string(k) +
-             "\"; fanout_r_fanout_item=" + (k > 1 ? "\"$fanout_r_fanout_item \"" : "") +
-             "$fanout_qv\n";
+        s += "  fanout_q \"$fanout_f" + std::to_string(k) + "\"; " + var + "=" +
+             (k > 1 ? "\"$" + var + " \"" : "") + "$fanout_qv\n";
       }
       continue;
     }
     const std::string value =
-        p.var.size() == 1 ? (sources == 1 ? "fanout_item" : "fanout_f" + p.var) : p.var;
-    s += "  fanout_q \"$" + value + "\"; fanout_r_" + p.var + "=$fanout_qv\n";
+        p.source == 0 ? "fanout_item"
+                      : (sources == 1 ? "fanout_item" : "fanout_f" + std::to_string(p.source));
+    std::string from = "\"$" + value + "\"";
+    if (p.part != Part::Whole) {
+      s += "  fanout_parts " + from + "\n";
+      from = "\"$fanout_p_" + std::string(part_name(p.part)) + "\"";
+    }
+    if (p.raw) {
+      s += "  " + var + "=" + from + "\n";
+    } else {
+      s += "  fanout_q " + from + "; " + var + "=$fanout_qv\n";
+    }
   }
   s += "  fanout_cmd=";
   for (const auto& p : ps) {
-    if (p.var.empty()) {
-      s += gnu_quote(p.text, true);
-    } else if (p.var == "fanout_seq") {
-      s += "\"$fanout_seq\"";
-    } else {
-      s += "\"$fanout_r_" + p.var + "\"";
+    switch (p.kind) {
+      case Piece::Kind::Literal:
+        s += gnu_quote(p.text, true);
+        break;
+      case Piece::Kind::Seq:
+        s += "\"$fanout_seq\"";
+        break;
+      case Piece::Kind::Slot:
+        s += "\"$fanout_slot\"";
+        break;
+      case Piece::Kind::Empty:
+        break;
+      case Piece::Kind::Value:
+        s += "\"$" + value_var(p) + "\"";
+        break;
     }
   }
   return s + "\n";
@@ -127,8 +195,18 @@ NameParts name_parts(const std::string& item) {
   return n;
 }
 
-// The fixed parts of the loop: GNU's quoting as a function (fanout_qv), the line prefixer for
-// --tag, and how an item's stderr is shown.
+std::string part_of(const std::string& v, Part p) {
+  if (p == Part::Whole) return v;
+  const NameParts n = name_parts(v);
+  return p == Part::NoExt  ? n.noext
+         : p == Part::Base ? n.base
+         : p == Part::Dir  ? n.dir
+                           : n.base_noext;
+}
+
+// The fixed parts of the loop: GNU's quoting as a function (fanout_qv), the name parts of a
+// value (fanout_p_*), the line prefixer for --tag, and the job slot ({%}: the worker's process
+// number, process<N>, 1-based, which no two running items share).
 constexpr std::string_view kQuoteFn = R"SH(fanout_q() {
   case $1 in
     '') fanout_qv="''" ;;
@@ -143,39 +221,106 @@ constexpr std::string_view kQuoteAllFn = R"SH(fanout_q() {
   fanout_qv="'${fanout_qv%x}'"
 }
 )SH";
+constexpr std::string_view kPartsFn = R"SH(fanout_parts() {
+  fanout_p_base=${1##*/}
+  case $1 in */*) fanout_p_dir=${1%/*} ;; *) fanout_p_dir=. ;; esac
+  case $fanout_p_base in
+    ?*.*) fanout_p_base_noext=${fanout_p_base%.*}; fanout_p_noext=${1%.*} ;;
+    *) fanout_p_base_noext=$fanout_p_base; fanout_p_noext=$1 ;;
+  esac
+}
+)SH";
 constexpr std::string_view kPrefixFn = R"SH(fanout_prefix() {
   while IFS= read -r fanout_l || [ -n "$fanout_l" ]; do
     printf '%s\t%s\n' "$fanout_item" "$fanout_l"
   done
 }
 )SH";
+constexpr std::string_view kSlot = R"SH(fanout_slot=${FANOUT_PROCESS#process}
+while :; do case $fanout_slot in 0?*) fanout_slot=${fanout_slot#0} ;; *) break ;; esac; done
+fanout_slot=${fanout_slot:-1}
+)SH";
 
 // The lines that run the item's command line (fanout_cmd) and set fanout_rc to its status: its
-// stdout to ours (--tag: each line tagged) or to --results' files; its stderr to fanout_e.
+// stdout to ours (--tag: each line tagged) or to --results' files; its stderr to fanout_e. With
+// --pipe the item is a chunk of the input, given to the command on its stdin.
 std::string run_lines(const AdhocShell& o) {
+  // A pipe, as GNU parallel gives: some commands read a file otherwise (`wc` pads its columns
+  // only for a pipe).
+  const std::string feed = o.pipe ? "cat \"$fanout_item\" | " : "";
   std::string s;
   if (o.results) {
-    // GNU's layout: RESULTS/<source>/<value>/ for each source, then stdout, stderr and seq.
+    // GNU's layout (parallel 20221122): RESULTS/<source>/<value>/ for each source, a value's
+    // `\` written `\\` and `/` written `\_`, then stdout, stderr and seq (no newline after it).
     s += "  fanout_d=$FANOUT_ADHOC_RESULTS\n";
     for (std::size_t k = 1; k <= o.sources; ++k) {
       const std::string v = o.sources == 1 ? "$fanout_item" : "$fanout_f" + std::to_string(k);
       s += "  fanout_v=$(printf '%s' \"" + v +
-           "\" | sed 's:\\\\:\\\\\\\\:g;s:/:\\\\057:g'; printf x); fanout_v=${fanout_v%x}\n";
-      s += "  case $fanout_v in ''|.|..) fanout_v=\"\\\\$fanout_v\" ;; esac\n";
+           "\" | sed 's:\\\\:\\\\\\\\:g;s:/:\\\\_:g'; printf x); fanout_v=${fanout_v%x}\n";
       s += "  fanout_d=\"$fanout_d/" + std::to_string(k) + "/$fanout_v\"\n";
     }
-    s +=
-        "  mkdir -p \"$fanout_d\" && printf '%s\\n' \"$fanout_seq\" >\"$fanout_d/seq\" || exit 1\n";
-    s += "  (eval \"$fanout_cmd\") 3<&- 2>\"$fanout_e\" >\"$fanout_d/stdout\"; fanout_rc=$?\n";
+    s += "  mkdir -p \"$fanout_d\" && printf '%s' \"$fanout_seq\" >\"$fanout_d/seq\" || exit 1\n";
+    s += "  " + feed +
+         "(eval \"$fanout_cmd\") 3<&- 2>\"$fanout_e\" >\"$fanout_d/stdout\"; fanout_rc=$?\n";
     s += "  cp \"$fanout_e\" \"$fanout_d/stderr\"\n";
   } else if (o.tag) {
     // The exit status comes back on fd 7, past the pipe into the prefixer.
-    s += "  fanout_rc=$( { { (eval \"$fanout_cmd\") 3<&- 7>&- 2>\"$fanout_e\"; echo $? >&7; } | "
-         "fanout_prefix >&6; } 7>&1 )\n";
+    s += "  fanout_rc=$( { { " + feed +
+         "(eval \"$fanout_cmd\") 3<&- 7>&- 2>\"$fanout_e\"; echo $? >&7; } | fanout_prefix >&6; } "
+         "7>&1 )\n";
   } else {
-    s += "  (eval \"$fanout_cmd\") 3<&- 6>&- 2>\"$fanout_e\"; fanout_rc=$?\n";
+    s += "  " + feed + "(eval \"$fanout_cmd\") 3<&- 6>&- 2>\"$fanout_e\"; fanout_rc=$?\n";
   }
   return s;
+}
+
+// Pieces put in for `values`: Sources mode (one value per input source) puts every value, each
+// quoted, for {}, and the name parts of them all joined for {.} and the like; Multi (-m, -N)
+// puts each value's part, each quoted, separated by spaces.
+std::string render(const std::vector<Piece>& ps, const std::vector<std::string>& values,
+                   std::uint64_t seq, bool quote_all, AdhocArgs mode, std::string_view slot) {
+  std::string joined;
+  for (const auto& v : values) joined += (joined.empty() ? "" : " ") + v;
+  auto put = [quote_all](const Piece& p, const std::string& v) {
+    return p.raw ? v : gnu_quote(v, quote_all);
+  };
+  std::string out;
+  for (const auto& p : ps) {
+    switch (p.kind) {
+      case Piece::Kind::Literal:
+        out += p.text;
+        break;
+      case Piece::Kind::Seq:
+        out += std::to_string(seq);
+        break;
+      case Piece::Kind::Slot:
+        out += slot;
+        break;
+      case Piece::Kind::Empty:
+        break;
+      case Piece::Kind::Value:
+        if (p.source > 0) {
+          out += put(p, part_of(values.at(p.source - 1), p.part));
+        } else if (mode == AdhocArgs::Sources && (p.part != Part::Whole || p.raw)) {
+          out += put(p, part_of(joined, p.part));
+        } else if (values.empty()) {
+          out += mode == AdhocArgs::Sources ? put(p, "") : "";
+        } else {
+          std::string all;
+          for (const auto& v : values) all += (all.empty() ? "" : " ") + put(p, part_of(v, p.part));
+          out += all;
+        }
+        break;
+    }
+  }
+  return out;
+}
+
+bool has_value_of_all(const std::vector<Piece>& ps) {
+  for (const auto& p : ps) {
+    if (p.kind == Piece::Kind::Value && p.source == 0) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -195,30 +340,58 @@ std::string gnu_quote(std::string_view v, bool quote_all) {
   return q + "'";
 }
 
-std::string adhoc_command_for(const std::string& command, const std::vector<std::string>& values,
-                              std::uint64_t seq, bool quote_all) {
-  std::string item;
-  for (const auto& v : values) item += (item.empty() ? "" : " ") + v;
-  const NameParts n = name_parts(item);
-  std::string out;
-  for (const auto& p : pieces(command, values.size())) {
-    if (p.var.empty()) {
-      out += p.text;
-    } else if (p.var == "fanout_seq") {
-      out += std::to_string(seq);
-    } else if (p.var == "fanout_item") {
-      std::string all;
-      for (const auto& v : values) all += (all.empty() ? "" : " ") + gnu_quote(v, quote_all);
-      out += values.empty() ? gnu_quote("", quote_all) : all;
-    } else if (p.var.size() == 1) {
-      out += gnu_quote(values.at(static_cast<std::size_t>(p.var[0] - '1')), quote_all);
-    } else {
-      const std::string& v = p.var == "fanout_noext"  ? n.noext
-                             : p.var == "fanout_base" ? n.base
-                             : p.var == "fanout_dir"  ? n.dir
-                                                      : n.base_noext;
-      out += gnu_quote(v, quote_all);
+std::optional<std::string> unsupported_replacement(const std::string& command) {
+  if (const auto at = command.find("{="); at != std::string::npos) {
+    const auto end = command.find("=}", at + 2);
+    const std::string token =
+        command.substr(at, end == std::string::npos ? std::string::npos : end + 2 - at);
+    return "-c: " + token +
+           " is a Perl replacement string, and fanout runs no Perl: compute the value in the "
+           "command instead, e.g. $(printf %s {} | sed 's/a/b/')";
+  }
+  for (const std::string_view t : {"{0#}", "{0%}"}) {
+    if (command.find(t) != std::string::npos) {
+      return "-c: " + std::string(t) + " (zero-padded) is not supported: use " +
+             std::string(t.substr(0, 1)) + std::string(t.substr(2)) +
+             " and printf to pad, e.g. $(printf %03d " + std::string(t.substr(0, 1)) +
+             std::string(t.substr(2)) + ")";
     }
+  }
+  return std::nullopt;
+}
+
+std::string adhoc_command_for(const std::string& command, const std::vector<std::string>& values,
+                              std::uint64_t seq, bool quote_all, AdhocArgs mode,
+                              std::string_view slot) {
+  if (mode != AdhocArgs::Context) {
+    return render(pieces(command, values.size(), !(mode == AdhocArgs::Multi && values.empty())),
+                  values, seq, quote_all, mode, slot);
+  }
+  // -X: each word that holds a replacement string of the whole item is repeated, once per value.
+  std::string cmd = command;
+  bool any = false;
+  for (const auto& p : pieces(cmd, values.size(), false))
+    any = any || p.kind != Piece::Kind::Literal;
+  if (!any) cmd += " {}";
+  std::string out;
+  for (std::size_t i = 0; i < cmd.size();) {
+    const std::size_t end = std::min(cmd.find_first_of(" \t\n", i), cmd.size());
+    if (end == i) {
+      out += cmd[i++];
+      continue;
+    }
+    const std::string word = cmd.substr(i, end - i);
+    const auto ps = pieces(word, values.size(), false, i == 0);
+    if (!has_value_of_all(ps)) {
+      out += render(ps, values, seq, quote_all, AdhocArgs::Multi, slot);
+    } else {
+      std::string all;
+      for (const auto& v : values) {
+        all += (all.empty() ? "" : " ") + render(ps, {v}, seq, quote_all, AdhocArgs::Multi, slot);
+      }
+      out += all;
+    }
+    i = end;
   }
   return out;
 }
@@ -230,14 +403,16 @@ std::string adhoc_shell_line(const AdhocShell& o) {
   // `\` doubled, a newline written `\n`, and a line with a backslash decoded back exactly with
   // printf %b (the `x` keeps trailing newlines from $(...)). Items are read on fd 3, so a
   // command that reads stdin does not eat the list; the derived names are POSIX parameter
-  // expansions (no process per item but for names with a backslash). Each value is quoted by
-  // fanout_q only where the shell needs it (a process only for those), the command line is
-  // built with them and run by eval in a subshell (its `exit` or `cd` ends there), as GNU
-  // parallel runs each command in a shell of its own. The item's stderr is held in a
-  // file beside the mini-batch list and shown when it ends (with --tag, each line tagged).
+  // expansions, made only for the replacement strings used. Each value is quoted by fanout_q
+  // only where the shell needs it (a process only for those), the command line is built with
+  // them and run by eval in a subshell (its `exit` or `cd` ends there), as GNU parallel runs
+  // each command in a shell of its own. The item's stderr is held in a file beside the
+  // mini-batch list and shown when it ends (with --tag, each line tagged).
   std::string s;
   s += o.quote_all ? kQuoteAllFn : kQuoteFn;
+  s += kPartsFn;
   if (o.tag) s += kPrefixFn;
+  s += kSlot;
   s += "fanout_n=0\nfanout_us=$(printf '\\037')\nfanout_e=\"$FANOUT_MINI_BATCH.stderr\"\n";
   s += "exec 6>&1\n";
   s += "sed -z 's/\\\\/\\\\\\\\/g;s/\\n/\\\\n/g' \"$FANOUT_MINI_BATCH_NUL\" | tr '\\000' '\\n' | "
@@ -262,13 +437,12 @@ std::string adhoc_shell_line(const AdhocShell& o) {
     for (std::size_t k = 2; k <= o.sources; ++k) s += "\" $fanout_f" + std::to_string(k) + "\"";
     s += "\n";
   }
-  s += "  fanout_base=${fanout_item##*/}\n";
-  s += "  case $fanout_item in */*) fanout_dir=${fanout_item%/*} ;; *) fanout_dir=. ;; esac\n";
-  s += "  case $fanout_base in\n";
-  s += "    ?*.*) fanout_base_noext=${fanout_base%.*}; fanout_noext=${fanout_item%.*} ;;\n";
-  s += "    *) fanout_base_noext=$fanout_base; fanout_noext=$fanout_item ;;\n";
-  s += "  esac\n";
-  s += command_assignment(pieces(o.command, o.sources), o.sources);
+  if (o.precomputed) {
+    // -X, -m, -N: the client wrote each command line whole; only {%} is left to put in.
+    s += "  fanout_cmd=$fanout_item\n";
+  } else {
+    s += command_assignment(pieces(o.command, o.sources, !o.pipe), o.sources);
+  }
   s += run_lines(o);
   s += "  if [ -s \"$fanout_e\" ]; then\n";
   s += std::string("    ") + (o.tag ? "fanout_prefix <\"$fanout_e\"" : "cat \"$fanout_e\"") +
@@ -303,7 +477,9 @@ std::string adhoc_job_yaml(const AdhocJob& o) {
   y << YAML::Key << "mini_batch_error_threshold" << YAML::Value << -1;
   y << YAML::Key << "retry_settings" << YAML::Value << YAML::BeginMap << YAML::Key << "max_retries"
     << YAML::Value << o.max_retries;
-  if (o.timeout_s > 0) y << YAML::Key << "timeout" << YAML::Value << o.timeout_s;
+  // Always written: left out, the job file's default (Azure's 60 s) would apply to commands
+  // that GNU parallel lets run as long as they take.
+  y << YAML::Key << "timeout" << YAML::Value << o.timeout_s;
   y << YAML::EndMap;
   y << YAML::Key << "environment_variables" << YAML::Value << YAML::BeginMap;
   // GNU parallel's rule: an item succeeds by its exit status, whatever it prints.

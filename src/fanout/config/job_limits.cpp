@@ -14,7 +14,7 @@ constexpr std::int64_t kMaxU32 = std::numeric_limits<std::uint32_t>::max();
 constexpr std::uint64_t kDefaultTabularBytes = 1024 * 1024;
 
 // What messages say was expected, where several places check the same thing.
-constexpr std::string_view kSecondsText = "a number of seconds > 0";
+constexpr std::string_view kSecondsText = "a number of seconds >= 0 (0: none)";
 constexpr std::string_view kPercentText = "a percentage from 0 to 100, or -1";
 constexpr std::string_view kLevelText = "DEBUG, INFO, WARNING, ERROR or CRITICAL";
 
@@ -24,8 +24,8 @@ std::uint32_t JobLimits::u32(const Entry& e, std::int64_t lo) const {
   return static_cast<std::uint32_t>(r_.integer(e, lo, kMaxU32));
 }
 
-double JobLimits::positive(const Entry& e) const {
-  return positive(e.where(), r_.text(e, kSecondsText));
+double JobLimits::seconds(const Entry& e) const {
+  return seconds(e.where(), r_.text(e, kSecondsText));
 }
 
 double JobLimits::percent(const Entry& e) const {
@@ -36,10 +36,11 @@ std::string JobLimits::level(const Entry& e) const {
   return level(e.where(), r_.text(e, kLevelText));
 }
 
-double JobLimits::positive(const Where& w, std::string_view s) const {
+double JobLimits::seconds(const Where& w, std::string_view s) const {
   auto v = to_double(s);
   if (!v) fail(w, "expected " + std::string(kSecondsText) + " (got " + quote(s) + ")");
-  if (*v <= 0) {
+  // 0 is "none" for every timeout, as the pool and the interchange read it.
+  if (*v < 0) {
     fail(w, "expected " + std::string(kSecondsText) + " (got " + std::string(trim(s)) + ")");
   }
   return *v;
@@ -140,7 +141,7 @@ void JobLimits::read_keys(const Fields& root) {
       claim("max_retries", r->key);
     }
     if (const Entry* t = f.get("timeout")) {
-      cfg_.timeout_s = positive(*t);
+      cfg_.timeout_s = seconds(*t);
       claim("timeout_s", t->key);
     }
   }
@@ -150,7 +151,7 @@ void JobLimits::read_keys(const Fields& root) {
     claim("max_retries", e->key);
   }
   if (const Entry* e = root.get("run_invocation_timeout")) {
-    cfg_.timeout_s = positive(*e);
+    cfg_.timeout_s = seconds(*e);
     claim("timeout_s", e->key);
   }
 }
@@ -178,7 +179,7 @@ void JobLimits::apply_system_args(const Where& w) {
     claim("logging_level", source(it->first));
   }
   if (auto it = sa.find("run_invocation_timeout"); it != sa.end()) {
-    cfg_.timeout_s = positive(at(it->first), it->second);
+    cfg_.timeout_s = seconds(at(it->first), it->second);
     claim("timeout_s", source(it->first));
   }
   if (auto it = sa.find("run_max_try"); it != sa.end()) {
@@ -200,7 +201,7 @@ void JobLimits::apply_system_args(const Where& w) {
     apply_batch_size(at(it->first), it->second, source(it->first));
   }
   if (auto it = sa.find("task_overhead_timeout"); it != sa.end()) {
-    cfg_.task_overhead_timeout_s = positive(at(it->first), it->second);
+    cfg_.task_overhead_timeout_s = seconds(at(it->first), it->second);
     // Only the Python shim marks where run() starts and ends; fanout-worker's runtimes hand the
     // mini-batch straight over, so the run timeout already bounds all of it.
     if (cfg_.task_type == "command" || cfg_.task_type == "native") {
@@ -210,10 +211,10 @@ void JobLimits::apply_system_args(const Where& w) {
     }
   }
   if (auto it = sa.find("first_task_creation_timeout"); it != sa.end()) {
-    cfg_.first_task_creation_timeout_s = positive(at(it->first), it->second);
+    cfg_.first_task_creation_timeout_s = seconds(at(it->first), it->second);
   }
   if (auto it = sa.find("progress_update_timeout"); it != sa.end()) {
-    cfg_.progress_update_timeout_s = positive(at(it->first), it->second);
+    cfg_.progress_update_timeout_s = seconds(at(it->first), it->second);
   }
 }
 

@@ -23,6 +23,13 @@ std::optional<std::uint64_t> AdhocQueries::job_writing(const std::string& output
   return st.column_uint64(0);
 }
 
+std::optional<std::string> AdhocQueries::output_of(std::uint64_t job) {
+  Statement st(*impl_->conn, "SELECT output_path FROM jobs WHERE id = ?1");
+  st.bind(1, job);
+  if (!st.step() || st.is_null(0)) return std::nullopt;
+  return std::string(st.column_text(0));
+}
+
 std::vector<BatchRows> AdhocQueries::batches_from(std::uint64_t job, std::uint64_t first) {
   Statement st(*impl_->conn,
                "SELECT id, state, output_offset, output_bytes FROM minibatches "

@@ -43,6 +43,9 @@ class AdhocQueries final {
 
   // The newest job whose output file is `output_path`; nullopt before it is submitted.
   [[nodiscard]] std::optional<std::uint64_t> job_writing(const std::string& output_path);
+  // The job's output file (its append_row_to); nullopt for a job not in the store or without
+  // one.
+  [[nodiscard]] std::optional<std::string> output_of(std::uint64_t job);
   // The job's mini-batches from `first` on, in input order (ids not yet recorded are missing).
   [[nodiscard]] std::vector<BatchRows> batches_from(std::uint64_t job, std::uint64_t first);
   // Items that succeeded, and every item known, so far.

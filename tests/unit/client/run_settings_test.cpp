@@ -339,3 +339,15 @@ TEST_CASE("client.run_settings.placement_settings_reach_the_pools_on_resume") {
   CHECK(recorded->max_concurrency_per_instance == 2);
   CHECK(resumed_settings(*recorded, 0, 0, "").workers == 2);
 }
+
+TEST_CASE("client.run_settings.an_adhoc_job_without_timeout_runs_and_is_recorded_with_none") {
+  // `fanout run -c` has no run timeout unless --timeout N, as GNU parallel; what the pools get and
+  // what jobs.settings records say so (0: none; the pool sets no deadline for it).
+  JobConfig c = base();
+  c.task_type = "command";
+  c.timeout_s = 0;
+  const auto spec = job_spec(c, "/l");
+  CHECK(spec.run_timeout_s == 0);
+  CHECK(spec.settings_json.find(R"("timeout_s":0,)") != std::string::npos);
+  CHECK(recorded_settings(c).timeout_s == 0);
+}

@@ -544,7 +544,9 @@ TEST_CASE("config.job_spec.rejects_table") {
        "fanout.heartbeat_threshold_ms", 11, "expected an integer <= 86400000"},
       {"poll_ms_beyond_cli", kBase + "fanout:\n  poll_ms: 60001\n", "fanout.poll_ms", 11},
       {"workers_beyond_cli", kBase + "fanout:\n  workers: 100001\n", "fanout.workers", 11},
-      {"zero_timeout", kBase + "retry_settings:\n  timeout: 0\n", "retry_settings.timeout", 11},
+      // 0 is "none"; below it is an error.
+      {"negative_timeout", kBase + "retry_settings:\n  timeout: -1\n", "retry_settings.timeout", 11,
+       "expected a number of seconds >= 0 (0: none) (got -1)"},
       {"run_max_try_zero", kBase + "run_max_try: 0\n", "run_max_try", 10},
       {"bad_logging_level", kBase + "logging_level: LOUD\n", "logging_level", 10},
       {"heartbeat_threshold_not_above_period",

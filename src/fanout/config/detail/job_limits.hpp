@@ -32,8 +32,8 @@ class JobLimits final {
  private:
   [[noreturn]] void fail(const Where& w, std::string_view what) const { r_.fail(w, what); }
   std::uint32_t u32(const Entry& e, std::int64_t lo) const;
-  double positive(const Where& w, std::string_view s) const;
-  double positive(const Entry& e) const;
+  double seconds(const Where& w, std::string_view s) const;
+  double seconds(const Entry& e) const;
   double percent(const Where& w, std::string_view s) const;
   double percent(const Entry& e) const;
   std::string level(const Where& w, std::string_view s) const;
