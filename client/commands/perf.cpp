@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/commands/python_cmd.hpp"
 #include "client/launch/embedded.hpp"
 #include "client/launch/run_settings.hpp"
 #include "client/session/session.hpp"
@@ -162,7 +163,9 @@ std::string tools_dir() {
   for (const std::string& cand : {self_dir() + "/../share/fanout/tools", self_dir() + "/tools"}) {
     if (fs::exists(cand + "/mp_baseline.py")) return cand;
   }
-  return FANOUT_TOOLS_DIR;
+  // A build tree: the source tree's tools/ (read from the build's meson-info, not compiled in).
+  const std::string source = build_tree_source_dir();
+  return source.empty() ? self_dir() + "/../share/fanout/tools" : source + "/tools";
 }
 
 // The settings recorded with a perf job (jobs.settings): the options that shape the run.
