@@ -160,7 +160,10 @@ double run_probe(const std::vector<std::string>& argv, const std::string& dir, L
 
 std::string tools_dir() {
   if (const char* e = std::getenv("FANOUT_TOOLS_DIR"); e != nullptr && *e != '\0') return e;
-  for (const std::string& cand : {self_dir() + "/../share/fanout/tools", self_dir() + "/tools"}) {
+  // Installed: PREFIX/share/fanout, or PREFIX/fanout where meson-python's wheels put meson's
+  // datadir (`pip install`).
+  for (const std::string& cand : {self_dir() + "/../share/fanout/tools",
+                                  self_dir() + "/../fanout/tools", self_dir() + "/tools"}) {
     if (fs::exists(cand + "/mp_baseline.py")) return cand;
   }
   // A build tree: the source tree's tools/ (read from the build's meson-info, not compiled in).

@@ -64,7 +64,12 @@ PythonDirs find_python_dirs() {
     const fs::path prefix = (fs::path(self) / "..").lexically_normal();
     dirs.package = installed_package_dir(prefix);
     if (!dirs.package.empty()) {
+      // PREFIX/share/fanout (meson install), or PREFIX/fanout where meson-python's wheels put
+      // meson's datadir (`pip install`).
       dirs.sdk = (prefix / "share/fanout/python-sdk").string();
+      if (!fs::exists(dirs.sdk, ec) && fs::exists(prefix / "fanout/python-sdk", ec)) {
+        dirs.sdk = (prefix / "fanout/python-sdk").string();
+      }
       // A venv (pyvenv.cfg at its top): its own interpreter has the package and its packages.
       if (fs::exists(prefix / "pyvenv.cfg", ec) && fs::exists(fs::path(self) / "python3", ec)) {
         dirs.python = (fs::path(self) / "python3").string();

@@ -17,9 +17,9 @@ struct PythonDirs {
 
 // The folders beside this binary, tried in order: an installed tree (PREFIX/bin/fanout with
 // PREFIX/lib/python3/dist-packages, or PREFIX/lib/pythonX.Y/site-packages as `pip install`
-// makes, and PREFIX/share/fanout/python-sdk); else the source tree of the build tree the binary
-// is in (read from the build's meson-info, so nothing about the source is compiled in). Fields
-// not found are empty.
+// makes, and PREFIX/share/fanout/python-sdk, or PREFIX/fanout/python-sdk from a wheel); else the
+// source tree of the build tree the binary is in (read from the build's meson-info, so nothing
+// about the source is compiled in). Fields not found are empty.
 [[nodiscard]] PythonDirs find_python_dirs();
 
 // The source folder of the meson build tree holding this binary (the `directories.source` of

@@ -4,7 +4,8 @@
 # PATH and nothing else of the tree: `fanout` and its three programs are the venv's, `import
 # fanout` and `python -m fanout` work, `fanout run` runs docs/examples/file-scoring/job.yaml,
 # fanout.Executor maps a function, `fanout python` finds the SDK-shaped modules, and the
-# programs hold no failure-injection hook. The wheel pip builds is checked for its layout too.
+# programs hold no failure-injection hook. The wheel and the source archive are checked for
+# their contents too.
 # Offline: Debian's python3-mesonpy through --system-site-packages, --no-index.
 # Usage: pip_install_test.sh SOURCE_ROOT WORK_DIR
 # WORK_DIR keeps meson-python's build folder between runs (--config-settings=builddir=), so a
@@ -95,10 +96,16 @@ if __name__ == "__main__":
 EOF
 python "$tmp/executor_map.py" || fail "fanout.Executor map from the venv failed"
 
-# `fanout python` runs the venv's interpreter with the SDK-shaped modules from share/fanout/.
+# meson's datadir: PREFIX/share/fanout, or PREFIX/fanout where meson-python 0.12's wheels put
+# it; the programs look in both before anything else.
+share=$venv/share/fanout
+[ -d "$share" ] || share=$venv/fanout
+[ -f "$share/python/fanout_worker.py" ] || fail "the worker shim is not in $venv/{share/,}fanout"
+
+# `fanout python` runs the venv's interpreter with the SDK-shaped modules of the venv.
 sdk=$(fanout python -c 'import sys, azure.ai.ml as m; print(sys.executable, m.__file__)')
 case "$sdk" in
-  "$venv/bin/python3 $venv/share/fanout/python-sdk/"*) ;;
+  "$venv/bin/python3 $share/python-sdk/"*) ;;
   *) fail "fanout python: interpreter and azure.ai.ml are '$sdk', not the venv's" ;;
 esac
 
@@ -112,7 +119,7 @@ if command -v strings >/dev/null; then
 fi
 
 # The wheel (`pip wheel`, the same build folder: nothing to compile again): the programs as
-# scripts, the package at the top, share/ as data.
+# scripts, the package, meson's datadir as data.
 "$venv/bin/pip" wheel --no-build-isolation --no-index --no-deps --disable-pip-version-check \
   --config-settings=builddir="$work/build" -w "$tmp/wheel" "$src" >"$tmp/wheel.log" 2>&1 ||
   {
@@ -121,11 +128,29 @@ fi
   }
 whl=$(ls "$tmp"/wheel/fanout-*.whl)
 names=$(python -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$whl")
-for want in '^fanout/__init__.py$' '^fanout/__main__.py$' '^fanout/_entry/fanout_executor_entry.py$' \
+# The package at the top, or in .data/purelib/ (a wheel with programs is not pure).
+pkg_at='^(fanout-[^/]*\.data/purelib/)?fanout'
+for want in "$pkg_at/__init__.py$" "$pkg_at/__main__.py$" "$pkg_at/_entry/fanout_executor_entry.py$" \
   '\.data/scripts/fanout$' '\.data/scripts/fanout-interchange$' '\.data/scripts/fanout-pool$' \
-  '\.data/scripts/fanout-worker$' '\.data/data/share/fanout/python/fanout_worker.py$' \
-  '\.data/data/share/fanout/python-sdk/azure/ai/ml/__init__.py$'; do
-  echo "$names" | grep -q -- "$want" || fail "the wheel $(basename "$whl") has no $want"
+  '\.data/scripts/fanout-worker$' '\.data/data/(share/)?fanout/python/fanout_worker.py$' \
+  '\.data/data/(share/)?fanout/python-sdk/azure/ai/ml/__init__.py$'; do
+  echo "$names" | grep -qE -- "$want" || fail "the wheel $(basename "$whl") has no $want"
 done
 echo "wheel: $(basename "$whl")"
+
+# The source archive meson-python makes (`meson dist` of the committed tree): what pip builds a
+# wheel from elsewhere. Only from a git checkout, which `meson dist` needs.
+if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
+  mkdir -p "$tmp/sdist"
+  (cd "$src" && python -c 'import mesonpy, sys; print(mesonpy.build_sdist(sys.argv[1]))' \
+    "$tmp/sdist") >"$tmp/sdist.log" 2>&1 || {
+    tail -n 40 "$tmp/sdist.log" >&2
+    fail "mesonpy.build_sdist failed (log above)"
+  }
+  names=$(tar tzf "$tmp"/sdist/fanout-*.tar.gz)
+  for want in PKG-INFO pyproject.toml meson.build python/fanout/__init__.py client/main.cpp; do
+    echo "$names" | grep -q "^fanout-[^/]*/$want$" || fail "the sdist has no $want"
+  done
+  echo "sdist: $(basename "$tmp"/sdist/fanout-*.tar.gz)"
+fi
 echo "PASS: pip install into a fresh venv"
