@@ -25,12 +25,15 @@ void on_signal(int) {
   if (g_pool != nullptr) g_pool->stop();
 }
 
-// The Python shim: $FANOUT_SHIM_DIR, then beside the installed binary, then the source tree.
+// The Python shim: $FANOUT_SHIM_DIR, then beside the installed binary (PREFIX/share/fanout, or
+// PREFIX/fanout where meson-python's wheels put meson's datadir: `pip install`), then the source
+// tree.
 std::string find_shim_dir() {
   namespace fs = std::filesystem;
   if (const char* env = std::getenv("FANOUT_SHIM_DIR"); env != nullptr && *env != '\0') return env;
   std::string self = fanout::self_dir();
-  for (const std::string& cand : {self + "/../share/fanout/python", self + "/python"}) {
+  for (const std::string& cand :
+       {self + "/../share/fanout/python", self + "/../fanout/python", self + "/python"}) {
     if (fs::exists(cand + "/fanout_worker.py")) return fs::path(cand).lexically_normal().string();
   }
   return FANOUT_SHIM_DIR;

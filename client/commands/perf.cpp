@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/commands/python_cmd.hpp"
 #include "client/launch/embedded.hpp"
 #include "client/launch/run_settings.hpp"
 #include "client/session/session.hpp"
@@ -159,10 +160,15 @@ double run_probe(const std::vector<std::string>& argv, const std::string& dir, L
 
 std::string tools_dir() {
   if (const char* e = std::getenv("FANOUT_TOOLS_DIR"); e != nullptr && *e != '\0') return e;
-  for (const std::string& cand : {self_dir() + "/../share/fanout/tools", self_dir() + "/tools"}) {
+  // Installed: PREFIX/share/fanout, or PREFIX/fanout where meson-python's wheels put meson's
+  // datadir (`pip install`).
+  for (const std::string& cand : {self_dir() + "/../share/fanout/tools",
+                                  self_dir() + "/../fanout/tools", self_dir() + "/tools"}) {
     if (fs::exists(cand + "/mp_baseline.py")) return cand;
   }
-  return FANOUT_TOOLS_DIR;
+  // A build tree: the source tree's tools/ (read from the build's meson-info, not compiled in).
+  const std::string source = build_tree_source_dir();
+  return source.empty() ? self_dir() + "/../share/fanout/tools" : source + "/tools";
 }
 
 // The settings recorded with a perf job (jobs.settings): the options that shape the run.

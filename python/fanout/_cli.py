@@ -3,6 +3,7 @@
 import os
 import shutil
 import subprocess
+import sysconfig
 
 
 class FanoutError(Exception):
@@ -22,16 +23,40 @@ class FanoutError(Exception):
         return "%s (exit status %d)" % (self.message, self.exit_status)
 
 
+def installed_fanout(package_dir=None):
+    """The `fanout` program installed with this package, or None: PREFIX/bin/fanout when the
+    package is PREFIX/lib/python3/dist-packages/fanout (Debian's layout, meson install) or
+    PREFIX/lib/pythonX.Y/site-packages/fanout (`pip install`, a venv, --user); else the running
+    interpreter's scripts folder when the package is in its site folder."""
+    pkg = os.path.realpath(package_dir or os.path.dirname(os.path.abspath(__file__)))
+    site = os.path.dirname(pkg)
+    lib = os.path.dirname(os.path.dirname(site))
+    cands = []
+    if (os.path.basename(site) in ("site-packages", "dist-packages")
+            and os.path.basename(lib) == "lib"):
+        cands.append(os.path.join(os.path.dirname(lib), "bin", "fanout"))
+    if site in (os.path.realpath(sysconfig.get_path("purelib")),
+                os.path.realpath(sysconfig.get_path("platlib"))):
+        cands.append(os.path.join(sysconfig.get_path("scripts"), "fanout"))
+    for cand in cands:
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
 def find_fanout(explicit=None):
-    """The `fanout` program: `explicit`, else $FANOUT_BIN (set by `fanout python`), else `fanout`
-    on PATH. Raises FanoutError when there is none."""
+    """The `fanout` program: `explicit`, else $FANOUT_BIN (set by `fanout python`), else the one
+    installed with this package (installed_fanout()), else `fanout` on PATH. Raises FanoutError
+    when there is none."""
     for cand in (explicit, os.environ.get("FANOUT_BIN")):
         if cand:
             return cand
-    found = shutil.which("fanout")
+    found = installed_fanout() or shutil.which("fanout")
     if not found:
-        raise FanoutError("the fanout program was not found: not on PATH, and $FANOUT_BIN is not "
-                          "set (run the program with `fanout python`, or pass fanout=PATH)")
+        raise FanoutError("the fanout program was not found: not installed beside this package, "
+                          "not on PATH, and $FANOUT_BIN is not set (install the package with "
+                          "`pip install`, run the program with `fanout python`, or pass "
+                          "fanout=PATH)")
     return found
 
 

@@ -7,6 +7,7 @@ import os
 import re
 import sys
 import threading
+import traceback
 
 _noted = set()
 
@@ -164,21 +165,64 @@ def fanout_client():
     return fanout.Client()
 
 
-def run_fanout_job(obj, log=None):
+# The exit status `fanout run` / `fanout wait` gives a job that ended in each state (README).
+STATE_EXIT = {"succeeded": 0, "partial": 4, "failed": 1, "cancelled": 1}
+
+_SDK_DIR = os.path.dirname(os.path.abspath(__file__))
+# Where fanout.Client.submit writes an SDK job's file (and the line in it), as an error names it.
+_JOB_FILE_AT = re.compile(r"\S*\.fanout-job-\d+-\d+\.yml(?::\d+)?: ")
+
+
+def call_site(what):
+    """"FILE:LINE: WHAT" for the call of the user's program being made now: the innermost frame
+    outside this folder (the SDK-shaped modules), so an error in what that call built can name
+    the user's own line."""
+    for frame in reversed(traceback.extract_stack()[:-1]):
+        name = frame.filename
+        if name.startswith("<") or os.path.abspath(name).startswith(_SDK_DIR + os.sep):
+            continue
+        return "%s:%d: %s" % (name, frame.lineno, what)
+    return what
+
+
+def located(message, obj, submitted_at=None):
+    """`message` (fanout's, about the job file written for `obj`) with that hidden file's
+    FILE:LINE replaced by where the user built `obj` (its `_origin`, a call_site()), and
+    `submitted_at` added: the key and the reason stay fanout's."""
+    origin = getattr(obj, "_origin", None)
+    if origin and _JOB_FILE_AT.search(message):
+        message = _JOB_FILE_AT.sub(lambda m: origin + ": ", message)
+    if submitted_at:
+        message += " [submitted at %s]" % submitted_at
+    return message
+
+
+def exit_status_of(state, job=None):
+    """The exit status of a job that ended in `state`: that of the `fanout run` that followed
+    it when there is one, else the one the CLI gives the state (partial: 4)."""
+    run = getattr(job, "_run", None)
+    if run is not None and run.proc.returncode is not None:
+        return run.proc.returncode
+    return STATE_EXIT.get(state, 1)
+
+
+def run_fanout_job(obj, log=None, submitted_at=None):
     """Submits `obj` (anything with dump(path)) through fanout.Client and follows it to its end.
     Returns (state, exit status of `fanout run`, fanout.Job or None); a job file fanout refuses
-    is (\"failed\", its exit status, None) with the message on stderr."""
+    is (\"failed\", its exit status, None) with the message on stderr, located at the user's
+    own lines (located())."""
     import fanout
     try:
         job = fanout_client().submit(obj)
     except fanout.FanoutError as e:
-        print("fanout: %s" % e, file=sys.stderr, flush=True)
+        where = located(e.message, obj, submitted_at)
+        status = " (exit status %d)" % e.exit_status if e.exit_status is not None else ""
+        print("fanout: %s%s" % (where, status), file=sys.stderr, flush=True)
         return "failed", e.exit_status if e.exit_status is not None else 1, None
     if log:
         log("fanout job %d started" % job.id)
     state = job.wait(progress=bool(log))
-    rc = job._run.proc.returncode if job._run is not None else (0 if state == "succeeded" else 1)
-    return state, rc, job
+    return state, exit_status_of(state, job), job
 
 
 class Runner:

@@ -3,8 +3,8 @@
 built with parallel_run_function, dsl.pipeline and MLClient.jobs.create_or_update/stream gives the
 same rows and exit status as the equivalent job YAML run by `fanout run`, succeeded and partial;
 load_component + dump writes a job `fanout run` runs the same; a command component feeds a
-parallel one in a pipeline; a bad setting gets fanout's own
-validation message; outside `fanout python`, `import azure.ai.ml` is not ours. Under the pyenv
+parallel one in a pipeline; jobs.download lays out the outputs and logs as Azure does; a bad
+setting gets fanout's own validation message, named at the program's own line; outside `fanout python`, `import azure.ai.ml` is not ours. Under the pyenv
 python3 and Debian's /usr/bin/python3. Environment: tests/meson.build."""
 
 import glob
@@ -67,6 +67,7 @@ except JobException as e:
     print("status:", ml_client.jobs.get(run.name).status)
     sys.exit(e.exit_status)
 print("status:", ml_client.jobs.get(run.name).status)
+ml_client.jobs.download(run.name, download_path="dl", all=True)
 """
 
 YAML = """type: parallel
@@ -194,6 +195,24 @@ def same_as_yaml(tmp, interp, texts, want_rc, what):
         fail("%s: expected status %s\n%s" % (label, state, p.stdout))
     if "compute cpu-cluster: ignored" not in p.stderr:
         fail("%s: no notice that the compute is ignored\n%s" % (label, p.stderr))
+    if want_rc == 0:
+        downloaded(root, label)
+
+
+def downloaded(root, label):
+    """jobs.download(all=True) laid the job out as Azure does: the pipeline's output `rows` in
+    dl/named-outputs/rows/, the logs folder of its node `score` in dl/artifacts/score/logs/."""
+    with open(os.path.join(root, "out", "sdk.txt")) as f:
+        rows = f.read()
+    got = os.path.join(root, "dl", "named-outputs", "rows", "sdk.txt")
+    if not os.path.isfile(got) or open(got).read() != rows:
+        fail("%s: jobs.download: no copy of the rows at %s: %s" % (label, got, sorted(
+            os.path.relpath(os.path.join(d, n), root) for d, _, ns in os.walk(
+                os.path.join(root, "dl")) for n in ns)))
+    logs = os.path.join(root, "dl", "artifacts", "score", "logs")
+    names = [n for _, _, ns in os.walk(logs) for n in ns]
+    if "job_result.txt" not in names:
+        fail("%s: jobs.download: no logs folder at %s: %s" % (label, logs, names))
 
 
 def load_component_dump(tmp, interp):
@@ -256,6 +275,12 @@ def validation_message(tmp, interp):
     if p.returncode != 2 or msg.group(0) not in p.stderr:
         fail("the SDK job with a bad mini_batch_size: exit %d, expected 2 and %r\n%s" % (
             p.returncode, msg.group(0), p.stderr))
+    # Named at the program's own lines (parallel_run_function is called on its line 9), not
+    # at the hidden job file fanout.Client wrote.
+    where = re.search(r"prog\.py:9: parallel_run_function\(\): mini_batch_size: .*"
+                      r"\[submitted at \S*prog\.py:\d+: jobs\.create_or_update\(\)\]", p.stderr)
+    if where is None or ".fanout-job-" in p.stderr:
+        fail("the SDK job's bad mini_batch_size is not named at prog.py:9:\n%s" % p.stderr)
 
 
 def not_ours_outside(tmp):

@@ -1,17 +1,15 @@
 """Azure ML SDK v2 shapes run by fanout (docs/azure-sdk.md): a parallel component built with
 parallel_run_function or load_component, called to make a node, dumped as the parallel job YAML
 that `fanout run` reads; dsl.pipeline runs its nodes one after another; MLClient runs jobs
-through fanout.Client."""
+through fanout.Client (_fanout_v2_client.py)."""
 
 import copy
 import itertools
 import os
 import re
 import subprocess
-import sys
-import uuid
 
-from _fanout_azure import Bag, Runner, absolute, dump_yaml, load_yaml, note_ignored, run_fanout_job
+from _fanout_azure import Bag, absolute, call_site, dump_yaml, load_yaml, note_ignored
 
 
 class AssetTypes:
@@ -252,7 +250,10 @@ def parallel_run_function(*, name=None, display_name=None, description=None, tag
                 "retry_settings": retry_settings, "environment_variables": environment_variables,
                 "experiment_name": experiment_name}
     settings.update(kwargs)
-    return Parallel(settings, dict(inputs or {}), dict(outputs or {}), task or RunFunction())
+    component = Parallel(settings, dict(inputs or {}), dict(outputs or {}),
+                         task or RunFunction())
+    component._origin = call_site("parallel_run_function()")
+    return component
 
 
 class Command(Parallel):
@@ -300,6 +301,7 @@ def command(*, name=None, display_name=None, description=None, inputs=None, outp
                     "compute": compute, "environment_variables": environment_variables},
                    dict(inputs or {}), dict(outputs or {}),
                    Bag(command=command, code=code, environment=environment))
+    node._origin = call_site("command()")
     return node
 
 
@@ -346,7 +348,9 @@ def load_component(source=None, *, relative_origin=None, **kwargs):
     if isinstance(retry, dict):
         retry = RetrySettings(**retry)
     data.update(resources=resources, retry_settings=retry)
-    return Parallel(data, inputs, outputs, RunFunction(**task))
+    component = Parallel(data, inputs, outputs, RunFunction(**task))
+    component._origin = call_site("load_component(%r)" % path)
+    return component
 
 
 # ---------------------------------------------------------------------------------------------
@@ -397,193 +401,3 @@ def pipeline(func=None, *, name=None, display_name=None, description=None, compu
         return build
 
     return wrap(func) if callable(func) else wrap
-
-
-# ---------------------------------------------------------------------------------------------
-# MLClient
-
-class JobException(Exception):
-    """A job that did not complete; `exit_status` is the exit status of its `fanout run`."""
-
-    def __init__(self, message, exit_status=None):
-        super().__init__(message)
-        self.exit_status = exit_status
-
-
-def _default_outputs(node, job_name, node_name):
-    """Outputs without a path get one under ./azureml-outputs/JOB/NODE/ (Azure's default
-    datastore is a local folder here)."""
-    for out_name, out in vars(node.outputs).items():
-        if out.path is None:
-            out.path = os.path.join(os.getcwd(), "azureml-outputs", job_name, node_name, out_name)
-        elif isinstance(out.path, str) and out.path.startswith(_DATASTORE_URI):
-            out.path = _datastore_path(out.path, job_name, out_name)
-
-
-_DATASTORE_URI = "azureml://datastores/"
-
-
-def _datastore_path(uri, job_name, out_name):
-    """An output's azureml://datastores/STORE/paths/PATH as the local folder
-    ./azureml-outputs/datastores/STORE/PATH (${{default_datastore}} is workspaceblobstore;
-    ${{name}} the job's name, ${{output_name}} the output's)."""
-    rest = uri[len(_DATASTORE_URI):]
-    store, _, path = rest.partition("/paths/")
-    store = store.replace("${{default_datastore}}", "workspaceblobstore")
-    path = path.replace("${{name}}", job_name).replace("${{output_name}}", out_name)
-    local = os.path.join(os.getcwd(), "azureml-outputs", "datastores", store, path)
-    note_ignored("output datastore paths",
-                 "an azureml://datastores/ output is written under ./azureml-outputs/datastores/")
-    return local
-
-
-class _LocalJob:
-    def __init__(self, job, name, runner):
-        self.job, self.name, self.runner = job, name, runner
-        self.display_name = getattr(job, "display_name", None)
-        self.studio_url = "file://" + os.path.join(os.getcwd(), "azureml-outputs", name)
-        self.fanout_jobs = []
-
-    @property
-    def status(self):
-        return self.runner.status
-
-    @property
-    def outputs(self):
-        return self.job.outputs
-
-
-class _Jobs:
-    def __init__(self):
-        self._jobs = {}
-
-    def create_or_update(self, job, *, experiment_name=None, description=None, compute=None,
-                         **kwargs):
-        """Starts `job` (a node or a pipeline job) on fanout and returns it at once."""
-        # A fresh name per submission, as Azure's, so that a second run gets its own outputs.
-        # A name fit for paths and commands (Azure's are identifiers too): a display name's
-        # spaces and the like become '_'.
-        base = job.name or getattr(job, "display_name", None) or "job"
-        name = "%s-%s" % (re.sub(r"[^A-Za-z0-9_.-]", "_", base), uuid.uuid4().hex[:8])
-        nodes = job.jobs if isinstance(job, PipelineJob) else {name: job}
-        local = None
-
-        def step_for(node_name, node):
-            def step():
-                _default_outputs(node, name, node_name)
-                print("fanout: %s: step %s" % (name, node_name), file=sys.stderr, flush=True)
-                if isinstance(node, Command):
-                    state, rc, fjob = node.run_local() + (None,)
-                else:
-                    state, rc, fjob = run_fanout_job(node, log=None)
-                if fjob is not None:
-                    local.fanout_jobs.append(fjob)
-                node.status = "Completed" if rc == 0 else "Failed"
-                return state, rc
-            return step
-
-        runner = Runner([step_for(k, v) for k, v in nodes.items()])
-        local = _LocalJob(job, name, runner)
-        self._jobs[name] = local
-        runner.start()
-        return local
-
-    def _find(self, name):
-        key = getattr(name, "name", name)
-        if key not in self._jobs:
-            raise KeyError("job %r was not created by this MLClient" % key)
-        return self._jobs[key]
-
-    def stream(self, name, **kwargs):
-        """Follows the job to its end; JobException when it did not complete."""
-        local = self._find(name)
-        local.runner.join()
-        for fjob in local.fanout_jobs:
-            st = fjob.status()
-            print("fanout job %d: %s (%s/%s mini-batches failed)" % (
-                fjob.id, st.get("state"), st.get("failed", 0), st.get("total", "?")), flush=True)
-        print("Execution Summary\n=================\nRunId: %s\nStatus: %s" % (
-            local.name, local.status), flush=True)
-        if local.runner.error is not None:
-            raise local.runner.error
-        if local.status != "Completed":
-            raise JobException("job %s: %s" % (local.name, local.status),
-                               local.runner.exit_status)
-
-    def get(self, name, **kwargs):
-        return self._find(name)
-
-    def list(self, **kwargs):
-        return list(self._jobs.values())
-
-    def cancel(self, name, **kwargs):
-        for fjob in self._find(name).fanout_jobs:
-            fjob.cancel()
-
-    begin_cancel = cancel
-
-
-class _Compute:
-    def get(self, name, **kwargs):
-        note_ignored("compute %s" % name, "fanout runs on this machine")
-        return Bag(name=name, type="local", size="local", location="local",
-                   provisioning_state="Succeeded")
-
-    def begin_create_or_update(self, compute, **kwargs):
-        note_ignored("compute creation")
-        return Bag(result=lambda *a, **k: compute, wait=lambda *a, **k: None)
-
-    def list(self, **kwargs):
-        return []
-
-
-class _Ignored:
-    """An MLClient operations group that is cloud-only (environments, data, models,
-    registries...): each call is accepted and returns what it was given."""
-
-    def __init__(self, what):
-        self.what = what
-
-    def __getattr__(self, name):
-        def call(*args, **kwargs):
-            note_ignored("MLClient.%s.%s" % (self.what, name))
-            return args[0] if args else None
-        return call
-
-
-class MLClient:
-    """A local MLClient: jobs run through fanout.Client; the workspace is the working folder."""
-
-    def __init__(self, credential=None, subscription_id=None, resource_group_name=None,
-                 workspace_name=None, **kwargs):
-        self.subscription_id, self.resource_group_name = subscription_id, resource_group_name
-        self.workspace_name = workspace_name
-        self.jobs = _Jobs()
-        self.compute = _Compute()
-        for group in ("environments", "data", "models", "components", "datastores",
-                      "online_endpoints", "batch_endpoints", "online_deployments",
-                      "batch_deployments", "workspaces", "registries"):
-            setattr(self, group, _Ignored(group))
-
-    @classmethod
-    def from_config(cls, credential=None, *, path=None, file_name=None, **kwargs):
-        """Reads config.json (or .azureml/config.json) from `path` or the folders above the
-        working folder when there is one; without it, a workspace named after the folder."""
-        import json
-        start = os.path.abspath(path or os.getcwd())
-        names = [file_name] if file_name else ["config.json"]
-        here = start if os.path.isdir(start) else os.path.dirname(start)
-        while True:
-            for sub in ("", ".azureml"):
-                for n in names:
-                    cand = os.path.join(here, sub, n)
-                    if os.path.isfile(cand):
-                        with open(cand) as f:
-                            cfg = json.load(f)
-                        return cls(credential, cfg.get("subscription_id"),
-                                   cfg.get("resource_group"), cfg.get("workspace_name"))
-            up = os.path.dirname(here)
-            if up == here:
-                break
-            here = up
-        return cls(credential, None, None, os.path.basename(start))

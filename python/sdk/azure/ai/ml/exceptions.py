@@ -1,5 +1,5 @@
 """azure.ai.ml.exceptions (docs/azure-sdk.md)."""
 
-from azure.ai.ml._fanout_v2 import JobException
+from azure.ai.ml._fanout_v2_client import JobException, ValidationException
 
-__all__ = ["JobException"]
+__all__ = ["JobException", "ValidationException"]
