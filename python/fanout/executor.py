@@ -19,6 +19,7 @@ import os
 import pickle
 import queue
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -39,6 +40,7 @@ _ENTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_entry",
 _NO_TIMEOUT_S = 10 * 365 * 24 * 3600  # retry_settings.timeout must be > 0
 _KEY_VAR = "FANOUT_EXECUTOR_KEY"  # the rows' MAC key, for the entry script (see _row_mac)
 _live = weakref.WeakSet()
+_prev_sigint = None  # the SIGINT handler before _on_sigint was chained in front of it
 
 
 def _row_mac(key, ident, payload):
@@ -166,6 +168,7 @@ class Executor(cf.Executor):
         self._ids = itertools.count()  # mini-batch indexes, as sent
         self._queue = queue.Queue()
         self._shutdown = False
+        self._interrupts = 0  # SIGINTs seen while live (see _on_interrupt)
         self._ended = None  # the "ended" event
         self._over = False  # the job ended and its rows were read: calls fail at once
         self.rows_read = 0  # result rows read; those of no call waiting for one:
@@ -190,9 +193,13 @@ class Executor(cf.Executor):
             elif value is not None and value is not False:
                 cmd += ["--" + key.replace("_", "-"), str(value)]
         self._cmd = cmd
+        self._reach = [a for flag, v in (("--interchange", interchange), ("--keys", keys))
+                       if v is not None for a in (flag, os.fspath(v))]
         self._err = os.fdopen(self._create("serve.err"), "w+")
+        # Its own session: a Ctrl-C at the terminal reaches this process only, which tells
+        # executor-serve (_on_interrupt), so one interrupt is one, not one each.
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=self._err, cwd=os.getcwd())
+                                      stderr=self._err, cwd=os.getcwd(), start_new_session=True)
         accepted = self._read_accepted()
         if accepted is None:
             rc = self._proc.wait()
@@ -208,6 +215,7 @@ class Executor(cf.Executor):
         for t in self._threads:
             t.start()
         _live.add(self)
+        _watch_interrupts()
 
     # ---- the job ----
 
@@ -289,6 +297,9 @@ class Executor(cf.Executor):
                     end = True
                     break
                 chunk, payload = it
+                if self._interrupts:  # Ctrl-C: what was not sent never runs
+                    for f in chunk.futures:
+                        f.cancel()
                 if not any([f.set_running_or_notify_cancel() for f in chunk.futures]):
                     continue  # all cancelled: never sent
                 with self._lock:
@@ -325,9 +336,28 @@ class Executor(cf.Executor):
                 self._ended = ev
         self._proc.wait()
         if self._ended is None:
-            self._err.seek(0)
-            self._ended = {"state": "", "reason": error_message(
-                self._err.read(), "fanout executor-serve: exit status %s" % self._proc.returncode)}
+            self._ended = self._end_orphan()
+
+    def _end_orphan(self):
+        """executor-serve ended without the job's end (killed, crashed): the job would stay
+        `running` in the store, with no job file to resume it from. It is cancelled (through its
+        interchange if one still runs, else in the store itself) with the reason. Returns the
+        "ended" event to go by."""
+        rc = self._proc.returncode
+        self._err.seek(0)
+        why = error_message(self._err.read(), "") or (
+            "killed by signal %d" % -rc if rc < 0 else "exit status %d" % rc)
+        reason = "fanout.Executor: its fanout executor-serve (pid %d) ended before the job: %s" % (
+            self._proc.pid, why)
+        if self.db or self._reach:
+            cmd = [self._fanout, "cancel", str(self.job_id), "--quiet", "--reason", reason]
+            cmd += (["--db", self.db] if self.db else []) + self._reach
+            try:
+                subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        return {"state": "cancelled", "reason": reason}
 
     def _fail_chunk(self, ev):
         ident = ev["index"]
@@ -394,6 +424,8 @@ class Executor(cf.Executor):
 
     def _open_results(self):
         """The rows file, opened without following a link; None while it is not there."""
+        if self._dir_fd is None:  # removed already (_abandon)
+            return None
         try:
             fd = os.open("results.txt", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
                          dir_fd=self._dir_fd)
@@ -450,11 +482,35 @@ class Executor(cf.Executor):
             "; " + self._results_error if self._results_error else "")
 
     def _cleanup(self):
+        with self._lock:  # the result thread's, or the exit hook's (_abandon), once
+            fd, self._dir_fd = self._dir_fd, None
+        if fd is None:
+            return
         if not os.environ.get("FANOUT_KEEP_TMP"):
             shutil.rmtree(self._dir, ignore_errors=True)  # fd-based: never follows a link
-        if self._dir_fd is not None:
-            os.close(self._dir_fd)
-            self._dir_fd = None
+        os.close(fd)
+
+    def _abandon(self):
+        """At exit after a second interrupt: executor-serve, which cancels the job, has a few
+        seconds to end; the folder is removed in any case."""
+        try:
+            self._proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        self._cleanup()
+
+    def _on_interrupt(self):
+        """A SIGINT (in the main thread, between two bytecodes: no lock taken here). The first
+        cancels the job in executor-serve, which cancels it in the interchange: the calls not
+        yet running never run, the running ones are stopped, and the calls not yet sent are
+        cancelled by the send thread. From the second on, shutdown() and the exit hook no
+        longer wait for the job's end."""
+        self._interrupts += 1
+        if self._interrupts == 1 and self._proc.returncode is None:
+            try:
+                os.kill(self._proc.pid, signal.SIGINT)  # its first: cancel the job
+            except OSError:
+                pass
 
     # ---- concurrent.futures.Executor ----
 
@@ -523,7 +579,10 @@ class Executor(cf.Executor):
                 self._queue.put(None)
         if wait:
             for t in self._threads:
-                t.join()
+                while t.is_alive():
+                    if self._interrupts > 1:
+                        return  # interrupted twice: no waiting (the exit hook tidies up)
+                    t.join(0.1)
             self._proc.wait()
             _live.discard(self)
 
@@ -533,7 +592,32 @@ class Executor(cf.Executor):
         return self._ended.get("state") if self._ended else None
 
 
+def _on_sigint(signum, frame):
+    for ex in list(_live):
+        ex._on_interrupt()
+    if callable(_prev_sigint):
+        _prev_sigint(signum, frame)  # Python's own raises KeyboardInterrupt
+    else:
+        raise KeyboardInterrupt
+
+
+def _watch_interrupts():
+    """Puts _on_sigint in front of the SIGINT handler, once, from the main thread (only it can
+    set one), unless SIGINT is ignored (nohup, a shell's background job)."""
+    global _prev_sigint
+    if _prev_sigint is not None or threading.current_thread() is not threading.main_thread():
+        return
+    prev = signal.getsignal(signal.SIGINT)
+    if prev == signal.SIG_IGN or prev is None or prev is _on_sigint:
+        return
+    _prev_sigint = prev
+    signal.signal(signal.SIGINT, _on_sigint)
+
+
 @atexit.register
 def _end_all():
     for ex in list(_live):
-        ex.shutdown(wait=True)
+        if ex._interrupts > 1:
+            ex._abandon()
+        else:
+            ex.shutdown(wait=True)
