@@ -335,20 +335,24 @@ class Executor(cf.Executor):
             elif kind == "ended":
                 self._ended = ev
         self._proc.wait()
-        if self._ended is None:
-            self._ended = self._end_orphan()
+        if self._ended is None or not self._ended.get("state"):
+            self._ended = self._end_orphan(self._ended)
 
-    def _end_orphan(self):
-        """executor-serve ended without the job's end (killed, crashed): the job would stay
+    def _end_orphan(self, ended):
+        """executor-serve ended without the job's end (it was killed or crashed: `ended` is
+        None; its interchange or pools went away: `ended` has no state): the job would stay
         `running` in the store, with no job file to resume it from. It is cancelled (through its
         interchange if one still runs, else in the store itself) with the reason. Returns the
         "ended" event to go by."""
         rc = self._proc.returncode
-        self._err.seek(0)
-        why = error_message(self._err.read(), "") or (
-            "killed by signal %d" % -rc if rc < 0 else "exit status %d" % rc)
-        reason = "fanout.Executor: its fanout executor-serve (pid %d) ended before the job: %s" % (
-            self._proc.pid, why)
+        if ended is not None:
+            why = ended.get("reason") or "exit status %d" % rc
+        else:
+            self._err.seek(0)
+            why = error_message(self._err.read(), "") or (
+                "killed by signal %d" % -rc if rc < 0 else "exit status %d" % rc)
+        reason = "fanout.Executor: its fanout executor-serve (pid %d) ended without the job's " \
+                 "end: %s" % (self._proc.pid, why)
         if self.db or self._reach:
             cmd = [self._fanout, "cancel", str(self.job_id), "--quiet", "--reason", reason]
             cmd += (["--db", self.db] if self.db else []) + self._reach

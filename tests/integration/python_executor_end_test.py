@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """How a fanout.Executor's job ends when it is stopped (python/fanout/executor.py,
 docs/python.md "Stopping"): a SIGINT mid-map cancels the job, the calls not yet running never
-run and the caller returns; executor-serve killed (SIGKILL) mid-map leaves the job ended, with
-the reason, not `running`. Each case runs a caller program under `fanout python` (the package
+run and the caller returns; executor-serve, or its interchange, killed (SIGKILL) mid-map leaves
+the job ended, with the reason, not `running`. Each case runs a caller program under `fanout python` (the package
 is the tree's) with its own $TMPDIR, so that no fanout-executor-* folder may be left there.
 Real fanout, interchange, pools and workers. Environment: tests/meson.build.
-Argument: `sigint` or `serve_killed` (one meson test each)."""
+Argument: `sigint`, `serve_killed` or `interchange_killed` (one meson test each)."""
 
 import faulthandler
 import os
@@ -134,28 +134,33 @@ def sigint(tmp):
         check_no_folder(own_tmp, name)
 
 
-def serve_killed(tmp):
-    """executor-serve SIGKILLed mid-map: the caller's futures fail, the job ends `cancelled`
-    with a reason naming executor-serve, never left `running`; the folder is removed."""
-    p, job, db, marks, own_tmp = start_caller(tmp, "killed", 5)
-    wait_started(p, marks, "killed")
-    # Its job file is in the caller's $TMPDIR: that names this test's executor-serve.
-    serve = subprocess.run(["pgrep", "-f", "executor-serve %s/" % own_tmp],
-                           capture_output=True, text=True).stdout.split()
-    if len(serve) != 1:
+def killed(tmp, which):
+    """`which` (executor-serve, or the embedded interchange it started) SIGKILLed mid-map: the
+    caller's map fails with CallFailed, the job ends `cancelled` with a reason naming
+    executor-serve's end (and the signal, when it was the one killed), never left `running`;
+    status suggests no resume; the Executor's folder is removed."""
+    p, job, db, marks, own_tmp = start_caller(tmp, which, 5)
+    wait_started(p, marks, which)
+    # executor-serve's job file is in the caller's $TMPDIR, its interchange's store is `db`:
+    # that names this test's processes.
+    pattern = ("executor-serve %s/" % own_tmp if which == "serve" else
+               "fanout-interchange --db %s " % db)
+    pids = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
+    if len(pids) != 1:
         p.kill()
-        fail("expected one executor-serve of the caller, found %s" % serve)
-    os.kill(int(serve[0]), signal.SIGKILL)
-    out, err = wait_exit(p, 120, "serve killed")
+        fail("%s: expected one process matching %r, found %s" % (which, pattern, pids))
+    os.kill(int(pids[0]), signal.SIGKILL)
+    out, err = wait_exit(p, 120, which + " killed")
     state, reason = job_state(db, job)
-    print("serve killed: caller exit %d, job %s: %s" % (p.returncode, state, reason), flush=True)
-    if state not in ("failed", "cancelled") or "executor-serve" not in reason or \
-            "signal 9" not in reason:
-        fail("after executor-serve was killed the job is %r (%r)" % (state, reason))
+    print("%s killed: caller exit %d, job %s: %s" % (which, p.returncode, state, reason),
+          flush=True)
+    if state not in ("failed", "cancelled") or "executor-serve" not in reason or (
+            which == "serve" and "signal 9" not in reason):
+        fail("%s killed: the job is %r (%r)" % (which, state, reason))
     if p.returncode == 0 or "CallFailed" not in err:
-        fail("the caller's map did not fail with CallFailed (exit %d)\nstderr:\n%s" %
-             (p.returncode, err))
-    check_no_folder(own_tmp, "serve killed")
+        fail("%s killed: the caller's map did not fail with CallFailed (exit %d)\nstderr:\n%s" %
+             (which, p.returncode, err))
+    check_no_folder(own_tmp, which + " killed")
     st = support.fanout("status", str(job), "--db", db, check=False)
     if "resume" in st.stdout + st.stderr:
         fail("status suggests a resume for an Executor job:\n%s%s" % (st.stdout, st.stderr))
@@ -165,7 +170,8 @@ def main():
     support.require_fanout()
     faulthandler.dump_traceback_later(540, exit=True)
     case = sys.argv[1] if len(sys.argv) > 1 else ""
-    cases = {"sigint": sigint, "serve_killed": serve_killed}
+    cases = {"sigint": sigint, "serve_killed": lambda tmp: killed(tmp, "serve"),
+             "interchange_killed": lambda tmp: killed(tmp, "interchange")}
     if case not in cases:
         fail("usage: python_executor_end_test.py %s" % "|".join(cases))
     with scratch("pyexec-end") as tmp:
