@@ -155,15 +155,24 @@ class Executor(cf.Executor):
     python: the workers' interpreter (default: this one); name: the job's name; work_dir: where
     the job's private folder (its job file and result rows) is made (default: $TMPDIR; with a
     shared interchange, a folder it writes, under its --write-root, that this host reads too;
-    one that others can write must be a sticky folder of yours or root's, as /tmp); other
-    keyword arguments are `fanout run` options (pools=2, prefetch=8)."""
+    one that others can write must be a sticky folder of yours or root's, as /tmp);
+    max_in_flight: mini-batches handed to the job and not yet answered, at most (default: 16
+    per worker, at least 256); the calls behind wait here, cancellable; other keyword arguments
+    are `fanout run` options (pools=2, prefetch=8)."""
 
     def __init__(self, max_workers=None, *, db=None, interchange=None, keys=None, launcher=None,
                  nodes=None, retries=0, timeout=None, python=None, name="executor", fanout=None,
-                 work_dir=None, **options):
+                 work_dir=None, max_in_flight=None, **options):
         self._fanout = find_fanout(fanout)
         self._max_workers = max_workers
+        workers = (max_workers or os.cpu_count() or 1) * int(options.get("pools") or 1) * int(
+            nodes or 1)
+        self._max_in_flight = int(max(256, 16 * workers) if max_in_flight is None
+                                  else max_in_flight)
+        if self._max_in_flight < 1:
+            raise ValueError("max_in_flight must be >= 1")
         self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)  # a sent mini-batch was answered
         self._chunks = {}  # id -> _Chunk, sent and not yet answered
         self._ids = itertools.count()  # mini-batch indexes, as sent
         self._queue = queue.Queue()
@@ -280,11 +289,12 @@ class Executor(cf.Executor):
         broken = False
         while True:
             item = self._queue.get()
+            room = self._wait_for_room(broken) if item is not None else 1
             batch = [item]
             size = len(item[1]) if item is not None else 0
             try:
-                # Calls left queued stay cancellable (shutdown(cancel_futures=True)).
-                while item is not None and len(batch) < 4096 and size < (256 << 10):
+                # Calls left queued stay cancellable (Future.cancel(), shutdown(cancel_futures)).
+                while item is not None and len(batch) < min(4096, room) and size < (256 << 10):
                     item = self._queue.get_nowait()
                     batch.append(item)
                     size += len(item[1]) if item is not None else 0
@@ -322,6 +332,16 @@ class Executor(cf.Executor):
                     broken = True  # executor-serve is gone: the result thread fails the rest
             if end:
                 return
+
+    def _wait_for_room(self, broken):
+        """Waits until fewer than max_in_flight mini-batches are sent and unanswered (or the
+        job is over, executor-serve gone, or an interrupt came). Returns how many more may go.
+        The calls behind stay pending here, cancellable as a ProcessPoolExecutor's queued ones."""
+        with self._room:
+            while (len(self._chunks) >= self._max_in_flight and not self._over and not broken
+                   and not self._interrupts):
+                self._room.wait(0.1)
+            return max(1, self._max_in_flight - len(self._chunks))
 
     def _event_loop(self):
         for line in self._proc.stdout:
@@ -367,6 +387,7 @@ class Executor(cf.Executor):
         ident = ev["index"]
         with self._lock:
             chunk = self._chunks.pop(ident, None)
+            self._room.notify()
         if chunk is None:
             return
         last = ev.get("error", "")
@@ -397,6 +418,7 @@ class Executor(cf.Executor):
             with self._lock:
                 chunk = self._chunks.pop(ident, None)
                 self.rows_read += 1
+                self._room.notify()
             if chunk is None:
                 self.rows_unexpected += 1  # a row twice, or of no call: never, tests check
                 continue
@@ -420,6 +442,7 @@ class Executor(cf.Executor):
         with self._lock:
             self.rows_refused += 1
             chunk = self._chunks.pop(ident, None) if ident is not None else None
+            self._room.notify()
         if chunk is not None:
             _fail(chunk, "fanout job %s, mini-batch %d: its result row in %s has no valid MAC "
                   "(this Executor's workers did not write it: another job appending to this file, "
@@ -474,6 +497,7 @@ class Executor(cf.Executor):
             self._over = True
             left = list(self._chunks.values())
             self._chunks.clear()
+            self._room.notify_all()
         for chunk in left:
             _fail(chunk, self._over_reason())
         self._cleanup()
