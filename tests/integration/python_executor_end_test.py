@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """How a fanout.Executor's job ends when it is stopped (python/fanout/executor.py,
-docs/python.md "Stopping"): a SIGINT mid-map cancels the job, the calls not yet running never
+docs/python.md, section 2): a SIGINT mid-map cancels the job, the calls not yet running never
 run and the caller returns; executor-serve, or its interchange, killed (SIGKILL) mid-map leaves
-the job ended, with the reason, not `running`. Each case runs a caller program under `fanout python` (the package
-is the tree's) with its own $TMPDIR, so that no fanout-executor-* folder may be left there.
+the job ended, with the reason, not `running`; all of them killed: `status` suggests no
+resume (an Executor's job cannot have one). Each case runs a caller program under `fanout
+python` (the package is the tree's) with its own $TMPDIR, so that no fanout-executor-* folder may be left there.
 Real fanout, interchange, pools and workers. Environment: tests/meson.build.
-Argument: `sigint`, `serve_killed` or `interchange_killed` (one meson test each)."""
+Argument: `sigint`, `serve_killed`, `interchange_killed` or `all_killed` (one meson test
+each)."""
 
 import faulthandler
 import os
@@ -162,8 +164,35 @@ def killed(tmp, which):
              (which, p.returncode, err))
     check_no_folder(own_tmp, which + " killed")
     st = support.fanout("status", str(job), "--db", db, check=False)
-    if "resume" in st.stdout + st.stderr:
+    if "fanout resume" in st.stdout + st.stderr:
         fail("status suggests a resume for an Executor job:\n%s%s" % (st.stdout, st.stderr))
+
+
+def all_killed(tmp):
+    """The caller, executor-serve and its interchange all SIGKILLed (the caller frozen first, so
+    that nothing ends the job): the job is left `running` with a dead interchange, and `status`
+    says an Executor's job cannot be resumed and how to end it, never `fanout resume`."""
+    p, job, db, marks, own_tmp = start_caller(tmp, "all", 5)
+    wait_started(p, marks, "all")
+    os.killpg(p.pid, signal.SIGSTOP)
+    for pattern in ("executor-serve %s/" % own_tmp, "fanout-interchange --db %s " % db):
+        for pid in subprocess.run(["pgrep", "-f", pattern], capture_output=True,
+                                  text=True).stdout.split():
+            os.kill(int(pid), signal.SIGKILL)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.communicate()
+    state, _ = job_state(db, job)
+    if state != "running":
+        fail("all killed: the job is %r, expected it left running" % state)
+    st = support.fanout("status", str(job), "--db", db, check=False)
+    text = st.stdout + st.stderr
+    print(text, flush=True)
+    if "fanout resume" in text or "cannot be resumed" not in text or \
+            "fanout cancel %d" % job not in text:
+        fail("status of a stalled Executor job:\n%s" % text)
+    support.fanout("cancel", str(job), "--db", db, "--quiet")
+    if job_state(db, job)[0] != "cancelled":
+        fail("fanout cancel did not end the stalled Executor job: %s" % (job_state(db, job),))
 
 
 def main():
@@ -171,7 +200,8 @@ def main():
     faulthandler.dump_traceback_later(540, exit=True)
     case = sys.argv[1] if len(sys.argv) > 1 else ""
     cases = {"sigint": sigint, "serve_killed": lambda tmp: killed(tmp, "serve"),
-             "interchange_killed": lambda tmp: killed(tmp, "interchange")}
+             "interchange_killed": lambda tmp: killed(tmp, "interchange"),
+             "all_killed": all_killed}
     if case not in cases:
         fail("usage: python_executor_end_test.py %s" % "|".join(cases))
     with scratch("pyexec-end") as tmp:

@@ -67,7 +67,8 @@ def stdlib_shapes(tmp):
             try:
                 futs = [ex.submit(add, k, i) for i in range(40)]
                 got = list(ex.map(add, [k] * 40, range(40), chunksize=3))
-                if [f.result(timeout=180) for f in futs] != got or got != [k + i for i in range(40)]:
+                want = [k + i for i in range(40)]
+                if [f.result(timeout=180) for f in futs] != got or got != want:
                     errors.append("thread %d: %s" % (k, got[:5]))
             except Exception as e:  # noqa: BLE001 - reported below
                 errors.append("thread %d: %r" % (k, e))
