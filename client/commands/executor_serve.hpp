@@ -12,7 +12,9 @@
 namespace fanout::client {
 
 // Runs the job of `job_file` (its input is not listed) with mini-batches read from stdin:
-//   a line        one mini-batch of one item, the line itself (indexes 0, 1, ... in order)
+//   "CALLS LINE"  one mini-batch of CALLS items: LINE, then CALLS - 1 empty items, so that the
+//                 store counts the calls (indexes 0, 1, ... in order)
+//   another line  one mini-batch of one item, the line itself
 //   "=end"        no more: SubmitEnd, then the job is followed to its end
 //   end of file   the Executor went away: the job is cancelled
 // and writes JSON lines on stdout as the job goes:

@@ -319,7 +319,8 @@ class Executor(cf.Executor):
                     # The line's number is the mini-batch's index, which a failure names.
                     ident = next(self._ids)
                     self._chunks[ident] = chunk
-                lines.append(b"%d:%s\n" % (ident, payload))
+                # "CALLS ID:BASE64": executor-serve makes one item per call of it.
+                lines.append(b"%d %d:%s\n" % (len(chunk.futures), ident, payload))
             if end:
                 lines.append(b"=end\n")
             if not broken:

@@ -97,6 +97,36 @@ def stdlib_shapes(tmp):
              (got, sorted(os.listdir(marks))))
 
 
+def raise_at_end(x):
+    if x >= 997:
+        raise KeyError("call %d" % x)
+    return x
+
+
+def counted(tmp):
+    """The record counts calls: a 1,000-call map in chunks is 1,000 items in the store,
+    `history --json` and `status`, the 3 calls that raised counted as failed items."""
+    import json
+    db = os.path.join(tmp, "counted", "fanout.db")
+    with fanout.Executor(max_workers=2, db=db, name="counted") as ex:
+        got = []
+        try:
+            for r in ex.map(raise_at_end, range(1000), chunksize=64):
+                got.append(r)
+            fail("map(raise_at_end) raised nothing")
+        except KeyError:
+            pass
+    if got != list(range(997)):
+        fail("map(raise_at_end) gave %d results before raising" % len(got))
+    hist = json.loads(support.fanout("history", "--db", db, "--json").stdout)
+    job = [j for j in hist if j["id"] == ex.job_id][0]
+    if (job["items_succeeded"], job["items_failed"], job["total"]) != (997, 3, 16):
+        fail("history --json of a 1,000-call map in 16 chunks with 3 raised calls: %s" % job)
+    st = support.fanout("status", str(ex.job_id), "--db", db).stdout
+    if "items: 997 succeeded, 3 failed" not in st:
+        fail("status of the 1,000-call map:\n%s" % st)
+
+
 def store_count(db, job, where):
     return support.sql_int(db, "SELECT count(*) FROM minibatches WHERE job_id = %d AND %s" %
                            (job, where))
@@ -248,6 +278,8 @@ def main():
     faulthandler.dump_traceback_later(540, exit=True)  # where it hung, before meson's timeout
     with scratch("pyexec") as tmp:
         os.chdir(tmp)
+        counted(tmp)
+        print("counted: ok", flush=True)
         stdlib_shapes(tmp)
         print("stdlib shapes: ok", flush=True)
         embedded(tmp)
