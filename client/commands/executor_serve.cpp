@@ -232,6 +232,7 @@ class Feeder final {
         emit({{"event", "failed"},
               {"index", row.minibatch},
               {"tries", row.tries},
+              {"status", row.status},
               {"error", row.last}});
       }
     } catch (const Failure& f) {  // not readable here (another host's store): said once

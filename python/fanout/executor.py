@@ -38,6 +38,7 @@ except ImportError:
 _ENTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_entry",
                       "fanout_executor_entry.py")
 _NO_TIMEOUT_S = 10 * 365 * 24 * 3600  # retry_settings.timeout must be > 0
+_TIMEOUT_STATUSES = ("RUN_TIMEOUT", "LOAD_TIMEOUT")  # attempt statuses (docs/store.md)
 _KEY_VAR = "FANOUT_EXECUTOR_KEY"  # the rows' MAC key, for the entry script (see _row_mac)
 _live = weakref.WeakSet()
 _prev_sigint = None  # the SIGINT handler before _on_sigint was chained in front of it
@@ -392,8 +393,8 @@ class Executor(cf.Executor):
         if chunk is None:
             return
         last = ev.get("error", "")
-        status = last.split(":", 1)[0]
-        cls = CallTimeout if "TIMEOUT" in status.upper() else CallFailed
+        status = ev.get("status", "")
+        cls = CallTimeout if status in _TIMEOUT_STATUSES else CallFailed
         msg = "fanout job %s, mini-batch %d, after %d tries: %s" % (
             self.job_id, ident, ev.get("tries", 0), last)
         for f in chunk.futures:
