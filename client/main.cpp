@@ -637,6 +637,9 @@ Subcommand add_follow(CLI::App& app, bool cancel) {
   cmd->add_flag("--quiet,-q", a->fo.quiet, "no progress output");
   if (!cancel) {
     cmd->add_flag("--allow-partial", a->fo.allow_partial, "exit 0 when the job ends partial");
+  } else {
+    cmd->add_option("--reason", a->fo.reason,
+                    "why, as the store records it (default: cancelled by fanout cancel)");
   }
   add_key_options(cmd, a->fo.security);
   place_in_help(cmd, {{"--db", "Options", "PATH"}, {"--interchange", "Cluster", "ENDPOINT"}});

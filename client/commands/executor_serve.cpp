@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <deque>
@@ -14,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "client/commands/client.hpp"
 #include "client/session/session.hpp"
@@ -28,12 +30,30 @@ namespace {
 
 constexpr std::string_view kEndLine = "=end";  // '=' never starts a base64 line
 constexpr auto kEndRefusedAfter = std::chrono::seconds(3);
+constexpr std::uint64_t kMaxCallsPerLine = 1u << 20;  // items of one line, at most
 
 void emit(const nlohmann::ordered_json& event) {
   const std::string text =
       event.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
+}
+
+// The items of the mini-batch a stdin line becomes: "CALLS ID:BASE64" is the call line "ID:BASE64"
+// followed by an empty item for each further call of it, so that the store counts one item per
+// call (docs/python.md, section 2), at most kMaxCallsPerLine. A line without the count is one
+// item.
+std::vector<std::string> items_of(const std::string& line) {
+  const auto space = line.find(' ');
+  std::uint64_t calls = 0;
+  if (space == std::string::npos || space == 0 || space > 9) return {line};
+  for (std::size_t i = 0; i < space; ++i) {
+    if (line[i] < '0' || line[i] > '9') return {line};
+    calls = calls * 10 + static_cast<std::uint64_t>(line[i] - '0');
+  }
+  std::vector<std::string> items(std::clamp<std::uint64_t>(calls, 1, kMaxCallsPerLine));
+  items[0] = line.substr(space + 1);
+  return items;
 }
 
 // The Executor's side of one job: reads calls from stdin, sends them as mini-batches within the
@@ -182,7 +202,7 @@ class Feeder final {
     while (taken < lines_.size() && frame.batches.size() < room && bytes < (4u << 20)) {
       bytes += lines_[taken].size() + 16;
       frame.batches.push_back(
-          proto::MiniBatch{.index = next_index_++, .items = {lines_[taken]}, .detail = {}});
+          proto::MiniBatch{.index = next_index_++, .items = items_of(lines_[taken]), .detail = {}});
       // Kept until the interchange is known to have it: a probe that finds it missing sends it
       // again from here (resend_from); without the copy the call would be lost.
       sent_.push_back(std::move(lines_[taken]));
@@ -212,6 +232,7 @@ class Feeder final {
         emit({{"event", "failed"},
               {"index", row.minibatch},
               {"tries", row.tries},
+              {"status", row.status},
               {"error", row.last}});
       }
     } catch (const Failure& f) {  // not readable here (another host's store): said once

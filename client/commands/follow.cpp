@@ -374,7 +374,9 @@ int follow_on(const std::string& endpoint, std::uint64_t job_id, const FollowOpt
     return proto::kExitInfra;
   }
   Session& session = *connected;
-  session.attach(job_id, opts.cancel ? "cancelled by fanout cancel" : "");
+  session.attach(job_id, !opts.cancel          ? std::string()
+                         : opts.reason.empty() ? std::string("cancelled by fanout cancel")
+                                               : opts.reason);
   if (rest != nullptr) finish_submission(session, *rest, job_id, opts.quiet);
   session.follow();
   const int rc =
@@ -486,8 +488,10 @@ int follow_job(std::uint64_t job_id, const FollowOptions& opts, Logger log) {
   if (opts.cancel && job && opts.interchange.empty() && unowned()) {
     // No interchange owns the store (none runs, or one cannot start on it): none would answer,
     // so the job is cancelled in the store itself.
-    auto r = store::cancel_unowned(opts.db, job_id,
-                                   "cancelled by fanout cancel (no interchange owned the store)");
+    auto r = store::cancel_unowned(
+        opts.db, job_id,
+        (opts.reason.empty() ? std::string("cancelled by fanout cancel") : opts.reason) +
+            " (no interchange owned the store)");
     if (r && *r) {
       std::fprintf(stderr, "fanout: job %llu cancelled in the store %s (no interchange runs)\n",
                    static_cast<unsigned long long>(job_id), opts.db.c_str());

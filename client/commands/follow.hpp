@@ -30,6 +30,7 @@ struct FollowOptions {
   std::string db{};           // the store: the job's run folder and, once ended, its result
   std::string interchange{};  // client endpoint; empty: from the run folder's interchange.ready
   bool cancel = false;        // send CancelJob first
+  std::string reason{};       // the cancel's reason (default: "cancelled by fanout cancel")
   bool quiet = false;
   bool resumed = false;        // set by resume_job: the interchange is its private one
   bool allow_partial = false;  // a partial job exits 0

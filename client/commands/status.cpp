@@ -15,6 +15,8 @@
 #include "fanout/report/job_report.hpp"
 #include "fanout/report/status_text.hpp"
 #include "fanout/store/job_status.hpp"
+#include "fanout/store/report_queries.hpp"
+#include "fanout/store/report_source.hpp"
 #include "fanout/util/error.hpp"
 #include "fanout/util/fs.hpp"
 
@@ -42,12 +44,31 @@ std::optional<report::InterchangeStatus> json_liveness(
                                    .started = l->started};
 }
 
+// Whether job `id` is a fanout.Executor's (python/fanout/executor.py): its entry script is the
+// package's. Its calls were never written to a file, so it cannot be resumed.
+bool executor_job(const std::string& db, std::uint64_t id) {
+  try {
+    store::ReportSource src(db);
+    return std::filesystem::path(store::read_report_job(src, id).entry).filename() ==
+           "fanout_executor_entry.py";
+  } catch (const Failure&) {
+    return false;
+  }
+}
+
 std::string interchange_line(const store::JobStatus& s, const std::string& db,
                              const std::optional<InterchangeLiveness>& live) {
   if (!live) return {};
   const auto& l = *live;
   switch (l.state) {
     case InterchangeLiveness::State::Dead:
+      if (executor_job(db, s.id)) {
+        return fmt::format(
+            "interchange: NOT RUNNING (pid {} on {} exited); the job is stalled: a "
+            "fanout.Executor's job cannot be resumed (its calls were never written to a file); "
+            "end it with: fanout cancel {} --db {}\n",
+            l.pid, l.host, s.id, db);
+      }
       return fmt::format(
           "interchange: NOT RUNNING (pid {} on {} exited); the job is stalled: finish it with: "
           "fanout resume {} --db {}\n",

@@ -566,6 +566,11 @@ def _classify(result, cfg):
     if isinstance(result, collections.abc.Sequence):
         n = len(result)
         out = _encode_text("".join([str(x) + "\n" for x in result])) if cfg.append_row and n else b""
+        # fanout.Executor's entry script: one row for all the calls of a mini-batch, one item per
+        # call, the calls that raised counted as failed items (docs/python.md, section 2).
+        ok = getattr(result, "fanout_items_succeeded", None)
+        if type(ok) is int and ok >= 0:
+            n = ok
         return STATUS_OK, n, out, ""
     if hasattr(result, "to_csv") and hasattr(result, "__len__"):  # pandas DataFrame (or Series)
         n = len(result)

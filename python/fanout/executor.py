@@ -19,6 +19,7 @@ import os
 import pickle
 import queue
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -37,8 +38,10 @@ except ImportError:
 _ENTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_entry",
                       "fanout_executor_entry.py")
 _NO_TIMEOUT_S = 10 * 365 * 24 * 3600  # retry_settings.timeout must be > 0
+_TIMEOUT_STATUSES = ("RUN_TIMEOUT", "LOAD_TIMEOUT")  # attempt statuses (docs/store.md)
 _KEY_VAR = "FANOUT_EXECUTOR_KEY"  # the rows' MAC key, for the entry script (see _row_mac)
 _live = weakref.WeakSet()
+_prev_sigint = None  # the SIGINT handler before _on_sigint was chained in front of it
 
 
 def _row_mac(key, ident, payload):
@@ -153,19 +156,29 @@ class Executor(cf.Executor):
     python: the workers' interpreter (default: this one); name: the job's name; work_dir: where
     the job's private folder (its job file and result rows) is made (default: $TMPDIR; with a
     shared interchange, a folder it writes, under its --write-root, that this host reads too;
-    one that others can write must be a sticky folder of yours or root's, as /tmp); other
-    keyword arguments are `fanout run` options (pools=2, prefetch=8)."""
+    one that others can write must be a sticky folder of yours or root's, as /tmp);
+    max_in_flight: mini-batches handed to the job and not yet answered, at most (default: 16
+    per worker, at least 256); the calls behind wait here, cancellable; other keyword arguments
+    are `fanout run` options (pools=2, prefetch=8)."""
 
     def __init__(self, max_workers=None, *, db=None, interchange=None, keys=None, launcher=None,
                  nodes=None, retries=0, timeout=None, python=None, name="executor", fanout=None,
-                 work_dir=None, **options):
+                 work_dir=None, max_in_flight=None, **options):
         self._fanout = find_fanout(fanout)
         self._max_workers = max_workers
+        workers = (max_workers or os.cpu_count() or 1) * int(options.get("pools") or 1) * int(
+            nodes or 1)
+        self._max_in_flight = int(max(256, 16 * workers) if max_in_flight is None
+                                  else max_in_flight)
+        if self._max_in_flight < 1:
+            raise ValueError("max_in_flight must be >= 1")
         self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)  # a sent mini-batch was answered
         self._chunks = {}  # id -> _Chunk, sent and not yet answered
         self._ids = itertools.count()  # mini-batch indexes, as sent
         self._queue = queue.Queue()
         self._shutdown = False
+        self._interrupts = 0  # SIGINTs seen while live (see _on_interrupt)
         self._ended = None  # the "ended" event
         self._over = False  # the job ended and its rows were read: calls fail at once
         self.rows_read = 0  # result rows read; those of no call waiting for one:
@@ -190,9 +203,13 @@ class Executor(cf.Executor):
             elif value is not None and value is not False:
                 cmd += ["--" + key.replace("_", "-"), str(value)]
         self._cmd = cmd
+        self._reach = [a for flag, v in (("--interchange", interchange), ("--keys", keys))
+                       if v is not None for a in (flag, os.fspath(v))]
         self._err = os.fdopen(self._create("serve.err"), "w+")
+        # Its own session: a Ctrl-C at the terminal reaches this process only, which tells
+        # executor-serve (_on_interrupt), so one interrupt is one, not one each.
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=self._err, cwd=os.getcwd())
+                                      stderr=self._err, cwd=os.getcwd(), start_new_session=True)
         accepted = self._read_accepted()
         if accepted is None:
             rc = self._proc.wait()
@@ -208,6 +225,7 @@ class Executor(cf.Executor):
         for t in self._threads:
             t.start()
         _live.add(self)
+        _watch_interrupts()
 
     # ---- the job ----
 
@@ -272,11 +290,12 @@ class Executor(cf.Executor):
         broken = False
         while True:
             item = self._queue.get()
+            room = self._wait_for_room(broken) if item is not None else 1
             batch = [item]
             size = len(item[1]) if item is not None else 0
             try:
-                # Calls left queued stay cancellable (shutdown(cancel_futures=True)).
-                while item is not None and len(batch) < 4096 and size < (256 << 10):
+                # Calls left queued stay cancellable (Future.cancel(), shutdown(cancel_futures)).
+                while item is not None and len(batch) < min(4096, room) and size < (256 << 10):
                     item = self._queue.get_nowait()
                     batch.append(item)
                     size += len(item[1]) if item is not None else 0
@@ -289,6 +308,9 @@ class Executor(cf.Executor):
                     end = True
                     break
                 chunk, payload = it
+                if self._interrupts:  # Ctrl-C: what was not sent never runs
+                    for f in chunk.futures:
+                        f.cancel()
                 if not any([f.set_running_or_notify_cancel() for f in chunk.futures]):
                     continue  # all cancelled: never sent
                 with self._lock:
@@ -298,7 +320,8 @@ class Executor(cf.Executor):
                     # The line's number is the mini-batch's index, which a failure names.
                     ident = next(self._ids)
                     self._chunks[ident] = chunk
-                lines.append(b"%d:%s\n" % (ident, payload))
+                # "CALLS ID:BASE64": executor-serve makes one item per call of it.
+                lines.append(b"%d %d:%s\n" % (len(chunk.futures), ident, payload))
             if end:
                 lines.append(b"=end\n")
             if not broken:
@@ -312,6 +335,16 @@ class Executor(cf.Executor):
             if end:
                 return
 
+    def _wait_for_room(self, broken):
+        """Waits until fewer than max_in_flight mini-batches are sent and unanswered (or the
+        job is over, executor-serve gone, or an interrupt came). Returns how many more may go.
+        The calls behind stay pending here, cancellable as a ProcessPoolExecutor's queued ones."""
+        with self._room:
+            while (len(self._chunks) >= self._max_in_flight and not self._over and not broken
+                   and not self._interrupts):
+                self._room.wait(0.1)
+            return max(1, self._max_in_flight - len(self._chunks))
+
     def _event_loop(self):
         for line in self._proc.stdout:
             try:
@@ -324,20 +357,44 @@ class Executor(cf.Executor):
             elif kind == "ended":
                 self._ended = ev
         self._proc.wait()
-        if self._ended is None:
+        if self._ended is None or not self._ended.get("state"):
+            self._ended = self._end_orphan(self._ended)
+
+    def _end_orphan(self, ended):
+        """executor-serve ended without the job's end (it was killed or crashed: `ended` is
+        None; its interchange or pools went away: `ended` has no state): the job would stay
+        `running` in the store, with no job file to resume it from. It is cancelled (through its
+        interchange if one still runs, else in the store itself) with the reason. Returns the
+        "ended" event to go by."""
+        rc = self._proc.returncode
+        if ended is not None:
+            why = ended.get("reason") or "exit status %d" % rc
+        else:
             self._err.seek(0)
-            self._ended = {"state": "", "reason": error_message(
-                self._err.read(), "fanout executor-serve: exit status %s" % self._proc.returncode)}
+            why = error_message(self._err.read(), "") or (
+                "killed by signal %d" % -rc if rc < 0 else "exit status %d" % rc)
+        reason = "fanout.Executor: its fanout executor-serve (pid %d) ended without the job's " \
+                 "end: %s" % (self._proc.pid, why)
+        if self.db or self._reach:
+            cmd = [self._fanout, "cancel", str(self.job_id), "--quiet", "--reason", reason]
+            cmd += (["--db", self.db] if self.db else []) + self._reach
+            try:
+                subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        return {"state": "cancelled", "reason": reason}
 
     def _fail_chunk(self, ev):
         ident = ev["index"]
         with self._lock:
             chunk = self._chunks.pop(ident, None)
+            self._room.notify()
         if chunk is None:
             return
         last = ev.get("error", "")
-        status = last.split(":", 1)[0]
-        cls = CallTimeout if "TIMEOUT" in status.upper() else CallFailed
+        status = ev.get("status", "")
+        cls = CallTimeout if status in _TIMEOUT_STATUSES else CallFailed
         msg = "fanout job %s, mini-batch %d, after %d tries: %s" % (
             self.job_id, ident, ev.get("tries", 0), last)
         for f in chunk.futures:
@@ -363,6 +420,7 @@ class Executor(cf.Executor):
             with self._lock:
                 chunk = self._chunks.pop(ident, None)
                 self.rows_read += 1
+                self._room.notify()
             if chunk is None:
                 self.rows_unexpected += 1  # a row twice, or of no call: never, tests check
                 continue
@@ -386,6 +444,7 @@ class Executor(cf.Executor):
         with self._lock:
             self.rows_refused += 1
             chunk = self._chunks.pop(ident, None) if ident is not None else None
+            self._room.notify()
         if chunk is not None:
             _fail(chunk, "fanout job %s, mini-batch %d: its result row in %s has no valid MAC "
                   "(this Executor's workers did not write it: another job appending to this file, "
@@ -394,6 +453,8 @@ class Executor(cf.Executor):
 
     def _open_results(self):
         """The rows file, opened without following a link; None while it is not there."""
+        if self._dir_fd is None:  # removed already (_abandon)
+            return None
         try:
             fd = os.open("results.txt", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
                          dir_fd=self._dir_fd)
@@ -438,6 +499,7 @@ class Executor(cf.Executor):
             self._over = True
             left = list(self._chunks.values())
             self._chunks.clear()
+            self._room.notify_all()
         for chunk in left:
             _fail(chunk, self._over_reason())
         self._cleanup()
@@ -450,11 +512,35 @@ class Executor(cf.Executor):
             "; " + self._results_error if self._results_error else "")
 
     def _cleanup(self):
+        with self._lock:  # the result thread's, or the exit hook's (_abandon), once
+            fd, self._dir_fd = self._dir_fd, None
+        if fd is None:
+            return
         if not os.environ.get("FANOUT_KEEP_TMP"):
             shutil.rmtree(self._dir, ignore_errors=True)  # fd-based: never follows a link
-        if self._dir_fd is not None:
-            os.close(self._dir_fd)
-            self._dir_fd = None
+        os.close(fd)
+
+    def _abandon(self):
+        """At exit after a second interrupt: executor-serve, which cancels the job, has a few
+        seconds to end; the folder is removed in any case."""
+        try:
+            self._proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        self._cleanup()
+
+    def _on_interrupt(self):
+        """A SIGINT (in the main thread, between two bytecodes: no lock taken here). The first
+        cancels the job in executor-serve, which cancels it in the interchange: the calls not
+        yet running never run, the running ones are stopped, and the calls not yet sent are
+        cancelled by the send thread. From the second on, shutdown() and the exit hook no
+        longer wait for the job's end."""
+        self._interrupts += 1
+        if self._interrupts == 1 and self._proc.returncode is None:
+            try:
+                os.kill(self._proc.pid, signal.SIGINT)  # its first: cancel the job
+            except OSError:
+                pass
 
     # ---- concurrent.futures.Executor ----
 
@@ -523,7 +609,10 @@ class Executor(cf.Executor):
                 self._queue.put(None)
         if wait:
             for t in self._threads:
-                t.join()
+                while t.is_alive():
+                    if self._interrupts > 1:
+                        return  # interrupted twice: no waiting (the exit hook tidies up)
+                    t.join(0.1)
             self._proc.wait()
             _live.discard(self)
 
@@ -533,7 +622,32 @@ class Executor(cf.Executor):
         return self._ended.get("state") if self._ended else None
 
 
+def _on_sigint(signum, frame):
+    for ex in list(_live):
+        ex._on_interrupt()
+    if callable(_prev_sigint):
+        _prev_sigint(signum, frame)  # Python's own raises KeyboardInterrupt
+    else:
+        raise KeyboardInterrupt
+
+
+def _watch_interrupts():
+    """Puts _on_sigint in front of the SIGINT handler, once, from the main thread (only it can
+    set one), unless SIGINT is ignored (nohup, a shell's background job)."""
+    global _prev_sigint
+    if _prev_sigint is not None or threading.current_thread() is not threading.main_thread():
+        return
+    prev = signal.getsignal(signal.SIGINT)
+    if prev == signal.SIG_IGN or prev is None or prev is _on_sigint:
+        return
+    _prev_sigint = prev
+    signal.signal(signal.SIGINT, _on_sigint)
+
+
 @atexit.register
 def _end_all():
     for ex in list(_live):
-        ex.shutdown(wait=True)
+        if ex._interrupts > 1:
+            ex._abandon()
+        else:
+            ex.shutdown(wait=True)

@@ -40,6 +40,93 @@ def sleep_for(s, payload=b""):
     return s
 
 
+def touch_then(path, value):
+    open(path, "w").close()
+    return value
+
+
+def stdlib_shapes(tmp):
+    """As concurrent.futures does it: as_completed in completion order, wait(FIRST_EXCEPTION),
+    Future.cancel() of a queued call (True, and the call never runs), one Executor used from
+    several threads at once."""
+    import threading
+    db = os.path.join(tmp, "shapes", "fanout.db")
+    with fanout.Executor(max_workers=2, db=db, name="shapes") as ex:
+        slow, quick = ex.submit(sleep_for, 3), ex.submit(square, 5)
+        order = list(cf.as_completed([slow, quick], timeout=180))
+        if order != [quick, slow] or quick.result() != 25:
+            fail("as_completed gave %s, expected the quick call first" % order)
+        slow, bad = ex.submit(sleep_for, 5), ex.submit(boom, 1)
+        done, pending = cf.wait([slow, bad], timeout=180, return_when=cf.FIRST_EXCEPTION)
+        if done != {bad} or pending != {slow}:
+            fail("wait(FIRST_EXCEPTION): done %s, pending %s" % (done, pending))
+        # Threads: each submits and maps; every result where it belongs.
+        errors = []
+
+        def use(k):
+            try:
+                futs = [ex.submit(add, k, i) for i in range(40)]
+                got = list(ex.map(add, [k] * 40, range(40), chunksize=3))
+                want = [k + i for i in range(40)]
+                if [f.result(timeout=180) for f in futs] != got or got != want:
+                    errors.append("thread %d: %s" % (k, got[:5]))
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append("thread %d: %r" % (k, e))
+        threads = [threading.Thread(target=use, args=(k * 1000,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+        if errors:
+            fail("an Executor used from 4 threads: %s" % errors)
+    # Future.cancel(): with one mini-batch in flight, the calls behind wait in the Executor.
+    marks = os.path.join(tmp, "cancel-marks")
+    os.makedirs(marks)
+    with fanout.Executor(max_workers=1, db=db, name="cancel", max_in_flight=1) as ex:
+        first = ex.submit(sleep_for, 2)
+        rest = [ex.submit(touch_then, os.path.join(marks, str(i)), i) for i in range(6)]
+        support.wait_until(first.running, 60, "the first call to be sent")
+        last = rest[-1]
+        if not last.cancel() or not last.cancelled():
+            fail("Future.cancel() of a queued call returned False (state %r)" % last)
+        if first.cancel():
+            fail("Future.cancel() of a running call returned True")
+        got = [f.result(timeout=180) for f in rest[:-1]]
+    if got != list(range(5)) or sorted(os.listdir(marks)) != [str(i) for i in range(5)]:
+        fail("after cancelling the last queued call: results %s, calls run %s" %
+             (got, sorted(os.listdir(marks))))
+
+
+def raise_at_end(x):
+    if x >= 997:
+        raise KeyError("call %d" % x)
+    return x
+
+
+def counted(tmp):
+    """The record counts calls: a 1,000-call map in chunks is 1,000 items in the store,
+    `history --json` and `status`, the 3 calls that raised counted as failed items."""
+    import json
+    db = os.path.join(tmp, "counted", "fanout.db")
+    with fanout.Executor(max_workers=2, db=db, name="counted") as ex:
+        got = []
+        try:
+            for r in ex.map(raise_at_end, range(1000), chunksize=64):
+                got.append(r)
+            fail("map(raise_at_end) raised nothing")
+        except KeyError:
+            pass
+    if got != list(range(997)):
+        fail("map(raise_at_end) gave %d results before raising" % len(got))
+    hist = json.loads(support.fanout("history", "--db", db, "--json").stdout)
+    job = [j for j in hist if j["id"] == ex.job_id][0]
+    if (job["items_succeeded"], job["items_failed"], job["total"]) != (997, 3, 16):
+        fail("history --json of a 1,000-call map in 16 chunks with 3 raised calls: %s" % job)
+    st = support.fanout("status", str(ex.job_id), "--db", db).stdout
+    if "items: 997 succeeded, 3 failed" not in st:
+        fail("status of the 1,000-call map:\n%s" % st)
+
+
 def store_count(db, job, where):
     return support.sql_int(db, "SELECT count(*) FROM minibatches WHERE job_id = %d AND %s" %
                            (job, where))
@@ -191,6 +278,10 @@ def main():
     faulthandler.dump_traceback_later(540, exit=True)  # where it hung, before meson's timeout
     with scratch("pyexec") as tmp:
         os.chdir(tmp)
+        counted(tmp)
+        print("counted: ok", flush=True)
+        stdlib_shapes(tmp)
+        print("stdlib shapes: ok", flush=True)
         embedded(tmp)
         print("embedded: ok", flush=True)
         keyed_tcp(tmp)

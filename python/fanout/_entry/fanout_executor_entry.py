@@ -1,5 +1,6 @@
-"""The entry script of a fanout.Executor's job (python/fanout/executor.py): each item of a
-mini-batch is "ID:BASE64" of a pickled (fn, [(args, kwargs), ...]); its row is "ID MAC BASE64"
+"""The entry script of a fanout.Executor's job (python/fanout/executor.py): the first item of a
+mini-batch is "ID:BASE64" of a pickled (fn, [(args, kwargs), ...]), followed by an empty item
+for each further call (one item per call); its row is "ID MAC BASE64"
 of the pickled list of outcomes, one per call: (True, value) or (False, (exception pickled or
 None, traceback text, "Type: message")). MAC is the hex HMAC-SHA256 of "ID BASE64" under the
 Executor's key ($FANOUT_EXECUTOR_KEY, taken out of the environment before any of the caller's code
@@ -82,13 +83,24 @@ def _call_all(payload):
     return out
 
 
+class _Rows(list):
+    """The rows of a mini-batch, and how many of its items (one per call; executor-serve adds
+    an empty item per call after the first) succeeded: the calls that did not raise. The worker
+    counts the others as failed items (pool/python/fanout_worker.py, _classify)."""
+
+    fanout_items_succeeded = 0
+
+
 def run(mini_batch):
-    rows = []
+    rows = _Rows()
     for item in mini_batch:
+        if not item:
+            continue  # a call's place: its call travels in the mini-batch's first item
         ident, _, payload = item.partition(":")
         outcomes = _call_all(payload)
         try:
             data = _dumps(outcomes)
+            rows.fanout_items_succeeded += sum(1 for ok, _ in outcomes if ok)
         except Exception as e:  # a result that does not pickle fails its calls, as text
             data = _dumps([(False, (None, "", "result not picklable: %s: %s" % (
                 type(e).__name__, e)))] * len(outcomes))

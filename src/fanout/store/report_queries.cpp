@@ -85,7 +85,9 @@ std::vector<ExhaustedRow> read_exhausted(ReportSource& src, std::uint64_t job_id
   Statement e(src.db(),
               "SELECT m.id, m.tries, m.items, (SELECT a.status || ': ' || "
               "coalesce(a.error_message, '') FROM attempts a WHERE a.job_id = m.job_id AND "
-              "a.minibatch_id = m.id ORDER BY a.attempt DESC LIMIT 1) FROM minibatches m "
+              "a.minibatch_id = m.id ORDER BY a.attempt DESC LIMIT 1), (SELECT a.status FROM "
+              "attempts a WHERE a.job_id = m.job_id AND a.minibatch_id = m.id ORDER BY a.attempt "
+              "DESC LIMIT 1) FROM minibatches m "
               "WHERE m.job_id = ?1 AND m.state = 'failed' ORDER BY m.id LIMIT ?2");
   e.bind(1, job_id).bind(2, static_cast<std::int64_t>(limit));
   std::vector<ExhaustedRow> rows;
@@ -93,7 +95,8 @@ std::vector<ExhaustedRow> read_exhausted(ReportSource& src, std::uint64_t job_id
     rows.push_back({.minibatch = e.column_uint64(0),
                     .tries = e.column_uint64(1),
                     .items = e.column_uint64(2),
-                    .last = std::string(e.column_text(3))});
+                    .last = std::string(e.column_text(3)),
+                    .status = std::string(e.column_text(4))});
   }
   return rows;
 }

@@ -52,7 +52,8 @@ struct PoolRow {
 // A mini-batch that exhausted its tries.
 struct ExhaustedRow {
   std::uint64_t minibatch = 0, tries = 0, items = 0;
-  std::string last{};  // its last attempt's "STATUS: error message", whole
+  std::string last{};    // its last attempt's "STATUS: error message", whole
+  std::string status{};  // its last attempt's status alone (e.g. RUN_TIMEOUT)
 };
 
 // The first `limit` failed mini-batches of the job, by id. Throws Failure{Database}.
