@@ -313,6 +313,7 @@ void Interchange::end_jobs_whose_output_failed() {
       continue;
     }
     const Verdict failed{JobState::Failed, f->second};
+    output_failed_.insert(id);
     f = store_failed_.erase(f);
     if (ledger_.find(id) != nullptr) end_job(id, failed);
   }
@@ -395,6 +396,8 @@ void Interchange::on_client(net::Message& msg) {
       return on_attach(msg.peer, msg.frame);
     case proto::MsgType::CancelJob:
       return on_cancel(msg.peer, msg.frame);
+    case proto::MsgType::ReopenJob:
+      return on_reopen(msg.peer, msg.frame);
     case proto::MsgType::Shutdown:
       return on_shutdown(msg.peer, msg.frame);
     case proto::MsgType::Heartbeat:
@@ -520,7 +523,17 @@ void Interchange::on_submit_tasks(const std::string& peer, const std::string& fr
   stats_.dropped_submissions += ledger_.submit(*job, m->batches, accepted_);
   if (refused > 0) send_progress(*job, true);  // the client learns the count known
   SPDLOG_LOGGER_DEBUG(log_, "job {}: {} mini-batches submitted", job->id, accepted_.size());
+  auto refused_inputs = ledger_.refuse_unreadable(*job, accepted_, unix_now());
   if (!accepted_.empty()) store_->add_minibatches(job->id, std::move(accepted_));
+  if (refused_inputs.empty()) return;
+  // Entries the client could not list as inputs are failed attempts of their own, recorded
+  // after their mini-batches, and judged against the thresholds like any other.
+  for (auto& a : refused_inputs) {
+    log_gave_up(a.result);
+    count_attempt(a.result.status);
+    store_->record_attempt(store::AttemptRecord{0, {}, std::move(a.result), "failed", false});
+  }
+  settle(*job);
 }
 
 void Interchange::on_submit_end(const std::string& peer, const std::string& frame) {
@@ -573,6 +586,47 @@ void Interchange::on_cancel(const std::string& peer, const std::string& frame) {
   sessions_.join(m->job_id, peer);
   end_job(m->job_id,
           Verdict{JobState::Cancelled, m->reason.empty() ? "cancelled by a client" : m->reason});
+}
+
+// `fanout resume --failed` on our store: what --reopen-failed does at a start, done live. The
+// job's end must be committed and its clients told first (its report written), so that the
+// store's change is the last word on it and a JobEnded of the old end cannot follow the new run.
+void Interchange::on_reopen(const std::string& peer, const std::string& frame) {
+  auto m = proto::decode<proto::ReopenJob>(frame);
+  if (!m) return bad_frame("client", peer, m.error());
+  had_client_ = true;
+  const std::uint64_t id = m->job_id;
+  if (!ended_.empty() || sessions_.reporting()) {
+    store_->flush();
+    finish_committed();
+    reports_->wait_idle();
+    on_reports_done();
+  }
+  Job* live = ledger_.find(id);
+  store::ReopenedJob r;
+  try {
+    r = store_->reopen_job(id);
+  } catch (const Failure& f) {
+    log_->warn("job {}: resume --failed refused: {}", id, f.what());
+    send_client(peer, proto::encode(proto::make_reject(
+                          proto::RejectCode::ReopenRefused,
+                          fmt::format("ReopenJob: job {} cannot be reopened: {}", id, f.what()))));
+    return;
+  }
+  const auto now = Clock::now();
+  if (live != nullptr) {
+    ledger_.reopen(*live, std::move(r.job));
+    log_->info("job {}: {} failed mini-batches reopened (resume --failed); it runs on", id,
+               r.reopened);
+    return;
+  }
+  Job& job = ledger_.resume(std::move(r.job), now);
+  sessions_.open(job.id, now);
+  log_->info(
+      "job {}: {} failed mini-batches reopened (resume --failed); resuming it: {} of {} "
+      "mini-batches left",
+      id, r.reopened, job.ready.size(), job.total);
+  settle(job);  // nothing left to run (a job that ended with none failed): it ends again now
 }
 
 void Interchange::on_shutdown(const std::string& peer, const std::string& frame) {
@@ -1061,7 +1115,9 @@ void Interchange::finish_ended_job(EndedJob& e) {
   for (auto& [id, why] : store_->take_failed_jobs()) store_failed_[id] = std::move(why);
   std::string end_state = std::move(e.state);
   std::string end_reason = std::move(e.reason);
+  bool took_back = output_failed_.erase(job.id) > 0;
   if (auto f = store_failed_.find(job.id); f != store_failed_.end()) {
+    took_back = true;
     end_state = state_string(JobState::Failed);
     end_reason = std::move(f->second);
     store_failed_.erase(f);
@@ -1072,6 +1128,21 @@ void Interchange::finish_ended_job(EndedJob& e) {
   if (test_exit) ::kill(::getpid(), SIGKILL);
   note_job_ended(job, end_state);
   proto::JobEnded msg{job.id, end_state, end_reason, progress_of(job)};
+  if (took_back) {
+    // The store took results back (their rows could not be written): its counts, which
+    // `fanout status` and the reports show, are the job's, not what this loop had counted.
+    try {
+      if (auto c = store_->job_counts(job.id)) {
+        msg.progress.succeeded = c->succeeded;
+        msg.progress.failed = c->failed;
+        msg.progress.items_succeeded = c->items_succeeded;
+        msg.progress.items_failed = c->items_failed;
+        msg.progress.attempts_failed = c->attempts_failed;
+      }
+    } catch (const Failure& f) {
+      log_->warn("job {}: its counts could not be read from the store: {}", job.id, f.what());
+    }
+  }
   log_->info("job {} ({}) {}: {} ({} of {} mini-batches succeeded)", job.id, job.spec.name,
              end_state, end_reason, job.succeeded, job.total);
   // The report reads every attempt of the job: seconds for a large one. It is written on the

@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -117,6 +118,7 @@ class Interchange final {
   void on_submit_end(const std::string& peer, const std::string& frame);
   void on_attach(const std::string& peer, const std::string& frame);
   void on_cancel(const std::string& peer, const std::string& frame);
+  void on_reopen(const std::string& peer, const std::string& frame);
   void on_shutdown(const std::string& peer, const std::string& frame);
   // The I/O half of accepting a job, after check_job_spec(): code_dir exists, log_dir and the
   // output file's folder are created, the output file opens for appending.
@@ -195,6 +197,9 @@ class Interchange final {
   // Jobs the store failed because their output file could not be written, and why, until the
   // loop or end_job() has ended each as failed (TaskStore::take_failed_jobs()).
   std::map<std::uint64_t, std::string> store_failed_{};
+  // Jobs ended because their output failed: the store took results back, and their end is told
+  // with the store's counts (finish_ended_job).
+  std::set<std::uint64_t> output_failed_{};
   // Jobs ended whose end the store has not committed yet (TaskStore::flush_async()'s ticket),
   // oldest first: the client is told only what is durable.
   struct EndedJob {

@@ -70,6 +70,15 @@ Job& JobLedger::resume(store::UnfinishedJob u, Clock::time_point now) {
   return jobs_.emplace(id, std::move(job)).first->second;
 }
 
+void JobLedger::reopen(Job& job, store::UnfinishedJob u) {
+  job.failed = u.failed;
+  job.items_failed = u.items_failed;
+  for (std::size_t i = 0; i < u.remaining.size(); ++i) {
+    const std::uint32_t used = i < u.remaining_tries.size() ? u.remaining_tries[i] : 0;
+    job.ready.push_back(Pending{std::move(u.remaining[i]), used + 1});
+  }
+}
+
 Job* JobLedger::find(std::uint64_t job_id) {
   auto it = jobs_.find(job_id);
   return it == jobs_.end() ? nullptr : &it->second;
@@ -87,10 +96,33 @@ std::uint64_t JobLedger::submit(Job& job, std::vector<proto::MiniBatch>& batches
       continue;
     }
     ++job.total;
-    job.ready.push_back(Pending{mb, 1});
+    // What the client could not list as an input never goes to a pool (refuse_unreadable()).
+    if (mb.refused.empty()) job.ready.push_back(Pending{mb, 1});
     accepted.push_back(std::move(mb));
   }
   return dropped;
+}
+
+std::vector<EndedAttempt> JobLedger::refuse_unreadable(
+    Job& job, const std::vector<proto::MiniBatch>& accepted, double now_unix) {
+  std::vector<EndedAttempt> out;
+  for (const auto& mb : accepted) {
+    if (mb.refused.empty()) continue;
+    proto::Task task{.task_id = next_task_id_++,
+                     .job_id = job.id,
+                     .index = mb.index,
+                     .attempt = 1,
+                     .items = mb.items,
+                     .detail = {}};
+    EndedAttempt a;
+    a.result = proto::failed_result(task, AttemptStatus::RunException,
+                                    std::string(proto::kInputUnreadableCategory), mb.refused);
+    a.result.start = now_unix;
+    a.batch = fail(job, std::move(task), false);
+    a.gave_up = true;
+    out.push_back(std::move(a));
+  }
+  return out;
 }
 
 JobLedger::InputEnd JobLedger::submit_end(Job& job, std::uint64_t total) {

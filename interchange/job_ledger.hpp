@@ -101,6 +101,11 @@ class JobLedger final {
   // A job the store recorded unfinished, with its remaining mini-batches queued in input order.
   Job& resume(store::UnfinishedJob u, Clock::time_point now);
 
+  // `fanout resume --failed` on a job that still runs (ReopenJob): the mini-batches the store
+  // reopened (`u.remaining`, tries used in `u.remaining_tries`) go back to its queue, and its
+  // failed counts become the store's.
+  void reopen(Job& job, store::UnfinishedJob u);
+
   [[nodiscard]] Job* find(std::uint64_t job_id);
   [[nodiscard]] Jobs& jobs() noexcept { return jobs_; }
   [[nodiscard]] const Jobs& jobs() const noexcept { return jobs_; }
@@ -112,6 +117,13 @@ class JobLedger final {
   // complete drops them all.
   std::uint64_t submit(Job& job, std::vector<proto::MiniBatch>& batches,
                        std::vector<proto::MiniBatch>& accepted);
+  // The mini-batches of `accepted` (just taken by submit()) that the client refused to list as
+  // inputs (MiniBatch::refused): each is failed at once as an INPUT_UNREADABLE attempt with a new
+  // task id, its message the client's, never retried, counted like any failed mini-batch (the
+  // thresholds see it). Returns them for the store, in index order.
+  std::vector<EndedAttempt> refuse_unreadable(Job& job,
+                                              const std::vector<proto::MiniBatch>& accepted,
+                                              double now_unix);
   enum class InputEnd : std::uint8_t {
     Repeated,  // SubmitEnd was already taken: ignore
     Missing,   // `total` is more than the mini-batches known: some were lost on the way

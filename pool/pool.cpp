@@ -247,6 +247,7 @@ int Pool::run() {
   if (registered_ && !told_to_stop_ && rc == 0) say_goodbye();
   warm_.reset();
   stop_workers();
+  cap_user_logs(Clock::now(), true);  // what the last workers wrote before they stopped
   log_stats(true);
   log_->info("pool {} stopped", opts_.name);
   return rc;
@@ -778,6 +779,7 @@ void Pool::on_task_done(Worker& w, WorkerEvent& ev) {
 }
 
 void Pool::on_worker_gone(std::size_t slot) {
+  user_logs_due_ = true;
   Worker& w = *slots_[slot];
   // The pipe closed: the process exited or is about to. Reap it (briefly wait, then force).
   auto st = w.process().wait_for(std::chrono::milliseconds(1000));
@@ -996,9 +998,11 @@ void Pool::flush_results() {
 // the cap. The files are opened O_APPEND by the worker (and its logger), so what it writes after
 // a cut goes to the new end, and the next check cuts it again: a file stays within the cap plus
 // what is written in one check period. The first cut is said in the file and at WARN, once.
-void Pool::cap_user_logs(Clock::time_point now) {
-  if (opts_.max_user_log_mb == 0 || now - last_log_check_ < kUserLogCheckPeriod) return;
+void Pool::cap_user_logs(Clock::time_point now, bool at_once) {
+  if (opts_.max_user_log_mb == 0) return;
+  if (!at_once && !user_logs_due_ && now - last_log_check_ < kUserLogCheckPeriod) return;
   last_log_check_ = now;
+  user_logs_due_ = false;
   const auto cap = static_cast<off_t>(opts_.max_user_log_mb * 1024 * 1024);
   const std::string note = fmt::format(
       "\n[fanout: this log reached its cap of {} MB (fanout-pool --max-user-log-mb); what the "

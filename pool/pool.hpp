@@ -181,8 +181,9 @@ class Pool final {
   [[nodiscard]] double reported_unix(double local_unix) const noexcept {
     return local_unix + clock_correction_;
   }
-  // Every kUserLogCheckPeriod: cuts each user log file over max_user_log_mb back to it.
-  void cap_user_logs(Clock::time_point now);
+  // Every kUserLogCheckPeriod, and at once after a worker ended (user_logs_due_) or with
+  // `at_once` (the pool's end): cuts each user log file over max_user_log_mb back to it.
+  void cap_user_logs(Clock::time_point now, bool at_once = false);
   // The resource monitor's period now (0: off), from the option and the jobs held.
   double monitor_interval_s() const;
   // Starts, stops or samples the monitor as its period and deadline say.
@@ -237,6 +238,9 @@ class Pool final {
   static constexpr std::chrono::seconds kUserLogCheckPeriod{2};
   std::map<std::string, bool> user_logs_{};
   Clock::time_point last_log_check_{};
+  // A worker ended since the last check: what it wrote in its last moments (a burst between two
+  // periodic checks, before its job ended) is capped on the next loop turn, not left over.
+  bool user_logs_due_ = false;
   // Worker slots: index i runs process<first_process + i>, also after a replacement.
   // The Python jobs' fork servers (fanout.worker_start: fork), declared before slots_ so that the
   // workers are stopped first; the jobs whose server ended, whose workers are spawned instead.

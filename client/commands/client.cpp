@@ -438,11 +438,12 @@ void record_accepted(const RunContext& ctx, const Connection& c) {
 // Streams the input while listing it, within the window, then follows the job to its end. After
 // an interchange restart the listing starts again, skipping the mini-batches the interchange
 // already has. Returns whether the input listed no mini-batch at all.
-bool stream_and_follow(const config::JobConfig& cfg, Session& session) {
+bool stream_and_follow(const config::JobConfig& cfg, Session& session,
+                       const std::vector<std::string>& own) {
   std::uint64_t skip_below = 0;
   bool empty_input = false;
   while (session.policy().keep_going()) {
-    auto listed = submit_input(cfg, session, skip_below);
+    auto listed = submit_input(cfg, session, skip_below, own);
     empty_input = listed && *listed == 0;
     if (auto from = session.policy().take_resubmit()) {
       skip_below = *from;
@@ -626,7 +627,9 @@ JobRun run_job_path(const config::JobConfig& cfg, const RunOverrides& ov, Logger
     return {rc, c.session ? c.session->policy().job_id() : 0};
   }
   record_accepted(ctx, c);
-  const bool empty_input = feed ? feed(*c.session, paths.db) : stream_and_follow(cfg, *c.session);
+  const bool empty_input =
+      feed ? feed(*c.session, paths.db)
+           : stream_and_follow(cfg, *c.session, own_paths(paths.db, paths.run_dir));
   const std::uint64_t job_id = c.session->policy().job_id();
   return {finish_run(ctx, c, empty_input), job_id};
 }

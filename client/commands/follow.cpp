@@ -12,6 +12,7 @@
 
 #include "client/commands/client.hpp"
 #include "client/input/input_drift.hpp"
+#include "client/input/inputs.hpp"
 #include "client/launch/embedded.hpp"
 #include "client/launch/recorded_jobs.hpp"
 #include "client/launch/run_settings.hpp"
@@ -198,6 +199,15 @@ int report_session(const Session& session, ProgressPrinter& printer, const std::
     default:
       printer.finish();
       std::fprintf(stderr, "error: %s\n", state.detail().c_str());
+      if (opts.resumed && state.end() == SessionEnd::ChildDied) {
+        // The interchange it resumed on died (the store's owner it attached to was exiting, or
+        // its own): the job is unfinished in the store, and a new resume takes it from there.
+        std::fprintf(
+            stderr,
+            "fanout: job %llu is unfinished: continue it with: fanout resume %llu%s --db %s\n",
+            static_cast<unsigned long long>(job_id), static_cast<unsigned long long>(job_id),
+            opts.reopen ? " --failed" : "", opts.db.c_str());
+      }
       return state.exit_code();
   }
 }
@@ -243,7 +253,7 @@ Expected<std::optional<Unsubmitted>> unsubmitted(const std::string& db, std::uin
 // job's) cannot be compared: a warning, and the resume goes on.
 int check_input_unchanged(const std::string& db, std::uint64_t job_id,
                           const store::JobSettings& recorded, const std::string& python,
-                          bool complete, bool accept) {
+                          bool complete, bool accept, const std::string& run_dir) {
   std::string spec_path;
   try {
     if (auto data = report::read_report_data(db, job_id)) spec_path = data->spec_path;
@@ -260,7 +270,8 @@ int check_input_unchanged(const std::string& db, std::uint64_t job_id,
   }
   if (drift) {
     try {
-      drift = compare_input(*cfg, store::read_submitted_inputs(db, job_id), complete);
+      drift = compare_input(*cfg, store::read_submitted_inputs(db, job_id), complete,
+                            own_paths(db, run_dir));
     } catch (const Failure& f) {
       drift = Unexpected{f.error()};
     }
@@ -297,8 +308,8 @@ int check_input_unchanged(const std::string& db, std::uint64_t job_id,
 // Waits for the interchange's first word on the job, then, when its submission is still open,
 // lists the job file's input again and sends the mini-batches the store does not have, then
 // SubmitEnd (again from the count known after an interchange restart).
-void finish_submission(Session& session, const Unsubmitted& rest, std::uint64_t job_id,
-                       bool quiet) {
+void finish_submission(Session& session, const Unsubmitted& rest, std::uint64_t job_id, bool quiet,
+                       const std::vector<std::string>& own) {
   SessionPolicy& policy = session.policy();
   while (policy.keep_going() && policy.progress().job_id != job_id) {
     session.pump(std::chrono::milliseconds(50));
@@ -314,7 +325,7 @@ void finish_submission(Session& session, const Unsubmitted& rest, std::uint64_t 
   }
   policy.resume_submission(from, rest.window);
   while (policy.keep_going()) {
-    auto listed = submit_input(rest.cfg, session, from);
+    auto listed = submit_input(rest.cfg, session, from, own);
     if (auto again = policy.take_resubmit()) {
       from = *again;
       continue;
@@ -374,10 +385,14 @@ int follow_on(const std::string& endpoint, std::uint64_t job_id, const FollowOpt
     return proto::kExitInfra;
   }
   Session& session = *connected;
+  // The owner reopens the job before the Attach that follows finds it (frames arrive in order).
+  if (opts.reopen) session.reopen(job_id);
   session.attach(job_id, !opts.cancel          ? std::string()
                          : opts.reason.empty() ? std::string("cancelled by fanout cancel")
                                                : opts.reason);
-  if (rest != nullptr) finish_submission(session, *rest, job_id, opts.quiet);
+  if (rest != nullptr) {
+    finish_submission(session, *rest, job_id, opts.quiet, own_paths(opts.db, run_dir));
+  }
   session.follow();
   const int rc =
       report_session(session, printer, endpoint, opts, in_store, output_path, log_dir, log);
@@ -581,12 +596,12 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
   }
   // Resuming over an input that changed since the job was submitted would skip the files added
   // and fail (or run stale ranges of) the ones changed, with nothing said: refused unless asked.
+  const std::string run_dir = fs::path(job->log_dir).parent_path().string();
   if (int rc = check_input_unchanged(opts.db, job_id, recorded, rs.python, !rest.has_value(),
-                                     opts.accept_changed_input);
+                                     opts.accept_changed_input, run_dir);
       rc != 0) {
     return rc;
   }
-  const std::string run_dir = fs::path(job->log_dir).parent_path().string();
   if (!opts.quiet) {
     std::fprintf(stderr, "fanout: resuming job %llu (%s) on %s, %u pool(s) x %u workers\n",
                  static_cast<unsigned long long>(job_id), job->name.c_str(), opts.db.c_str(),
@@ -600,7 +615,15 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
     std::fprintf(stderr, "error: %s\n", f.what());
     return proto::kExitInfra;
   }
-  if (emb->guest()) {
+  if (emb->guest() && opts.failed) {
+    // The store's owner (a shared interchange, another run) did not start with --reopen-failed:
+    // it is asked to do the same now, and the job is followed there.
+    std::fprintf(stderr,
+                 "fanout: asking the running interchange pid %d on %s to reopen job %llu's "
+                 "failed mini-batches; following it there\n",
+                 static_cast<int>(emb->owner_pid()), opts.db.c_str(),
+                 static_cast<unsigned long long>(job_id));
+  } else if (emb->guest()) {
     // Another `fanout resume` (or run) on this store started its owner first, which resumed
     // every unfinished job at its start: this one follows the job there, with its pools.
     std::fprintf(stderr,
@@ -610,6 +633,7 @@ int resume_job(std::uint64_t job_id, const ResumeOptions& opts, Logger log) {
                  opts.db.c_str());
   }
   FollowOptions fo;
+  fo.reopen = emb->guest() && opts.failed;
   fo.db = opts.db;
   fo.quiet = opts.quiet;
   fo.resumed = true;

@@ -32,7 +32,9 @@ struct FollowOptions {
   bool cancel = false;        // send CancelJob first
   std::string reason{};       // the cancel's reason (default: "cancelled by fanout cancel")
   bool quiet = false;
-  bool resumed = false;        // set by resume_job: the interchange is its private one
+  bool resumed = false;  // set by resume_job: the interchange is its private one
+  // set by resume_job --failed on a store another interchange owns: ReopenJob before Attach
+  bool reopen = false;
   bool allow_partial = false;  // a partial job exits 0
   net::Security security{};    // for a tcp:// interchange (docs/security.md)
 };

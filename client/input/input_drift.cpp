@@ -42,7 +42,7 @@ std::string InputDrift::describe() const {
 
 Expected<InputDrift> compare_input(const config::JobConfig& cfg,
                                    const std::vector<store::SubmittedInput>& submitted,
-                                   bool complete) {
+                                   bool complete, const std::vector<std::string>& own) {
   InputDrift d;
   d.submitted = submitted.size();
   std::unordered_set<std::string> before;
@@ -53,25 +53,28 @@ Expected<InputDrift> compare_input(const config::JobConfig& cfg,
   }
   std::unordered_set<std::string> now;
   std::size_t at = 0;  // position in `submitted`, which is sorted by id
-  auto listed = stream_minibatches(cfg, [&](proto::MiniBatch&& mb) {
-    if (!complete && mb.index >= d.submitted) return false;  // not submitted yet: not compared
-    ++d.listed;
-    for (auto& item : mb.items) {
-      if (item.empty()) continue;  // a table's rows: the detail says what they are
-      if (!before.contains(item)) {
-        ++d.added;
-        if (d.first_added.size() < kDriftNames) d.first_added.push_back(item);
-      }
-      now.insert(std::move(item));
-    }
-    while (at < submitted.size() && submitted[at].id < mb.index) ++at;
-    if (at < submitted.size() && submitted[at].id == mb.index &&
-        submitted[at].detail != mb.detail) {
-      ++d.changed;
-      if (d.first_changed.size() < kDriftNames) d.first_changed.push_back(mb.index);
-    }
-    return true;
-  });
+  auto listed = stream_minibatches(
+      cfg,
+      [&](proto::MiniBatch&& mb) {
+        if (!complete && mb.index >= d.submitted) return false;  // not submitted yet: not compared
+        ++d.listed;
+        for (auto& item : mb.items) {
+          if (item.empty()) continue;  // a table's rows: the detail says what they are
+          if (!before.contains(item)) {
+            ++d.added;
+            if (d.first_added.size() < kDriftNames) d.first_added.push_back(item);
+          }
+          now.insert(std::move(item));
+        }
+        while (at < submitted.size() && submitted[at].id < mb.index) ++at;
+        if (at < submitted.size() && submitted[at].id == mb.index &&
+            submitted[at].detail != mb.detail) {
+          ++d.changed;
+          if (d.first_changed.size() < kDriftNames) d.first_changed.push_back(mb.index);
+        }
+        return true;
+      },
+      own);
   if (!listed) return Unexpected{listed.error()};
   for (const auto& in : submitted) {
     for (const auto& item : in.items) {

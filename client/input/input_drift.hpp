@@ -33,8 +33,9 @@ inline constexpr std::size_t kDriftNames = 3;
 // `complete` (the job's submission ended) the whole listing is compared; else only as many
 // mini-batches as were submitted (the rest is still to be submitted from the listing). Items
 // compare as a set of names; details mini-batch by mini-batch. Errors: the listing's.
+// `own`: the job's own paths, left out of the listing as at its submission.
 [[nodiscard]] Expected<InputDrift> compare_input(
     const config::JobConfig& cfg, const std::vector<store::SubmittedInput>& submitted,
-    bool complete);
+    bool complete, const std::vector<std::string>& own = {});
 
 }  // namespace fanout::client

@@ -2,9 +2,11 @@
 #include "client/input/listing.hpp"
 
 #include <dirent.h>
+#include <errno.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -50,33 +52,96 @@ struct DirEntry {
   unsigned char type;
 };
 
-// What a folder's entry is, following a link: DT_DIR, DT_REG, or anything else (a dangling link,
-// a socket...), which the walk skips.
-unsigned char resolved_type(const std::string& path, unsigned char type) {
-  if (type != DT_LNK && type != DT_UNKNOWN) return type;
+// "strerror (ENAME)" of `err`.
+std::string errno_text(int err) {
+  const char* name = ::strerrorname_np(err);
+  return std::string(std::strerror(err)) + " (" + (name != nullptr ? name : "?") + ")";
+}
+
+// "PATH: call: strerror (ENAME)", for an entry the walk cannot use.
+std::string refusal(const std::string& path, const char* call, int err) {
+  return path + ": " + call + ": " + errno_text(err);
+}
+
+// The kind of a file that is neither a folder nor a regular file, for a refusal.
+const char* odd_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+// One walk: the folders entered, by device and inode, with the path each was first entered by,
+// and what it reports besides files.
+struct Walk {
+  Visited visited;
+  const std::function<bool(const std::string&)>& on_file;
+  const std::function<void(const std::string&, const std::string&)>& on_repeat;
+  const WalkHooks& hooks;
+
+  void refuse(const std::string& path, const std::string& why) const {
+    if (hooks.on_refused) hooks.on_refused(path, why);
+  }
+  // True when (dev, ino) is one of the job's own files or folders: then it is said and skipped.
+  bool excluded(const std::string& path, const struct stat& st) const {
+    if (hooks.excluded.empty() || !hooks.excluded.contains({st.st_dev, st.st_ino})) return false;
+    if (hooks.on_excluded) hooks.on_excluded(path);
+    return true;
+  }
+  bool enter(const std::string& dir);
+  bool entry(const std::string& path, std::string_view name, unsigned char type);
+};
+
+// One entry of a folder: walked when a folder (following a link), listed when a regular file,
+// else refused with why. Returns false when on_file asked to stop.
+bool Walk::entry(const std::string& path, std::string_view name, unsigned char type) {
+  if (type == DT_DIR) return enter(path);
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return DT_UNKNOWN;
-  if (S_ISDIR(st.st_mode)) return DT_DIR;
-  return S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+  const bool cheap_file = type == DT_REG && !hooks.excluded_names.contains(name);
+  if (!cheap_file) {
+    // stat, not lstat: a link counts as what it leads to.
+    if (::stat(path.c_str(), &st) != 0) {
+      const int err = errno;
+      struct stat lst {};
+      if (err == ENOENT && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        refuse(path, path + ": a symbolic link to nothing (stat: " + errno_text(err) + ")");
+      } else {
+        refuse(path, refusal(path, "stat", err));
+      }
+      return true;
+    }
+    if (S_ISDIR(st.st_mode)) return enter(path);
+    if (excluded(path, st)) return true;
+    if (!S_ISREG(st.st_mode)) {
+      refuse(path, path + ": " + odd_kind(st.st_mode) + ", not a regular file");
+      return true;
+    }
+  }
+  return on_file(path);
 }
 
 // Enters `dir` unless it was entered before (then reports it and returns true). Read with
 // readdir rather than std::filesystem: a directory_entry per name (a path parsed and copied, then
 // its filename copied again) made a 100,000-file folder take 0.25 s to list, 5 times `ls -f`.
-bool walk_once(const std::string& dir, Visited& visited,
-               const std::function<bool(const std::string&)>& on_file,
-               const std::function<void(const std::string&, const std::string&)>& on_repeat) {
+bool Walk::enter(const std::string& dir) {
   struct stat st {};
   // stat, not lstat: `dir` may be a link, and what counts is the folder it leads to.
-  if (::stat(dir.c_str(), &st) == 0) {
-    auto [it, fresh] = visited.emplace(std::make_pair(st.st_dev, st.st_ino), dir);
-    if (!fresh) {
-      on_repeat(dir, it->second);
-      return true;
-    }
+  if (::stat(dir.c_str(), &st) != 0) {
+    refuse(dir, refusal(dir, "stat", errno));  // a path past PATH_MAX, a parent not searchable
+    return true;
+  }
+  if (excluded(dir, st)) return true;
+  auto [it, fresh] = visited.emplace(std::make_pair(st.st_dev, st.st_ino), dir);
+  if (!fresh) {
+    on_repeat(dir, it->second);
+    return true;
   }
   std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
-  if (!d) return true;  // an unreadable folder lists nothing, as a vanished one
+  if (!d) {
+    refuse(dir, refusal(dir, "opendir", errno));
+    return true;
+  }
   // Paths are joined as std::filesystem::path's operator/ joins them.
   const std::string prefix = dir.empty() || dir.back() == '/' ? dir : dir + '/';
   std::vector<DirEntry> run;
@@ -86,12 +151,7 @@ bool walk_once(const std::string& dir, Visited& visited,
               [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
     for (const auto& e : run) {
       path.assign(prefix).append(e.name);
-      const unsigned char type = resolved_type(path, e.type);
-      if (type == DT_DIR) {
-        if (!walk_once(path, visited, on_file, on_repeat)) return false;
-      } else if (type == DT_REG) {
-        if (!on_file(path)) return false;
-      }
+      if (!entry(path, e.name, e.type)) return false;
     }
     run.clear();
     return true;
@@ -108,9 +168,15 @@ bool walk_once(const std::string& dir, Visited& visited,
 }  // namespace
 
 bool walk_folder(const std::string& dir, const std::function<bool(const std::string&)>& on_file,
+                 const std::function<void(const std::string&, const std::string&)>& on_repeat,
+                 const WalkHooks& hooks) {
+  Walk walk{{}, on_file, on_repeat, hooks};
+  return walk.enter(dir);
+}
+
+bool walk_folder(const std::string& dir, const std::function<bool(const std::string&)>& on_file,
                  const std::function<void(const std::string&, const std::string&)>& on_repeat) {
-  Visited visited;
-  return walk_once(dir, visited, on_file, on_repeat);
+  return walk_folder(dir, on_file, on_repeat, WalkHooks{});
 }
 
 config::TableSpec plain_table(const std::string& path, bool is_folder) {

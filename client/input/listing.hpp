@@ -3,8 +3,12 @@
 // an MLTable file says; this lists what it names. See docs/job-spec.md#tabular-input.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fanout/config/mltable.hpp"
@@ -34,5 +38,30 @@ config::TableSpec plain_table(const std::string& path, bool is_folder);
 bool walk_folder(
     const std::string& dir, const std::function<bool(const std::string&)>& on_file,
     const std::function<void(const std::string& entry, const std::string& first)>& on_repeat);
+
+// What walk_folder() reports besides files, and what it leaves out.
+struct WalkHooks {
+  // An entry that is neither a regular file nor a folder to walk, with why, as
+  // "PATH: call: strerror (ERRNO)" or "PATH: a FIFO, not a regular file": a folder it cannot
+  // open or stat (EACCES, ENAMETOOLONG past PATH_MAX, ...), a link to nothing, a FIFO, socket or
+  // device. Null: such entries are skipped without a word.
+  std::function<void(const std::string& path, const std::string& why)> on_refused{};
+  // Files and folders (device, inode) never listed: the job's own store, output and logs, which
+  // a link (`ln -s .. data/up`) can bring under its input folder. `on_excluded` is told each
+  // path left out that way (may be null).
+  // Files are looked up only when their name is in `excluded_names` (a stat per file would slow
+  // a large listing); folders always.
+  std::set<std::pair<dev_t, ino_t>> excluded{};
+  std::set<std::string, std::less<>> excluded_names{};
+  std::function<void(const std::string& path)> on_excluded{};
+};
+
+// walk_folder() with `hooks`: every entry met is a file (`on_file`), a folder walked, a folder
+// met again (`on_repeat`), a refusal (`hooks.on_refused`) or one of the job's own
+// (`hooks.on_excluded`); none is dropped without a word when the hooks are set.
+bool walk_folder(
+    const std::string& dir, const std::function<bool(const std::string&)>& on_file,
+    const std::function<void(const std::string& entry, const std::string& first)>& on_repeat,
+    const WalkHooks& hooks);
 
 }  // namespace fanout::client

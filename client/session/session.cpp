@@ -250,6 +250,10 @@ void Session::attach(std::uint64_t id, std::string cancel_reason) {
   policy_.probe_sent(Clock::now());
 }
 
+void Session::reopen(std::uint64_t id) {
+  (void)sock_->send(proto::encode(proto::ReopenJob{id}), false);
+}
+
 void Session::send_probe(bool dont_wait) {
   const std::uint64_t id = policy_.job_id();
   if (!policy_.cancel_reason().empty()) {
@@ -296,8 +300,12 @@ void Session::handle(const std::string& frame, Clock::time_point now) {
     case proto::MsgType::Reject:
       if (auto m = proto::decode<proto::Reject>(frame)) {
         // Not known to this interchange: the job may have ended under another one.
+        // A refused reopen is said as such, not as the job's old end the store still holds.
         std::optional<proto::JobEnded> in_store;
-        if (policy_.reject_ends(*m) && opts_.ended_in_store) in_store = opts_.ended_in_store();
+        if (policy_.reject_ends(*m) && opts_.ended_in_store &&
+            proto::reject_code(*m) != proto::RejectCode::ReopenRefused) {
+          in_store = opts_.ended_in_store();
+        }
         if (in_store) {
           policy_.ended_in_store(std::move(*in_store));
         } else {

@@ -249,6 +249,9 @@ class Session final {
   // Follows job `id` submitted elsewhere: CancelJob first when `cancel_reason` is set, then
   // Attach.
   void attach(std::uint64_t id, std::string cancel_reason = {});
+  // Asks the interchange to reopen job `id`'s failed mini-batches (ReopenJob), once; call it
+  // before attach(). A refusal ends the session as Rejected with its reason.
+  void reopen(std::uint64_t id);
   // Handles what arrives within `wait`, then the embedded children, the interrupts, probing and
   // giving up. Returns keep_going().
   bool pump(std::chrono::milliseconds wait);

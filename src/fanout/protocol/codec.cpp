@@ -14,7 +14,7 @@
 namespace fanout::proto {
 
 RejectCode reject_code(const Reject& m) noexcept {
-  if (m.code > 0 && m.code <= static_cast<std::uint8_t>(RejectCode::PoolRefused)) {
+  if (m.code > 0 && m.code <= static_cast<std::uint8_t>(RejectCode::ReopenRefused)) {
     return static_cast<RejectCode>(m.code);
   }
   if (m.code != 0) return RejectCode::Unspecified;
@@ -60,6 +60,7 @@ std::string type_name(std::uint8_t type) {
   if (type > 0 && type < n && kNames[type] != nullptr) return kNames[type];
   if (type == static_cast<std::uint8_t>(MsgType::ResourceSample)) return "ResourceSample";
   if (type == static_cast<std::uint8_t>(MsgType::PoolLeaving)) return "PoolLeaving";
+  if (type == static_cast<std::uint8_t>(MsgType::ReopenJob)) return "ReopenJob";
   return fmt::format("unknown({})", type);
 }
 
@@ -83,7 +84,8 @@ Expected<Header> read_header(std::string_view frame) {
   const bool known = (type >= static_cast<std::uint8_t>(MsgType::Register) &&
                       type <= static_cast<std::uint8_t>(MsgType::DropJob)) ||
                      type == static_cast<std::uint8_t>(MsgType::ResourceSample) ||
-                     type == static_cast<std::uint8_t>(MsgType::PoolLeaving);
+                     type == static_cast<std::uint8_t>(MsgType::PoolLeaving) ||
+                     type == static_cast<std::uint8_t>(MsgType::ReopenJob);
   if (!known) {
     return make_error(ErrorCode::Protocol, "frame: unknown message type " + std::to_string(type));
   }
@@ -410,7 +412,10 @@ class Reader {
 };
 
 bool read_minibatch(Reader& r, MiniBatch& b) {
-  return r.fields(3) && r.uint(b.index) && r.strings(b.items) && r.str(b.detail);
+  // Three fields from a client before `refused`.
+  std::size_t n = 0;
+  if (!r.array(n) || (n != 3 && n != 4)) return false;
+  return r.uint(b.index) && r.strings(b.items) && r.str(b.detail) && (n == 3 || r.str(b.refused));
 }
 
 bool read_task(Reader& r, Task& t) {

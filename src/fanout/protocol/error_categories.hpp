@@ -11,4 +11,8 @@ namespace fanout::proto {
 // since every try would read the same changed file.
 inline constexpr std::string_view kInputChangedCategory = "INPUT_CHANGED";
 
+// An entry of the input the client's listing could not make an input (MiniBatch::refused): the
+// interchange fails its mini-batch at once with this category, never retried.
+inline constexpr std::string_view kInputUnreadableCategory = "INPUT_UNREADABLE";
+
 }  // namespace fanout::proto

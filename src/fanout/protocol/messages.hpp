@@ -41,6 +41,7 @@ enum class MsgType : std::uint8_t {  // wire values: append only, never renumber
   // 19..21 are reserved for other messages.
   ResourceSample = 22,  // pool -> interchange: the resource monitor's sample of its node
   PoolLeaving = 23,     // pool -> interchange: stopping on its own; run what it holds elsewhere
+  ReopenJob = 24,       // client -> interchange: `fanout resume --failed` on a store it owns
 };
 
 // Outcome of one attempt, as recorded in attempts.status (see to_string below).
@@ -104,7 +105,12 @@ struct MiniBatch {
   std::uint64_t index = 0;           // stable id: position in the input
   std::vector<std::string> items{};  // file paths (or descriptors for tabular input)
   std::string detail{};              // JSON "Mini-batch Detail"; may be empty
-  MSGPACK_DEFINE_ARRAY(index, items, detail)
+  // Not an input: an entry the client's listing met and could not make one (a folder it cannot
+  // open, a path too long, a FIFO, a link to nothing), said as "PATH: call: strerror (ERRNO)".
+  // Its one item is the path. The interchange fails it at once (INPUT_UNREADABLE), with no pool
+  // and no retry; empty for every real input (and from an older client).
+  std::string refused{};
+  MSGPACK_DEFINE_ARRAY(index, items, detail, refused)
 };
 
 // One try of one mini-batch, as sent to a pool.
@@ -198,6 +204,7 @@ enum class RejectCode : std::uint8_t {
   ShutdownDeferred = 5,  // Shutdown: jobs of other clients run here; it exits once idle
   NotRegistered = 6,     // a pool's frame before its Register
   PoolRefused = 7,       // Register refused (its routing id or name is another key's, ...)
+  ReopenRefused = 8,     // ReopenJob: the job cannot be reopened (unknown, its output lost, ...)
 };
 
 struct Reject {
@@ -411,6 +418,17 @@ struct CancelJob {
   std::uint64_t job_id = 0;
   std::string reason{};
   MSGPACK_DEFINE_ARRAY(job_id, reason)
+};
+
+// `fanout resume JOB --failed` on a store this interchange owns: do what an interchange started
+// with --reopen-failed JOB does, on the live store: the job's failed mini-batches go back to
+// pending with no try used, and an ended job (failed, partial, cancelled) runs again with them
+// and the ones it never finished. The client then follows it with Attach (sent after this frame,
+// so it finds the job live). Refused with Reject{ReopenRefused} naming why.
+struct ReopenJob {
+  static constexpr MsgType kType = MsgType::ReopenJob;
+  std::uint64_t job_id = 0;
+  MSGPACK_DEFINE_ARRAY(job_id)
 };
 
 // ---- interchange -> pool, job control ----

@@ -67,4 +67,19 @@ struct UnfinishedJob {
   std::uint64_t attempts_failed = 0;
 };
 
+// A job's counts as the store holds them (the job_counts view): what every reader shows.
+struct JobCounts {
+  std::uint64_t succeeded = 0, failed = 0, items_succeeded = 0, items_failed = 0;
+  std::uint64_t attempts_failed = 0;
+};
+
+// A job reopened on a live store (TaskStore::reopen_job). An ended job comes back whole, as
+// recover() would hand it back; a job that was still running has only its reopened
+// mini-batches in `job.remaining` (the others are the interchange's already).
+struct ReopenedJob {
+  UnfinishedJob job{};
+  bool was_ended = false;      // it had ended (failed, partial, cancelled): it runs again
+  std::uint64_t reopened = 0;  // failed mini-batches put back to pending
+};
+
 }  // namespace fanout::store

@@ -208,6 +208,25 @@ std::uint64_t TaskStore::reopen_failed(std::uint64_t job_id) {
   return n;
 }
 
+ReopenedJob TaskStore::reopen_job(std::uint64_t job_id) {
+  flush();
+  std::lock_guard lk(impl_->db_mu);
+  auto out = detail::reopen_job(impl_->db, job_id, impl_->log);
+  impl_->writer->reopened(job_id);
+  return out;
+}
+
+std::optional<JobCounts> TaskStore::job_counts(std::uint64_t job_id) {
+  std::lock_guard lk(impl_->db_mu);
+  Statement q(impl_->db,
+              "SELECT succeeded, failed, items_succeeded, items_failed, attempts_failed "
+              "FROM job_counts WHERE job_id = ?1");
+  q.bind(1, job_id);
+  if (!q.step()) return std::nullopt;
+  return JobCounts{q.column_uint64(0), q.column_uint64(1), q.column_uint64(2), q.column_uint64(3),
+                   q.column_uint64(4)};
+}
+
 void TaskStore::on_attempts_committed(AttemptListener listener) {
   std::lock_guard lk(impl_->db_mu);  // held by the writer through each transaction
   impl_->writer->set_listener(std::move(listener));

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +57,16 @@ class TaskStore final {
   // Before recover(): `fanout resume --failed` (detail::reopen_failed). Returns the mini-batches
   // put back to pending; throws Failure{NotFound} for an unknown job.
   std::uint64_t reopen_failed(std::uint64_t job_id);
+
+  // `fanout resume --failed` while this store's interchange runs (ReopenJob): commits what is
+  // queued (flush()), then detail::reopen_job on the writer's connection; the job's output file
+  // is writable again if it had failed. Blocks the caller for that commit. Throws as
+  // detail::reopen_job (NotFound, State, Io); nothing changed then.
+  [[nodiscard]] ReopenedJob reopen_job(std::uint64_t job_id);
+
+  // The job's counts as committed (job_counts), read on the writer's connection (waits for a
+  // transaction under way); nullopt for an unknown job. Throws Failure{Database}.
+  [[nodiscard]] std::optional<JobCounts> job_counts(std::uint64_t job_id);
 
   // After each commit, `listener` gets the attempts it committed (on the writer thread, before
   // flush() returns for them). Null stops it; returns once no call is under way.

@@ -4,6 +4,7 @@
 #include "client/input/tabular.hpp"
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -201,4 +202,41 @@ TEST_CASE("client.listing.a_symbolic_link_loop_lists_each_file_once") {
     CHECK(files.front() == d.path("data/a_other/h.txt"));
     CHECK(files.size() == 6);
   }
+}
+
+// Every entry is a file, a folder walked, a repeat, a refusal or one of the job's own: a FIFO
+// and a link to nothing are refused with why, the job's own file and folder are left out.
+TEST_CASE("client.listing.entries_that_are_no_files_are_refused_and_own_files_left_out") {
+  namespace fs = std::filesystem;
+  ScratchDir d;
+  d.write("data/a.txt", "x\n");
+  d.write("data/store.db", "not an input\n");
+  d.write("data/runs/logs/job_result.txt", "x\n");
+  d.write("elsewhere/store.db", "an input of the same name\n");
+  fs::create_directory_symlink("../elsewhere", d.path("data/z"));
+  REQUIRE(::mkfifo(d.path("data/pipe").c_str(), 0600) == 0);
+  fs::create_symlink(d.path("nowhere"), d.path("data/dangling"));
+  fanout::client::WalkHooks hooks;
+  std::vector<std::string> refused, excluded, files;
+  hooks.on_refused = [&](const std::string&, const std::string& why) { refused.push_back(why); };
+  hooks.on_excluded = [&](const std::string& path) { excluded.push_back(path); };
+  for (const auto& own : {d.path("data/store.db"), d.path("data/runs")}) {
+    struct stat st {};
+    REQUIRE(::stat(own.c_str(), &st) == 0);
+    hooks.excluded.emplace(st.st_dev, st.st_ino);
+  }
+  hooks.excluded_names.insert("store.db");
+  fanout::client::walk_folder(
+      d.path("data"),
+      [&](const std::string& f) {
+        files.push_back(f);
+        return true;
+      },
+      [](const std::string&, const std::string&) {}, hooks);
+  CHECK(files == std::vector<std::string>{d.path("data/a.txt"), d.path("data/z/store.db")});
+  CHECK(excluded == std::vector<std::string>{d.path("data/runs"), d.path("data/store.db")});
+  REQUIRE(refused.size() == 2);
+  CHECK(refused[0].find(d.path("data/dangling") + ": a symbolic link to nothing") == 0);
+  CHECK(refused[0].find("(ENOENT)") != std::string::npos);
+  CHECK(refused[1] == d.path("data/pipe") + ": a FIFO, not a regular file");
 }

@@ -444,3 +444,55 @@ TEST_CASE("interchange.job_ledger.init_failing_after_a_success_is_not_fail_fast"
   REQUIRE(v.has_value());
   CHECK(v->state == JobState::Partial);
 }
+
+TEST_CASE("interchange.job_ledger.a_refused_entry_fails_at_once_without_a_pool") {
+  JobLedger l(1, 100);
+  Job& job = l.accept(spec(3), t0, 1.0);
+  auto in = batches(0, 2);
+  MiniBatch refused{2, {"/d/locked"}, "{}"};
+  refused.refused = "/d/locked: opendir: Permission denied (EACCES)";
+  in.push_back(refused);
+  std::vector<MiniBatch> accepted;
+  CHECK(l.submit(job, in, accepted) == 0);
+  CHECK(job.total == 3);
+  CHECK(job.ready.size() == 2);  // never queued for a pool
+  auto failed = l.refuse_unreadable(job, accepted, 5.0);
+  REQUIRE(failed.size() == 1);
+  CHECK(failed[0].result.index == 2);
+  CHECK(failed[0].result.task_id == 100);
+  CHECK(failed[0].result.error_category == "INPUT_UNREADABLE");
+  CHECK(failed[0].result.error_message == refused.refused);
+  CHECK(failed[0].batch == BatchState::Failed);  // no retry, whatever max_tries says
+  CHECK(job.failed == 1);
+  CHECK(job.items_failed == 1);
+  CHECK(job.attempts_failed == 1);
+  // It counts against the thresholds like any failed mini-batch.
+  job.spec.mini_batch_error_threshold = 0;
+  auto v = JobLedger::verdict(job);
+  REQUIRE(v.has_value());
+  CHECK(v->state == JobState::Failed);
+}
+
+TEST_CASE("interchange.job_ledger.reopening_a_running_job_queues_what_the_store_reopened") {
+  JobLedger l(1, 1);
+  Job& job = job_with(l, 2);
+  auto t = take(l, job, 2);
+  // Out of tries with max_tries 3: three failed tries of mini-batch 0.
+  CHECK(finish(l, t[0], AttemptStatus::RunException).batch == BatchState::Pending);
+  auto t2 = take(l, job, 1);
+  CHECK(finish(l, t2[0], AttemptStatus::RunException).batch == BatchState::Pending);
+  auto t3 = take(l, job, 1);
+  CHECK(finish(l, t3[0], AttemptStatus::RunException).batch == BatchState::Failed);
+  REQUIRE(job.failed == 1);
+  fanout::store::UnfinishedJob u;
+  u.job_id = job.id;
+  u.remaining.push_back(MiniBatch{0, {"f", "f"}, ""});
+  u.remaining_tries.push_back(0);
+  l.reopen(job, std::move(u));
+  CHECK(job.failed == 0);
+  CHECK(job.items_failed == 0);
+  REQUIRE(job.ready.size() == 1);
+  CHECK(job.ready.front().mb.index == 0);
+  CHECK(job.ready.front().attempt == 1);
+  CHECK_FALSE(JobLedger::verdict(job).has_value());  // mini-batch 1 still runs
+}

@@ -306,7 +306,8 @@ TEST_CASE("protocol.codec.type_names") {
   CHECK(proto::type_name(18) == "DropJob");
   CHECK(proto::type_name(19) == "unknown(19)");
   CHECK(proto::type_name(23) == "PoolLeaving");
-  CHECK(proto::type_name(24) == "unknown(24)");
+  CHECK(proto::type_name(24) == "ReopenJob");
+  CHECK(proto::type_name(25) == "unknown(25)");
   CHECK(proto::type_name(255) == "unknown(255)");
 }
 
@@ -1041,6 +1042,58 @@ TEST_CASE("protocol.codec.pool_leaving_round_trips") {
   auto m = proto::decode<proto::PoolLeaving>(bad);
   REQUIRE(!m.has_value());
   CHECK(contains(m.error().message, "PoolLeaving"));
+}
+
+// ---------------------------------------------------------------- MiniBatch.refused
+
+TEST_CASE("protocol.codec.minibatch_refused_round_trips_and_an_older_client_sends_none") {
+  proto::SubmitTasks in;
+  in.job_id = 3;
+  in.batches.push_back(proto::MiniBatch{0, {"/d/a"}, ""});
+  proto::MiniBatch refused{1, {"/d/locked"}, "{}"};
+  refused.refused = "/d/locked: opendir: Permission denied (EACCES)";
+  in.batches.push_back(refused);
+  auto out = round_trip(in);
+  REQUIRE(out.batches.size() == 2);
+  CHECK(out.batches[0].refused.empty());
+  CHECK(out.batches[1].refused == refused.refused);
+  CHECK(out.batches[1].items == refused.items);
+  // Three fields, as a client before `refused` packs them: decoded, nothing refused.
+  const std::string old = frame_with_body(MsgType::SubmitTasks, [](auto& pk) {
+    pk.pack_array(2);
+    pk.pack(std::uint64_t{3});
+    pk.pack_array(1);
+    pk.pack_array(3);
+    pk.pack(std::uint64_t{0});
+    pk.pack(std::vector<std::string>{"/d/a"});
+    pk.pack(std::string("{}"));
+  });
+  auto m = proto::decode<proto::SubmitTasks>(old);
+  REQUIRE(m.has_value());
+  REQUIRE(m->batches.size() == 1);
+  CHECK(m->batches[0].items == std::vector<std::string>{"/d/a"});
+  CHECK(m->batches[0].refused.empty());
+}
+
+// ---------------------------------------------------------------- ReopenJob
+
+TEST_CASE("protocol.codec.reopen_job_round_trips") {
+  static_assert(static_cast<int>(MsgType::ReopenJob) == 24);
+  auto out = round_trip(proto::ReopenJob{42});
+  CHECK(out.job_id == 42);
+  const std::string frame = proto::encode(proto::ReopenJob{7});
+  auto h = proto::read_header(frame);
+  REQUIRE(h.has_value());
+  CHECK(h->type == MsgType::ReopenJob);
+  // A body of the wrong shape is refused with the message's name.
+  const std::string bad =
+      frame_with_body(MsgType::ReopenJob, [](auto& pk) { pk.pack(std::string("x")); });
+  auto m = proto::decode<proto::ReopenJob>(bad);
+  REQUIRE(!m.has_value());
+  CHECK(contains(m.error().message, "ReopenJob"));
+  // Its refusal has a code of its own.
+  CHECK(proto::reject_code(proto::make_reject(proto::RejectCode::ReopenRefused, "x")) ==
+        proto::RejectCode::ReopenRefused);
 }
 
 TEST_CASE(

@@ -246,13 +246,70 @@ TEST_CASE("store.task_store.an_output_file_that_cannot_be_written_fails_its_job_
   CHECK(sql_text(path, "SELECT state FROM jobs WHERE id = 2") == "running");
   CHECK(slurp(out) == "a2\n");
   CHECK(sql_int(path, "SELECT output_bytes FROM minibatches WHERE job_id = 2 AND id = 0") == 3);
-  // Later results with rows of job 1 are not recorded; its end stays failed.
+  // Later results with rows of job 1 are not recorded, and their mini-batch, dispatched after
+  // the failure, goes back to pending (no mini-batch stays running); its end stays failed.
+  store.mark_running(1, 1, 2);
   store.record_attempt(make_attempt(4, 1, 1, 2, S::RunDone, "succeeded", "b1\n", true));
   store.finish_job(1, "succeeded", "all mini-batches succeeded", 20.0);
   store.flush();
   CHECK(store.ok());
   CHECK(sql_int(path, "SELECT count(*) FROM attempts WHERE job_id = 1") == 1);
   CHECK(sql_text(path, "SELECT state FROM jobs WHERE id = 1") == "failed");
+  CHECK(sql_text(path, "SELECT state FROM minibatches WHERE job_id = 1 AND id = 1") == "pending");
+  CHECK(sql_int(path, "SELECT tries FROM minibatches WHERE job_id = 1 AND id = 1") == 1);
+  CHECK(sql_int(path, "SELECT running FROM job_counts WHERE job_id = 1") == 0);
+  const auto counts = store.job_counts(1);
+  REQUIRE(counts.has_value());
+  CHECK(counts->succeeded == 0);
+  CHECK(counts->attempts_failed == 1);
+}
+
+TEST_CASE("store.task_store.reopen_job_runs_an_ended_job_again_on_a_live_store") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  const std::string out = dir.file("out.txt");
+  using S = proto::AttemptStatus;
+  TaskStore store(path, quiet_logger());
+  store.create_job(1, make_spec(out), 10.0);
+  store.add_minibatches(1, {make_batch(0, {"a"}), make_batch(1, {"b"}), make_batch(2, {"c"})});
+  store.set_submit_done(1, 3);
+  for (std::uint64_t i = 0; i < 3; ++i) store.mark_running(1, i, 1);
+  store.record_attempt(make_attempt(1, 1, 0, 1, S::RunDone, "succeeded", "a\n", true));
+  store.record_attempt(make_attempt(2, 1, 1, 1, S::RunException, "failed"));
+  store.finish_job(1, "failed", "mini_batch_error_threshold 0 exceeded", 20.0);  // 2 running
+  store.flush();
+  append(out, "half a row");  // what a failed write left past the committed rows
+  auto r = store.reopen_job(1);
+  CHECK(r.was_ended);
+  CHECK(r.reopened == 1);
+  REQUIRE(r.job.remaining.size() == 2);
+  CHECK(r.job.remaining[0].index == 1);
+  CHECK(r.job.remaining[0].items == std::vector<std::string>{"b"});
+  CHECK(r.job.remaining_tries[0] == 0);
+  CHECK(r.job.remaining[1].index == 2);
+  CHECK(r.job.remaining_tries[1] == 0);  // its try given back
+  CHECK(r.job.succeeded == 1);
+  CHECK(r.job.failed == 0);
+  CHECK(r.job.attempts_failed == 1);
+  CHECK(sql_text(path, "SELECT state FROM jobs WHERE id = 1") == "running");
+  CHECK(sql_int(path, "SELECT ended IS NULL FROM jobs WHERE id = 1") == 1);
+  CHECK(slurp(out) == "a\n");
+  CHECK(sql_int(path, "SELECT pending FROM job_counts WHERE job_id = 1") == 2);
+  CHECK(sql_int(path, "SELECT failed FROM job_counts WHERE job_id = 1") == 0);
+  // The writer goes on with the job.
+  store.mark_running(1, 1, 1);
+  store.record_attempt(make_attempt(3, 1, 1, 1, S::RunDone, "succeeded", "b\n", true));
+  store.flush();
+  CHECK(slurp(out) == "a\nb\n");
+  CHECK(sql_int(path, "SELECT succeeded FROM job_counts WHERE job_id = 1") == 2);
+  // A succeeded job has nothing to reopen; an unknown one is named.
+  store.mark_running(1, 2, 1);
+  store.record_attempt(make_attempt(4, 1, 2, 1, S::RunDone, "succeeded", "c\n", true));
+  store.finish_job(1, "succeeded", "", 30.0);
+  store.flush();
+  CHECK_THROWS_AS((void)store.reopen_job(1), Failure);
+  CHECK_THROWS_AS((void)store.reopen_job(9), Failure);
+  CHECK(sql_text(path, "SELECT state FROM jobs WHERE id = 1") == "succeeded");
 }
 
 TEST_CASE("store.task_store.issue_6.idle_after_a_write_error_with_held_minibatches") {

@@ -34,6 +34,118 @@ std::uint64_t reopen_failed(Db& db, std::uint64_t job_id) {
   return n;
 }
 
+namespace {
+
+// The remaining mini-batches of `u.job_id` in `states` (an SQL list), by index, into u: their
+// items, detail and the tries used. False when stored items cannot be decoded.
+bool load_remaining(Db& db, UnfinishedJob& u, const char* states) {
+  Statement remaining(db, std::string("SELECT m.id, m.tries, i.descriptor, i.detail "
+                                      "FROM minibatches m JOIN minibatch_inputs i "
+                                      "ON i.job_id = m.job_id AND i.minibatch_id = m.id "
+                                      "WHERE m.job_id = ?1 AND m.state IN (") +
+                              states + ") ORDER BY m.id");
+  remaining.bind(1, u.job_id);
+  std::string detail;
+  while (remaining.step()) {
+    proto::MiniBatch mb;
+    mb.index = remaining.column_uint64(0);
+    if (!unpack_from(remaining.column_blob(2), mb.items)) return false;
+    mb.detail = remaining.column_text(3);
+    // A detail the store made up (the client sent none) is not handed on as the client's.
+    detail.clear();
+    append_default_detail(detail, mb.items);
+    if (mb.detail == detail) mb.detail.clear();
+    u.remaining.push_back(std::move(mb));
+    u.remaining_tries.push_back(static_cast<std::uint32_t>(remaining.column_int64(1)));
+  }
+  return true;
+}
+
+}  // namespace
+
+// Over 80 lines: its steps share one transaction, in an order that matters.
+ReopenedJob reopen_job(Db& db, std::uint64_t job_id, const Logger& log) {
+  Transaction tx(db);
+  ReopenedJob out;
+  UnfinishedJob& u = out.job;
+  u.job_id = job_id;
+  std::string output_path;
+  {
+    Statement job(db,
+                  "SELECT state, spec, submit_done, total, output_path FROM jobs WHERE id = ?1");
+    job.bind(1, job_id);
+    if (!job.step()) {
+      throw Failure(ErrorCode::NotFound, db.path() + ": no job " + std::to_string(job_id));
+    }
+    const std::string state(job.column_text(0));
+    if (state == "succeeded") {
+      throw Failure(ErrorCode::State,
+                    "job " + std::to_string(job_id) + " succeeded: nothing failed to run again");
+    }
+    out.was_ended = state != "running" && state != "pending";
+    if (!unpack_from(job.column_blob(1), u.spec)) {
+      throw Failure(ErrorCode::State,
+                    "job " + std::to_string(job_id) + ": the stored job spec cannot be decoded");
+    }
+    u.submit_done = job.column_int64(2) != 0;
+    u.total = job.column_uint64(3);
+    output_path = job.column_text(4);
+  }
+  // A live job's running mini-batches are in flight at its pools; an ended job's are not (its
+  // end stopped them), and they go back to pending with the try given back, as recover() does.
+  // The failed ones are marked 'reopening' first, so that a live job hands back only them.
+  Statement mark(db,
+                 "UPDATE minibatches SET state = 'reopening', tries = 0 "
+                 "WHERE job_id = ?1 AND state = 'failed'");
+  mark.bind(1, job_id).run();
+  out.reopened = static_cast<std::uint64_t>(db.query_int("SELECT changes()"));
+  if (out.was_ended) {
+    Statement requeue(db,
+                      "UPDATE minibatches SET state = 'pending', tries = max(tries - 1, 0) "
+                      "WHERE job_id = ?1 AND state = 'running'");
+    requeue.bind(1, job_id).run();
+  }
+  if (!load_remaining(db, u, out.was_ended ? "'pending', 'reopening'" : "'reopening'")) {
+    throw Failure(ErrorCode::State, "job " + std::to_string(job_id) +
+                                        ": the stored items of a mini-batch cannot be decoded");
+  }
+  Statement pend(db,
+                 "UPDATE minibatches SET state = 'pending' "
+                 "WHERE job_id = ?1 AND state = 'reopening'");
+  pend.bind(1, job_id).run();
+  recount_tallies(db, job_id);
+  Statement rerun(db,
+                  "UPDATE jobs SET state = 'running', reason = '', ended = NULL "
+                  "WHERE id = ?1 AND state != 'running'");
+  rerun.bind(1, job_id).run();
+  Statement counts(db,
+                   "SELECT succeeded, failed, items_succeeded, items_failed, attempts_failed "
+                   "FROM job_counts WHERE job_id = ?1");
+  counts.bind(1, job_id);
+  if (counts.step()) {
+    u.succeeded = counts.column_uint64(0);
+    u.failed = counts.column_uint64(1);
+    u.items_succeeded = counts.column_uint64(2);
+    u.items_failed = counts.column_uint64(3);
+    u.attempts_failed = counts.column_uint64(4);
+  }
+  counts.reset();
+  if (out.was_ended && !output_path.empty()) {
+    // What a failed write left past the committed rows goes, as at a restart (recover()).
+    Statement output_end(db, R"sql(
+SELECT max(coalesce((SELECT max(m.output_offset + m.output_bytes)
+                     FROM jobs j JOIN minibatches m ON m.job_id = j.id
+                     WHERE j.output_path = ?2 AND m.output_offset IS NOT NULL), 0),
+           coalesce((SELECT output_start FROM jobs WHERE id = ?1), 0)))sql");
+    output_end.bind(1, job_id).bind(2, output_path);
+    const std::uint64_t end = output_end.step() ? output_end.column_uint64(0) : 0;
+    output_end.reset();
+    restore_output(output_path, end, log);
+  }
+  tx.commit();
+  return out;
+}
+
 // Over 80 lines: its steps share one transaction and its statements, in an order that matters.
 std::vector<UnfinishedJob> recover(Db& db, const Logger& log) {
   Transaction tx(db);

@@ -26,4 +26,14 @@ namespace fanout::store::detail {
 // many mini-batches were reopened. Throws Failure{NotFound} for an unknown job.
 std::uint64_t reopen_failed(Db& db, std::uint64_t job_id);
 
+// reopen_failed() on a store whose interchange runs (ReopenJob, docs/protocol.md): in one
+// transaction, the job's failed mini-batches back to pending with a fresh budget of tries; when
+// the job had ended, also the job back to running, its mini-batches left running back to
+// pending (the try given back) and its output file cut back to its committed rows. The caller
+// must have committed everything queued first, and hold the writer's connection. Throws
+// Failure{NotFound} for an unknown job, Failure{State} for a succeeded one (nothing to reopen),
+// Failure{Io} naming the output file when it cannot be restored; the transaction is then rolled
+// back and nothing changed.
+[[nodiscard]] ReopenedJob reopen_job(Db& db, std::uint64_t job_id, const Logger& log);
+
 }  // namespace fanout::store::detail

@@ -436,7 +436,10 @@ void Writer::do_op(AttemptRecord& rec) {
     const bool failed = !failed_outputs_.empty() && failed_outputs_.contains(r.job_id);
     if (!failed) out = output_for(r.job_id);
     // Rows its failed output file cannot take: the result is not recorded (the job has failed).
-    if (out == nullptr && failed_outputs_.contains(r.job_id)) return;
+    if (out == nullptr && failed_outputs_.contains(r.job_id)) {
+      drop_result(r);
+      return;
+    }
   }
   if (HeldMiniBatch* e = find_held(r.job_id, r.index)) {
     e->written = true;
@@ -449,6 +452,22 @@ void Writer::do_op(AttemptRecord& rec) {
     q.output_offset = outputs_.append(*out, rec.result.output);
   }
   attempts_.push_back(q);
+}
+
+// A result of a job whose output failed is not recorded: its mini-batch, marked running when it
+// was dispatched, goes back to pending with the try given back, as the results taken back do,
+// so that no mini-batch stays running in the ended job.
+void Writer::drop_result(const proto::TaskResult& r) {
+  const std::uint32_t tries = r.attempt > 0 ? r.attempt - 1 : 0;
+  if (HeldMiniBatch* e = find_held(r.job_id, r.index)) {
+    e->running = false;
+    e->tries = tries;
+    return;
+  }
+  flush_attempts();  // an earlier result of this mini-batch must not overwrite this
+  reopen_minibatch_.bind(1, r.job_id).bind(2, r.index).bind(3, tries);
+  reopen_minibatch_.run();
+  tallies_.reopened(r.job_id, r.index);
 }
 
 // Writes the queued results' rows, up to 64 per statement.

@@ -94,6 +94,12 @@ class Writer final {
   // Rows were changed by statements of another part of the store (recovery, resume
   // --failed), which counted their jobs in full: what the writer knew of them is forgotten.
   void forget_rows() { tallies_.forget_all(); }
+  // Job `job_id` was reopened (detail::reopen_job): its rows are forgotten as above, and an
+  // output file that had failed is tried again.
+  void reopened(std::uint64_t job_id) {
+    tallies_.forget_all();
+    failed_outputs_.erase(job_id);
+  }
 
   // When the oldest held mini-batch is due to be written without a result (max: none held);
   // apply({}) at that time writes it.
@@ -127,6 +133,7 @@ class Writer final {
   void write_inputs();
   void skip_superseded(std::span<Op> ops);
   void flush_attempts();
+  void drop_result(const proto::TaskResult& r);
   void keep_committed();
   void hand_on_committed();
   OutputFile* output_for(std::uint64_t job_id);
