@@ -30,14 +30,22 @@ def test_state_exit_matches_the_cli():
     assert fclient._STATE_EXIT == {"succeeded": 0, "partial": 4, "failed": 1, "cancelled": 1}
 
 
-def test_a_dict_job_is_a_hidden_json_file_removed_after(in_tmp):
+def test_a_dict_job_is_a_hidden_json_file_in_a_private_folder_removed_after(in_tmp):
     job = {"type": "parallel", "name": "x", "inputs": {"d": {"type": "uri_folder",
                                                              "path": "./data"}}}
     path, jf = fclient._job_file(job)
-    assert os.path.dirname(path) == str(in_tmp)
+    # Not in the current folder, where another user could have made the name first: in a
+    # private folder of its own, with the dict's relative paths made absolute against the cwd.
+    folder = os.path.dirname(path)
+    assert folder != str(in_tmp)
+    st = os.stat(folder)
+    assert st.st_uid == os.geteuid() and (st.st_mode & 0o777) == 0o700
     assert os.path.basename(path).startswith(".fanout-job-")
     with open(path) as f:
-        assert json.load(f) == job
+        written = json.load(f)
+    assert os.path.normpath(written["inputs"]["d"]["path"]) == os.path.join(str(in_tmp), "data")
+    assert {k: v for k, v in written.items() if k != "inputs"} == {
+        k: v for k, v in job.items() if k != "inputs"}
     jf.remove()
     assert not os.path.exists(path)
     jf.remove()  # twice is fine
