@@ -594,6 +594,7 @@ Subcommand add_history(CLI::App& app) {
     std::string db, state;
     std::size_t limit = 20;
     bool json = false;
+    std::string experiment{};
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("history", "recent jobs in the store");
@@ -604,11 +605,14 @@ Subcommand add_history(CLI::App& app) {
   cmd->add_option("--state", a->state, "only jobs in this state")
       ->check(CLI::IsMember({"running", "succeeded", "partial", "failed", "cancelled"}));
   cmd->add_flag("--json", a->json, "machine-readable output");
+  cmd->add_option("--experiment", a->experiment,
+                  "the runs of one fanout explore experiment (else each is one row)");
   place_in_help(
       cmd,
       {{"--db", "Options", "PATH"}, {"--limit", "Options", "N"}, {"--state", "Options", "STATE"}});
   return {cmd, [a](const Logger&) {
-            return client::print_history(store_or_default(a->db), a->limit, a->state, a->json);
+            return client::print_history(store_or_default(a->db), a->limit, a->state, a->json,
+                                         a->experiment);
           }};
 }
 

@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "client/commands/follow.hpp"
@@ -641,13 +643,57 @@ JobRun run_job_with_id(const config::JobConfig& cfg, const RunOverrides& ov, Log
   return run_job_path(cfg, ov, std::move(log), JobFeeder{});
 }
 
-int print_history(const std::string& db, std::size_t limit, const std::string& state, bool json) {
+namespace {
+
+// One line of `fanout history`.
+void print_history_row(const std::string& id, const std::string& name, const std::string& state,
+                       double created, const std::string& batches, std::uint64_t items,
+                       double seconds) {
+  std::printf("%-6s %-24.24s %-10s %-20s %14s %10llu %9.1fs\n", id.c_str(), name.c_str(),
+              state.c_str(), iso_utc(created).substr(0, 19).c_str(), batches.c_str(),
+              static_cast<unsigned long long>(items), seconds);
+}
+
+// An experiment's runs as one row: its id, state, start, runs and items, and the time from its
+// start to its last run's end.
+void print_experiment_row(store::StoreReader& reader, const std::string& exp,
+                          const std::vector<store::JobSummary>& jobs,
+                          const std::map<std::uint64_t, std::string>& of) {
+  std::size_t runs = 0;
+  std::uint64_t items = 0;
+  double first = 0, last = 0;
+  for (const auto& j : jobs) {
+    const auto it = of.find(j.id);
+    if (it == of.end() || it->second != exp) continue;
+    ++runs;
+    items += j.items_succeeded;
+    first = first == 0 ? j.created : std::min(first, j.created);
+    last = std::max(last, j.ended > 0 ? j.ended : unix_now());
+  }
+  const auto row = reader.experiment(exp);
+  const double created = row ? row->created : first;
+  print_history_row("exp", exp, row ? "explore:" + row->state : "explore", created,
+                    fmt::format("{} runs", runs), items, last - created);
+}
+
+}  // namespace
+
+int print_history(const std::string& db, std::size_t limit, const std::string& state, bool json,
+                  const std::string& experiment) {
   try {
     store::StoreReader reader(db);
-    auto jobs = reader.history(limit, state);
+    auto jobs = reader.history(experiment.empty() ? limit : 0, state);
+    const auto of = reader.experiment_of_jobs();
+    if (!experiment.empty()) {
+      std::erase_if(jobs, [&](const store::JobSummary& j) {
+        const auto it = of.find(j.id);
+        return it == of.end() || it->second != experiment;
+      });
+    }
     if (json) {
       auto out = nlohmann::ordered_json::array();
       for (const auto& j : jobs) {
+        const auto exp = of.find(j.id);
         out.push_back({{"id", j.id},
                        {"name", j.name},
                        {"state", j.state},
@@ -662,7 +708,10 @@ int print_history(const std::string& db, std::size_t limit, const std::string& s
                        {"items_failed", j.items_failed},
                        {"attempts", j.attempts},
                        {"attempts_failed", j.attempts_failed},
-                       {"devices", reader.devices(j.id)}});
+                       {"devices", reader.devices(j.id)},
+                       // The explore experiment the job was a run of; null for a job of its own.
+                       {"experiment", exp == of.end() ? nlohmann::ordered_json(nullptr)
+                                                      : nlohmann::ordered_json(exp->second)}});
       }
       const std::string text =
           out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
@@ -671,15 +720,24 @@ int print_history(const std::string& db, std::size_t limit, const std::string& s
     }
     std::printf("%-6s %-24s %-10s %-20s %14s %10s %10s\n", "ID", "NAME", "STATE", "STARTED (UTC)",
                 "MINI-BATCHES", "ITEMS", "DURATION");
+    // An experiment's runs show as one row (newest first, where its newest run is), unless
+    // --experiment asked for its runs.
+    std::set<std::string> shown;
     for (const auto& j : jobs) {
+      const auto exp = of.find(j.id);
+      if (experiment.empty() && exp != of.end()) {
+        if (shown.insert(exp->second).second) print_experiment_row(reader, exp->second, jobs, of);
+        continue;
+      }
       const double end = j.ended > 0 ? j.ended : unix_now();
-      std::string started = iso_utc(j.created).substr(0, 19);
-      std::printf("%-6llu %-24.24s %-10s %-20s %14s %10llu %9.1fs\n",
-                  static_cast<unsigned long long>(j.id), j.name.c_str(), j.state.c_str(),
-                  started.c_str(), fmt::format("{}/{}", j.succeeded, j.total).c_str(),
-                  static_cast<unsigned long long>(j.items_succeeded), end - j.created);
+      print_history_row(std::to_string(j.id), j.name, j.state, j.created,
+                        fmt::format("{}/{}", j.succeeded, j.total), j.items_succeeded,
+                        end - j.created);
     }
     if (jobs.empty()) std::printf("(no jobs in %s)\n", db.c_str());
+    if (!shown.empty()) {
+      std::printf("(an experiment's runs: fanout history --experiment EXP)\n");
+    }
     return 0;
   } catch (const Failure& f) {
     std::fprintf(stderr, "error: %s\n", f.what());

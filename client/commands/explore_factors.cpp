@@ -132,7 +132,7 @@ Expected<std::vector<ExploreFactor>> make_factors(const config::JobConfig& cfg,
                                                   const ExploreOptions& opt,
                                                   const RunOverrides& ov) {
   std::vector<std::string> names;
-  std::stringstream in(opt.factors.empty() ? "mini_batch_size,workers,prefetch,poll_ms,log_level"
+  std::stringstream in(opt.factors.empty() ? "mini_batch_size,workers,prefetch,poll_ms"
                                            : opt.factors);
   for (std::string n; std::getline(in, n, ',');) {
     if (!n.empty()) names.push_back(n);

@@ -114,6 +114,23 @@ std::vector<std::string> StoreReader::devices(std::uint64_t id) {
   return out;
 }
 
+std::map<std::uint64_t, std::string> StoreReader::experiment_of_jobs() {
+  Statement st(impl_->db,
+               "SELECT job_id, experiment FROM experiment_runs WHERE job_id IS NOT NULL");
+  std::map<std::uint64_t, std::string> out;
+  while (st.step()) out.emplace(st.column_uint64(0), std::string(st.column_text(1)));
+  return out;
+}
+
+std::optional<ExperimentRow> StoreReader::experiment(const std::string& id) {
+  Statement st(impl_->db, "SELECT id, state, created FROM experiments WHERE id = ?1");
+  st.bind(1, id);
+  if (!st.step()) return std::nullopt;
+  return ExperimentRow{.id = std::string(st.column_text(0)),
+                       .state = std::string(st.column_text(1)),
+                       .created = st.column_double(2)};
+}
+
 std::optional<JobSummary> StoreReader::job(std::uint64_t id) {
   impl_->by_id->bind(1, id);
   auto rows = impl_->collect(*impl_->by_id);

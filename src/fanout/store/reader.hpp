@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,12 @@ struct JobSummary {
   std::string log_dir{};
 };
 
+// An experiment of `fanout explore` (table `experiments`).
+struct ExperimentRow {
+  std::string id{}, state{};
+  double created = 0;
+};
+
 // Read-only queries on a store file. Throws Failure{NotFound} when the file does not exist,
 // Failure{Version} when its schema version is not kSchemaVersion. Not thread-safe.
 class StoreReader final {
@@ -45,6 +52,9 @@ class StoreReader final {
   // The accelerators the job's workers were given (attempts.device), distinct and sorted; a
   // scan of the job's attempts, so asked for apart from the summary.
   [[nodiscard]] std::vector<std::string> devices(std::uint64_t id);
+  // The experiment each explore run was for (experiment_runs.job_id), by job id.
+  [[nodiscard]] std::map<std::uint64_t, std::string> experiment_of_jobs();
+  [[nodiscard]] std::optional<ExperimentRow> experiment(const std::string& id);
 
  private:
   struct Impl;
