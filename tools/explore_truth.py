@@ -16,8 +16,8 @@ writes the right answer within its budget.
 Usage: tools/explore_truth.py [--seeds 10] [--budget 5m] [--cases a,b] [--fanout PATH]
        [--min-right 0.9]
 Exit status 1 when a case is right in fewer than --min-right of its seeds. CI runs one seed of
-each (tests/meson.build: it_explore_truth). On a busy shared machine the CPU-bound case is the
-fragile one: other processes take the cores it measures.
+each (tests/meson.build: it_explore_truth). The CPU-bound case is skipped, said so, when the
+machine's load is at least its cores: other processes then hold the cores it measures.
 """
 import argparse
 import os
@@ -137,6 +137,13 @@ def main():
                                           "written (last seed)"))
     for name in a.cases.split(","):
         case = CASES[name]
+        load = os.getloadavg()[0]
+        if name == "cpu-bound" and load >= CORES:
+            # Its truth assumes idle cores: with every core taken by others, more workers cannot
+            # go faster, and explore rightly finds no gain (measured: +27% at load 18 on 2 cores).
+            print("%-12s %-22s SKIPPED: the machine is busy (load %.1f on %d cores); the truth "
+                  "assumes idle cores" % (name, case["truth"], load, CORES), flush=True)
+            continue
         right, runs, wall, got = 0, 0, 0.0, ""
         for seed in range(1, a.seeds + 1):
             ok, n, w, got = run_case(a.fanout, name, case, seed, a.budget, a.keep)
