@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <map>
 #include <optional>
 #include <set>
 #include <vector>
@@ -655,25 +654,32 @@ void print_history_row(const std::string& id, const std::string& name, const std
 }
 
 // An experiment's runs as one row: its id, state, start, runs and items, and the time from its
-// start to its last run's end.
-void print_experiment_row(store::StoreReader& reader, const std::string& exp,
-                          const std::vector<store::JobSummary>& jobs,
-                          const std::map<std::uint64_t, std::string>& of) {
-  std::size_t runs = 0;
-  std::uint64_t items = 0;
-  double first = 0, last = 0;
-  for (const auto& j : jobs) {
-    const auto it = of.find(j.id);
-    if (it == of.end() || it->second != exp) continue;
-    ++runs;
-    items += j.items_succeeded;
-    first = first == 0 ? j.created : std::min(first, j.created);
-    last = std::max(last, j.ended > 0 ? j.ended : unix_now());
-  }
+// start to its last run's end (from the store: its runs beyond the list's limit count too).
+void print_experiment_row(store::StoreReader& reader, const std::string& exp) {
   const auto row = reader.experiment(exp);
-  const double created = row ? row->created : first;
-  print_history_row("exp", exp, row ? "explore:" + row->state : "explore", created,
-                    fmt::format("{} runs", runs), items, last - created);
+  if (!row) return;
+  const double end = row->state == "running" || row->last_ended == 0 ? unix_now() : row->last_ended;
+  print_history_row("exp", exp, row->state, row->created, fmt::format("{} runs", row->runs),
+                    row->items_succeeded, end - row->created);
+}
+
+// The jobs of the history, newest first: `limit` rows once each experiment's runs are one row.
+std::vector<store::JobSummary> history_rows(store::StoreReader& reader, std::size_t limit,
+                                            const std::string& state) {
+  for (std::size_t fetch = limit;; fetch *= 4) {
+    auto jobs = reader.history(fetch, state);
+    std::set<std::string> seen;
+    std::size_t rows = 0, kept = 0;
+    for (const auto& j : jobs) {
+      if (rows == limit && limit != 0) break;
+      ++kept;
+      if (j.experiment.empty() || seen.insert(j.experiment).second) ++rows;
+    }
+    if (limit == 0 || rows == limit || jobs.size() < fetch) {
+      jobs.resize(limit == 0 ? jobs.size() : kept);
+      return jobs;
+    }
+  }
 }
 
 }  // namespace
@@ -682,36 +688,32 @@ int print_history(const std::string& db, std::size_t limit, const std::string& s
                   const std::string& experiment) {
   try {
     store::StoreReader reader(db);
-    auto jobs = reader.history(experiment.empty() ? limit : 0, state);
-    const auto of = reader.experiment_of_jobs();
+    auto jobs = experiment.empty() ? history_rows(reader, limit, state) : reader.history(0, state);
     if (!experiment.empty()) {
-      std::erase_if(jobs, [&](const store::JobSummary& j) {
-        const auto it = of.find(j.id);
-        return it == of.end() || it->second != experiment;
-      });
+      std::erase_if(jobs, [&](const store::JobSummary& j) { return j.experiment != experiment; });
     }
     if (json) {
       auto out = nlohmann::ordered_json::array();
       for (const auto& j : jobs) {
-        const auto exp = of.find(j.id);
-        out.push_back({{"id", j.id},
-                       {"name", j.name},
-                       {"state", j.state},
-                       {"reason", j.reason},
-                       {"created", j.created},
-                       // null while the job runs: it has no end yet.
-                       {"ended", j.ended > 0 ? nlohmann::ordered_json(j.ended) : nullptr},
-                       {"total", j.total},
-                       {"succeeded", j.succeeded},
-                       {"failed", j.failed},
-                       {"items_succeeded", j.items_succeeded},
-                       {"items_failed", j.items_failed},
-                       {"attempts", j.attempts},
-                       {"attempts_failed", j.attempts_failed},
-                       {"devices", reader.devices(j.id)},
-                       // The explore experiment the job was a run of; null for a job of its own.
-                       {"experiment", exp == of.end() ? nlohmann::ordered_json(nullptr)
-                                                      : nlohmann::ordered_json(exp->second)}});
+        out.push_back(
+            {{"id", j.id},
+             {"name", j.name},
+             {"state", j.state},
+             {"reason", j.reason},
+             {"created", j.created},
+             // null while the job runs: it has no end yet.
+             {"ended", j.ended > 0 ? nlohmann::ordered_json(j.ended) : nullptr},
+             {"total", j.total},
+             {"succeeded", j.succeeded},
+             {"failed", j.failed},
+             {"items_succeeded", j.items_succeeded},
+             {"items_failed", j.items_failed},
+             {"attempts", j.attempts},
+             {"attempts_failed", j.attempts_failed},
+             {"devices", reader.devices(j.id)},
+             // The explore experiment the job was a run of; null for a job of its own.
+             {"experiment", j.experiment.empty() ? nlohmann::ordered_json(nullptr)
+                                                 : nlohmann::ordered_json(j.experiment)}});
       }
       const std::string text =
           out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
@@ -724,9 +726,8 @@ int print_history(const std::string& db, std::size_t limit, const std::string& s
     // --experiment asked for its runs.
     std::set<std::string> shown;
     for (const auto& j : jobs) {
-      const auto exp = of.find(j.id);
-      if (experiment.empty() && exp != of.end()) {
-        if (shown.insert(exp->second).second) print_experiment_row(reader, exp->second, jobs, of);
+      if (experiment.empty() && !j.experiment.empty()) {
+        if (shown.insert(j.experiment).second) print_experiment_row(reader, j.experiment);
         continue;
       }
       const double end = j.ended > 0 ? j.ended : unix_now();

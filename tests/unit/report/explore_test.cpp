@@ -1,10 +1,14 @@
-// The analysis of `fanout explore` (the model fit, the measures), on constructed data.
+// The analysis of `fanout explore` (the model fit, the measures) on constructed data, and the
+// dashboard's job list showing an experiment as one row.
 #include "fanout/report/explore.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <set>
+
+#include "fanout/report/dashboard_pages.hpp"
+#include "fanout/store/reader.hpp"
 
 using namespace fanout::report;
 
@@ -179,4 +183,30 @@ TEST_CASE("report.explore.a_treatment_with_failures_is_never_the_best") {
   runs[0].attempts_failed = 1;
   a = analyse(f, runs);
   CHECK(a.best == base);
+}
+
+TEST_CASE("report.explore.the_dashboard_lists_an_experiment_as_one_row_that_opens_to_its_runs") {
+  std::vector<fanout::store::JobSummary> jobs(4);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].id = 4 - i;
+    jobs[i].name = "job" + std::to_string(4 - i);
+    jobs[i].state = "succeeded";
+    jobs[i].items_succeeded = 10;
+  }
+  jobs[0].experiment = jobs[1].experiment = jobs[3].experiment = "exp-20261128-170000";
+  const auto page = dashboard_jobs_page(jobs, "", "");
+  std::size_t rows = 0;
+  for (auto at = page.find("<tr class=\"experiment\""); at != std::string::npos;
+       at = page.find("<tr class=\"experiment\"", at + 1)) {
+    ++rows;
+  }
+  CHECK(rows == 1);
+  CHECK(page.find("exp-20261128-170000 (fanout explore): 3 runs, 30 items") != std::string::npos);
+  CHECK(page.find("<a href=\"/jobs/1\">1</a>") != std::string::npos);  // opens to its runs
+  CHECK(page.find("<td><a href=\"/jobs/2\">job2</a></td>") != std::string::npos);  // its own row
+  CHECK(page.find("<td><a href=\"/jobs/3\">job3</a></td>") == std::string::npos);  // the runs': no
+  CHECK(page.find("<td><a href=\"/jobs/4\">job4</a></td>") == std::string::npos);
+  const auto json = dashboard_jobs_json(jobs);
+  CHECK(json.find("\"experiment\":\"exp-20261128-170000\"") != std::string::npos);
+  CHECK(json.find("\"experiment\":null") != std::string::npos);
 }
