@@ -393,15 +393,7 @@ int report_results(const Experiment& e, const ExploreOptions& opt, const fs::pat
                               report::explore_measures_text(e.factors, e.runs);
   std::printf("\nexperiment %s%s\n%s", e.id.c_str(),
               out_of_budget ? " (stopped at the budget: what it has so far)" : "", summary.c_str());
-  auto a = report::analyse(e.factors, e.runs);
-  a.interactions.clear();
-  for (const auto& i : report::block_interactions(e.factors, e.runs)) {
-    a.interactions.push_back(
-        {i.a, i.b, i.mean_log,
-         fmt::format("{}={} with {}={}: {:+.1f}% ± {:.1f}% (log scale) beyond the two alone",
-                     e.factors[i.a].name, e.factors[i.a].levels[i.level_a], e.factors[i.b].name,
-                     e.factors[i.b].levels[i.level_b], 100 * i.mean_log, 100 * i.half_log)});
-  }
+  const auto a = report::plan_analysis(plan, e.runs);
   const std::string page = (scratch / "explore.html").string();
   if (auto w = write_file_atomic(page, report::explore_html(e.id, e.factors, e.runs, a, summary));
       !w) {

@@ -90,6 +90,13 @@ std::size_t level_index(ExploreFactor& f, const std::string& value) {
   return f.levels.size() - 1;
 }
 
+// A note, once.
+void add_note(Plan& p, std::string note) {
+  if (std::find(p.notes.begin(), p.notes.end(), note) == p.notes.end()) {
+    p.notes.push_back(std::move(note));
+  }
+}
+
 // How far a level is from the factor's base: |log(value / base)| for numbers, else 1.
 double distance(const ExploreFactor& f, std::size_t level) {
   const auto& v = f.levels[level];
@@ -124,7 +131,7 @@ const Candidate* best_of(const std::vector<Candidate>& cs, const ExploreFactor& 
 // One step of the walk for factor f: a level past its best when the best is at the edge of
 // those tried. True when a candidate was added.
 bool walk_factor(Plan& p, std::size_t f, const ExploreRules& rules, const Capacity& cap) {
-  auto& fac = p.factors[f];
+  const auto& fac = p.factors[f];
   const Candidate* best = best_of(p.candidates, fac, f);
   if (!walks(fac.name) || best == nullptr || !numeric(fac.levels[best->level]) ||
       !numeric(fac.levels[fac.base])) {
@@ -140,26 +147,33 @@ bool walk_factor(Plan& p, std::size_t f, const ExploreRules& rules, const Capaci
   const std::string next = next_level(fac.name, fac.levels[best->level], up);
   const std::string at = fac.name + " " + fac.levels[best->level];
   if (next.empty()) {
-    p.notes.push_back(fmt::format("{}: still faster at the edge, which is the factor's limit", at));
+    add_note(p, fmt::format("{}: still faster at the edge, which is the factor's limit", at));
     return false;
   }
   if (fac.name == "workers" && rules.max_workers > 0 && std::stoull(next) > rules.max_workers) {
-    p.notes.push_back(fmt::format(
-        "{}: still faster at the edge; {} workers would pass the limit of {} (4 per core)", at,
-        next, rules.max_workers));
+    add_note(p,
+             fmt::format(
+                 "{}: still faster at the edge; {} workers would pass the limit of {} (4 per core)",
+                 at, next, rules.max_workers));
     return false;
   }
-  Treatment t = base_of(p.factors);
-  t[f] = level_index(fac, next);
-  if (!fits(cap, rules, p.factors, t)) {
-    fac.levels.erase(fac.levels.begin() + static_cast<std::ptrdiff_t>(t[f]),
-                     fac.levels.begin() + static_cast<std::ptrdiff_t>(t[f]) + 1);
-    p.notes.push_back(fmt::format(
-        "{}: still faster at the edge; {} would leave fewer than {} mini-batches per worker in "
-        "the sample (a larger --sample would tell whether the gain goes on)",
-        at, next, rules.batches_per_worker));
+  // Checked on a copy: a level that does not fit is not added (nor an existing one moved).
+  auto trial = p.factors;
+  Treatment t = base_of(trial);
+  t[f] = level_index(trial[f], next);
+  for (const auto& c : p.candidates) {
+    if (c.factor == f && c.level == t[f]) return false;  // tried already
+  }
+  if (!fits(cap, rules, trial, t)) {
+    add_note(
+        p,
+        fmt::format(
+            "{}: still faster at the edge; {} would leave fewer than {} mini-batches per worker in "
+            "the sample (a larger --sample would tell whether the gain goes on)",
+            at, next, rules.batches_per_worker));
     return false;
   }
+  p.factors = std::move(trial);
   p.candidates.push_back({.factor = f, .level = t[f]});
   return true;
 }
@@ -459,6 +473,34 @@ std::string plan_text(const Plan& p, const std::vector<ExploreRun>& runs,
                                : "not confirmed: nothing is recommended");
   }
   return s;
+}
+
+ExploreAnalysis plan_analysis(const Plan& p, const std::vector<ExploreRun>& runs) {
+  auto a = analyse(p.factors, runs);
+  a.interactions.clear();
+  for (const auto& i : block_interactions(p.factors, runs)) {
+    const auto& fa = p.factors[i.a];
+    const auto& fb = p.factors[i.b];
+    a.interactions.push_back(
+        {i.a, i.b, i.mean_log,
+         fmt::format("{}={} with {}={}: {:+.1f}% [{:+.1f}% .. {:+.1f}%] beyond the two alone",
+                     fa.name, fa.levels[i.level_a], fb.name, fb.levels[i.level_b],
+                     100 * (std::exp(i.mean_log) - 1),
+                     100 * (std::exp(i.mean_log - i.half_log) - 1),
+                     100 * (std::exp(i.mean_log + i.half_log) - 1))});
+  }
+  const Treatment base = base_of(p.factors);
+  a.best = p.confirmed ? p.winner : base;
+  for (const auto& t : treatment_measures(runs)) {
+    if (t.treatment == base) a.base_seconds_per_item = t.seconds_per_item;
+    if (t.treatment == a.best) a.best_seconds_per_item = t.seconds_per_item;
+  }
+  const auto& c = p.confirmation;
+  a.speedup = p.confirmed ? MeanInterval{.mean = std::exp(-c.mean_log),
+                                         .half = std::exp(-c.mean_log) * c.half_log,
+                                         .n = c.n}
+                          : MeanInterval{.mean = 1, .half = 0, .n = 0};
+  return a;
 }
 
 std::string confirmed_yaml(const Plan& p) {

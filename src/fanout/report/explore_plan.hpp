@@ -115,6 +115,10 @@ struct BlockInteraction {
 [[nodiscard]] std::string plan_text(const Plan& p, const std::vector<ExploreRun>& runs,
                                     const ExploreRules& rules);
 
+// explore.html's analysis: analyse()'s figures, with the interactions of balanced blocks only and
+// the best treatment the confirmed winner (else the base), its speed-up the confirmation's.
+[[nodiscard]] ExploreAnalysis plan_analysis(const Plan& p, const std::vector<ExploreRun>& runs);
+
 // --write's YAML: the confirmed winner's settings that differ from the base, each with its
 // measured gain and interval in a comment; empty when nothing is confirmed.
 [[nodiscard]] std::string confirmed_yaml(const Plan& p);

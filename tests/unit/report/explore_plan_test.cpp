@@ -162,6 +162,20 @@ TEST_CASE("report.explore_plan.fixed_cost_per_minibatch_walks_mini_batch_size_pa
     CHECK(capped);
     const auto yaml = confirmed_yaml(o.plan);
     CHECK(yaml.find("mini_batch_size: \"16\"") != std::string::npos);
+    // A --resume replays the runs on the stored factors (the walk's levels appended, `initial`
+    // kept): the same plan, to the same end.
+    const auto again = plan_experiment(
+        o.plan.factors, o.runs, ExploreRules{.max_workers = 8, .seed = seed}, capacity(job.items));
+    CHECK(again.phase == Phase::Done);
+    CHECK(again.winner == o.plan.winner);
+    CHECK(again.factors[0].levels == o.plan.factors[0].levels);
+    CHECK(again.confirmed);
+    // explore.html's best is the confirmed winner, its speed-up the confirmation's; no
+    // interaction without a balanced block.
+    const auto a = plan_analysis(o.plan, o.runs);
+    CHECK(a.best == o.plan.winner);
+    CHECK(a.speedup.mean > 2);
+    CHECK(a.interactions.empty());
     CHECK(yaml.find("# mini_batch_size 1 -> 16: time per item -") != std::string::npos);
   }
 }
@@ -201,6 +215,7 @@ TEST_CASE("report.explore_plan.a_setting_without_effect_is_left_alone_and_nothin
     // guard: nothing is written.
     CHECK_FALSE(o.plan.confirmed);
     CHECK(confirmed_yaml(o.plan).empty());
+    CHECK(plan_analysis(o.plan, o.runs).best == Treatment{0});    // the page names no best either
     for (const auto& c : o.plan.candidates) CHECK(c.cmp.n >= 3);  // never judged on fewer runs
   }
 }
