@@ -5,7 +5,7 @@
    the workers are busy about 0.1% of each run's wall time, so no change is called real and
    nothing is written. The same job over 4 files is too small for any setting to be told apart:
    explore says so, runs nothing, records no experiment and writes nothing, even with --write.
-2. The fixed-cost job of issue 48: run() costs 20 ms per mini-batch plus 0.2 ms per item, 2,000
+2. The fixed-cost job: run() costs 20 ms per mini-batch plus 0.2 ms per item, 2,000
    files, mini_batch_size "1", 2 workers. A budget of one second stops after the first run (a run
    is never cut) and writes nothing; --resume continues the same experiment: the levels of
    mini_batch_size walk past 4 to 16 (64 would leave fewer than 4 mini-batches per worker in the
