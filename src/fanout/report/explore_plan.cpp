@@ -128,6 +128,31 @@ const Candidate* best_of(const std::vector<Candidate>& cs, const ExploreFactor& 
   return best;
 }
 
+// Replicates until clear between levels too: when a factor's fastest level is not clearly faster
+// than the level best_of() would pick (nearer the base), both run again (their verdicts back to
+// pending) until the difference is clear or either has max_reps runs.
+void resolve_ties(Plan& p, const ExploreRules& rules) {
+  for (std::size_t f = 0; f < p.factors.size(); ++f) {
+    const Candidate* pick = best_of(p.candidates, p.factors[f], f);
+    if (pick == nullptr) continue;
+    Candidate* fastest = nullptr;
+    for (auto& c : p.candidates) {
+      if (c.factor == f && c.verdict == Verdict::Faster &&
+          (fastest == nullptr || c.cmp.mean_log < fastest->cmp.mean_log)) {
+        fastest = &c;
+      }
+    }
+    if (fastest == pick || fastest->cmp.n >= rules.max_reps || pick->cmp.n >= rules.max_reps) {
+      continue;
+    }
+    const std::size_t pick_level = pick->level;
+    fastest->verdict = Verdict::Pending;
+    for (auto& c : p.candidates) {
+      if (c.factor == f && c.level == pick_level) c.verdict = Verdict::Pending;
+    }
+  }
+}
+
 // One step of the walk for factor f: a level past its best when the best is at the edge of
 // those tried. True when a candidate was added.
 bool walk_factor(Plan& p, std::size_t f, const ExploreRules& rules, const Capacity& cap) {
@@ -355,6 +380,7 @@ Plan plan_experiment(std::vector<ExploreFactor> factors, const std::vector<Explo
       t[c.factor] = c.level;
       c.verdict = judge(t, base, runs, pos, rules, c.cmp);
     }
+    resolve_ties(p, rules);
   }
   p.winner = combine(p, rules, cap);
   p.phase = Phase::Done;
