@@ -602,6 +602,7 @@ Subcommand add_history(CLI::App& app) {
     std::string db, state;
     std::size_t limit = 20;
     bool json = false;
+    std::string experiment{};
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("history", "recent jobs in the store");
@@ -612,11 +613,14 @@ Subcommand add_history(CLI::App& app) {
   cmd->add_option("--state", a->state, "only jobs in this state")
       ->check(CLI::IsMember({"running", "succeeded", "partial", "failed", "cancelled"}));
   cmd->add_flag("--json", a->json, "machine-readable output");
+  cmd->add_option("--experiment", a->experiment,
+                  "the runs of one fanout explore experiment (else each is one row)");
   place_in_help(
       cmd,
       {{"--db", "Options", "PATH"}, {"--limit", "Options", "N"}, {"--state", "Options", "STATE"}});
   return {cmd, [a](const Logger&) {
-            return client::print_history(store_or_default(a->db), a->limit, a->state, a->json);
+            return client::print_history(store_or_default(a->db), a->limit, a->state, a->json,
+                                         a->experiment);
           }};
 }
 
@@ -808,11 +812,13 @@ Subcommand add_explore(CLI::App& app) {
   cmd->add_option("--sample", a->eo.sample, "input files or rows to use: N or P% (default 10%)");
   cmd->add_option("--factors", a->eo.factors,
                   "factors to vary, comma-separated (default: mini_batch_size, workers, "
-                  "prefetch, poll_ms, log_level)");
+                  "prefetch, poll_ms)");
   cmd->add_option("--factor", a->eo.factor_levels,
                   "NAME=L1,L2,...: a factor's levels (repeatable)");
-  cmd->add_option("--repeats", a->eo.repeats, "runs of the base and of the best (noise)")
+  cmd->add_option("--repeats", a->eo.repeats,
+                  "runs of each level, each beside a base run, before a verdict (default 3)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{20}));
+  cmd->add_option("--seed", a->eo.seed, "the rounds' shuffle (default: from the experiment id)");
   cmd->add_option("--write", a->eo.write, "write the best configuration's settings (YAML)");
   cmd->add_option("--resume", a->eo.resume, "continue experiment EXP from the store");
   cmd->add_flag("--verbose", a->eo.verbose,

@@ -12,6 +12,7 @@
 #include <ctime>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "client/commands/follow.hpp"
@@ -649,28 +650,78 @@ JobRun run_job_with_id(const config::JobConfig& cfg, const RunOverrides& ov, Log
   return run_job_path(cfg, ov, std::move(log), JobFeeder{});
 }
 
-int print_history(const std::string& db, std::size_t limit, const std::string& state, bool json) {
+namespace {
+
+// One line of `fanout history`.
+void print_history_row(const std::string& id, const std::string& name, const std::string& state,
+                       double created, const std::string& batches, std::uint64_t items,
+                       double seconds) {
+  std::printf("%-6s %-24.24s %-10s %-20s %14s %10llu %9.1fs\n", id.c_str(), name.c_str(),
+              state.c_str(), iso_utc(created).substr(0, 19).c_str(), batches.c_str(),
+              static_cast<unsigned long long>(items), seconds);
+}
+
+// An experiment's runs as one row: its id, state, start, runs and items, and the time from its
+// start to its last run's end (from the store: its runs beyond the list's limit count too).
+void print_experiment_row(store::StoreReader& reader, const std::string& exp) {
+  const auto row = reader.experiment(exp);
+  if (!row) return;
+  const double end = row->state == "running" || row->last_ended == 0 ? unix_now() : row->last_ended;
+  print_history_row("exp", exp, row->state, row->created, fmt::format("{} runs", row->runs),
+                    row->items_succeeded, end - row->created);
+}
+
+// The jobs of the history, newest first: `limit` rows once each experiment's runs are one row.
+std::vector<store::JobSummary> history_rows(store::StoreReader& reader, std::size_t limit,
+                                            const std::string& state) {
+  for (std::size_t fetch = limit;; fetch *= 4) {
+    auto jobs = reader.history(fetch, state);
+    std::set<std::string> seen;
+    std::size_t rows = 0, kept = 0;
+    for (const auto& j : jobs) {
+      if (rows == limit && limit != 0) break;
+      ++kept;
+      if (j.experiment.empty() || seen.insert(j.experiment).second) ++rows;
+    }
+    if (limit == 0 || rows == limit || jobs.size() < fetch) {
+      jobs.resize(limit == 0 ? jobs.size() : kept);
+      return jobs;
+    }
+  }
+}
+
+}  // namespace
+
+int print_history(const std::string& db, std::size_t limit, const std::string& state, bool json,
+                  const std::string& experiment) {
   try {
     store::StoreReader reader(db);
-    auto jobs = reader.history(limit, state);
+    auto jobs = experiment.empty() ? history_rows(reader, limit, state) : reader.history(0, state);
+    if (!experiment.empty()) {
+      std::erase_if(jobs, [&](const store::JobSummary& j) { return j.experiment != experiment; });
+    }
     if (json) {
       auto out = nlohmann::ordered_json::array();
       for (const auto& j : jobs) {
-        out.push_back({{"id", j.id},
-                       {"name", j.name},
-                       {"state", j.state},
-                       {"reason", j.reason},
-                       {"created", j.created},
-                       // null while the job runs: it has no end yet.
-                       {"ended", j.ended > 0 ? nlohmann::ordered_json(j.ended) : nullptr},
-                       {"total", j.total},
-                       {"succeeded", j.succeeded},
-                       {"failed", j.failed},
-                       {"items_succeeded", j.items_succeeded},
-                       {"items_failed", j.items_failed},
-                       {"attempts", j.attempts},
-                       {"attempts_failed", j.attempts_failed},
-                       {"devices", reader.devices(j.id)}});
+        out.push_back(
+            {{"id", j.id},
+             {"name", j.name},
+             {"state", j.state},
+             {"reason", j.reason},
+             {"created", j.created},
+             // null while the job runs: it has no end yet.
+             {"ended", j.ended > 0 ? nlohmann::ordered_json(j.ended) : nullptr},
+             {"total", j.total},
+             {"succeeded", j.succeeded},
+             {"failed", j.failed},
+             {"items_succeeded", j.items_succeeded},
+             {"items_failed", j.items_failed},
+             {"attempts", j.attempts},
+             {"attempts_failed", j.attempts_failed},
+             {"devices", reader.devices(j.id)},
+             // The explore experiment the job was a run of; null for a job of its own.
+             {"experiment", j.experiment.empty() ? nlohmann::ordered_json(nullptr)
+                                                 : nlohmann::ordered_json(j.experiment)}});
       }
       const std::string text =
           out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
@@ -679,15 +730,23 @@ int print_history(const std::string& db, std::size_t limit, const std::string& s
     }
     std::printf("%-6s %-24s %-10s %-20s %14s %10s %10s\n", "ID", "NAME", "STATE", "STARTED (UTC)",
                 "MINI-BATCHES", "ITEMS", "DURATION");
+    // An experiment's runs show as one row (newest first, where its newest run is), unless
+    // --experiment asked for its runs.
+    std::set<std::string> shown;
     for (const auto& j : jobs) {
+      if (experiment.empty() && !j.experiment.empty()) {
+        if (shown.insert(j.experiment).second) print_experiment_row(reader, j.experiment);
+        continue;
+      }
       const double end = j.ended > 0 ? j.ended : unix_now();
-      std::string started = iso_utc(j.created).substr(0, 19);
-      std::printf("%-6llu %-24.24s %-10s %-20s %14s %10llu %9.1fs\n",
-                  static_cast<unsigned long long>(j.id), j.name.c_str(), j.state.c_str(),
-                  started.c_str(), fmt::format("{}/{}", j.succeeded, j.total).c_str(),
-                  static_cast<unsigned long long>(j.items_succeeded), end - j.created);
+      print_history_row(std::to_string(j.id), j.name, j.state, j.created,
+                        fmt::format("{}/{}", j.succeeded, j.total), j.items_succeeded,
+                        end - j.created);
     }
     if (jobs.empty()) std::printf("(no jobs in %s)\n", db.c_str());
+    if (!shown.empty()) {
+      std::printf("(an experiment's runs: fanout history --experiment EXP)\n");
+    }
     return 0;
   } catch (const Failure& f) {
     std::fprintf(stderr, "error: %s\n", f.what());

@@ -72,6 +72,9 @@ struct JobRun {
 JobRun run_job_with_id(const config::JobConfig& cfg, const RunOverrides& ov, Logger log);
 
 // Prints recent jobs. Returns an exit code.
-int print_history(const std::string& db, std::size_t limit, const std::string& state, bool json);
+// `experiment` non-empty: only that explore experiment's runs; else each experiment's runs are one
+// row (`exp`).
+int print_history(const std::string& db, std::size_t limit, const std::string& state, bool json,
+                  const std::string& experiment = {});
 
 }  // namespace fanout::client

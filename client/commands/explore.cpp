@@ -15,11 +15,15 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "client/commands/client.hpp"
+#include "client/commands/explore_factors.hpp"
+#include "client/commands/explore_store.hpp"
 #include "fanout/config/job_spec.hpp"
 #include "fanout/protocol/exit_codes.hpp"
 #include "fanout/report/explore.hpp"
+#include "fanout/report/explore_plan.hpp"
 #include "fanout/report/report_data.hpp"
 #include "fanout/store/db.hpp"
 #include "fanout/store/schema.hpp"
@@ -36,198 +40,6 @@ using report::ExploreRun;
 using report::Treatment;
 
 constexpr std::uint64_t kSampleSeed = 31;  // the sample is the same on every run and resume
-
-// An experiment as the store holds it.
-struct Experiment {
-  std::string id{}, job_file{}, sample{};
-  double budget_s = 0;
-  std::vector<ExploreFactor> factors{};
-  std::vector<ExploreRun> runs{};
-};
-
-// `base` inserted into `levels`, numbers sorted; the factor with base's index.
-ExploreFactor numeric_factor(std::string name, std::vector<std::uint64_t> levels,
-                             std::uint64_t base) {
-  levels.push_back(base);
-  std::sort(levels.begin(), levels.end());
-  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-  ExploreFactor f{.name = std::move(name), .levels = {}, .base = 0};
-  for (std::size_t i = 0; i < levels.size(); ++i) {
-    if (levels[i] == base) f.base = i;
-    f.levels.push_back(std::to_string(levels[i]));
-  }
-  return f;
-}
-
-// The base (the job's own) level of a factor, as text.
-std::string base_level(const config::JobConfig& cfg, const std::string& name) {
-  if (name == "mini_batch_size") return cfg.mini_batch_size;
-  if (name == "workers") return std::to_string(workers_per_pool(cfg));
-  if (name == "pools") return std::to_string(cfg.instance_count);
-  if (name == "prefetch") return std::to_string(cfg.fanout.prefetch);
-  if (name == "poll_ms") return std::to_string(cfg.fanout.poll_ms);
-  if (name == "log_level") {
-    return cfg.fanout.log_level.empty() ? cfg.logging_level : cfg.fanout.log_level;
-  }
-  if (name == "cpu_affinity") {
-    return cfg.fanout.placement.cpu_affinity.empty() ? "none" : cfg.fanout.placement.cpu_affinity;
-  }
-  if (name == "cores_per_worker") return std::to_string(cfg.fanout.placement.cores_per_worker);
-  if (name == "curve") return "on";  // the base: an encrypted TCP interchange
-  return {};
-}
-
-// The default levels of a factor around the job's own setting.
-Expected<ExploreFactor> default_factor(const config::JobConfig& cfg, const std::string& name) {
-  if (name == "mini_batch_size") {
-    if (cfg.mini_batch_files == 0) {
-      return make_error(ErrorCode::InvalidArgument,
-                        "explore: mini_batch_size " + cfg.mini_batch_size +
-                            " is a size; give its levels with --factor mini_batch_size=...");
-    }
-    const auto b = cfg.mini_batch_files;
-    return numeric_factor(name, {std::max<std::uint64_t>(1, b / 4), b * 4}, b);
-  }
-  if (name == "workers") {
-    const auto w = workers_per_pool(cfg);
-    return numeric_factor(name, {std::max<std::uint64_t>(1, w / 2), 2ULL * w}, w);
-  }
-  if (name == "pools") return numeric_factor(name, {1, 2}, cfg.instance_count);
-  if (name == "prefetch") return numeric_factor(name, {0, 2, 8}, cfg.fanout.prefetch);
-  if (name == "poll_ms") return numeric_factor(name, {1, 10, 50}, cfg.fanout.poll_ms);
-  if (name == "cores_per_worker") {
-    return numeric_factor(name, {1, 2}, cfg.fanout.placement.cores_per_worker);
-  }
-  const std::string base = base_level(cfg, name);
-  std::vector<std::string> levels;
-  if (name == "log_level") levels = {"WARNING", "INFO", "DEBUG"};
-  if (name == "cpu_affinity") levels = {"none", "block"};
-  if (name == "curve") levels = {"on", "off"};
-  if (levels.empty()) {
-    return make_error(ErrorCode::InvalidArgument,
-                      "explore: --factors: unknown factor '" + name +
-                          "' (mini_batch_size, workers, pools, prefetch, poll_ms, log_level, "
-                          "cpu_affinity, cores_per_worker, curve)");
-  }
-  if (std::find(levels.begin(), levels.end(), base) == levels.end())
-    levels.insert(levels.begin(), base);
-  const auto at = std::find(levels.begin(), levels.end(), base) - levels.begin();
-  return ExploreFactor{name, levels, static_cast<std::size_t>(at)};
-}
-
-// The user's levels `NAME=L1,L2,...`; the job's own level is added when missing (first).
-Expected<ExploreFactor> named_levels(const config::JobConfig& cfg, const std::string& spec) {
-  const auto eq = spec.find('=');
-  if (eq == std::string::npos || eq + 1 == spec.size()) {
-    return make_error(ErrorCode::InvalidArgument,
-                      "explore: --factor " + spec + ": expected NAME=LEVEL,LEVEL,...");
-  }
-  const std::string name = spec.substr(0, eq);
-  if (auto d = default_factor(cfg, name); !d && name != "mini_batch_size")
-    return Unexpected{d.error()};
-  ExploreFactor f{.name = name, .levels = {}, .base = 0};
-  std::stringstream in(spec.substr(eq + 1));
-  for (std::string l; std::getline(in, l, ',');) {
-    if (!l.empty()) f.levels.push_back(l);
-  }
-  if (name == "curve") {
-    for (const auto& l : f.levels) {
-      if (l != "on" && l != "off") {
-        return make_error(
-            ErrorCode::InvalidArgument,
-            "explore: --factor " + spec + ": curve's levels are on and off, not '" + l + "'");
-      }
-    }
-  }
-  const std::string base = base_level(cfg, name);
-  auto it = std::find(f.levels.begin(), f.levels.end(), base);
-  if (it == f.levels.end()) it = f.levels.insert(f.levels.begin(), base);
-  f.base = static_cast<std::size_t>(it - f.levels.begin());
-  return f;
-}
-
-// Why Curve cannot be varied for this job's runs; empty when it can: only the interchange that
-// explore starts itself (the local embedded default) listens as a treatment says.
-std::string curve_fixed_reason(const config::JobConfig& cfg, const RunOverrides& ov) {
-  if (!ov.interchange.empty()) {
-    return "the runs go to --interchange " + ov.interchange + ", which listens as it was started";
-  }
-  if (cfg.fanout.launch.kind != "local") {
-    return "pools launched by " + cfg.fanout.launch.kind +
-           " always reach the interchange with Curve";
-  }
-  return {};
-}
-
-// The factors of a new experiment: --factors (or the defaults), each with --factor's levels.
-// Curve is dropped, said once, where it cannot be varied.
-Expected<std::vector<ExploreFactor>> make_factors(const config::JobConfig& cfg,
-                                                  const ExploreOptions& opt,
-                                                  const RunOverrides& ov) {
-  std::vector<std::string> names;
-  std::stringstream in(opt.factors.empty() ? "mini_batch_size,workers,prefetch,poll_ms,log_level"
-                                           : opt.factors);
-  for (std::string n; std::getline(in, n, ',');) {
-    if (!n.empty()) names.push_back(n);
-  }
-  for (const auto& spec : opt.factor_levels) {
-    const std::string n = spec.substr(0, spec.find('='));
-    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-  }
-  std::vector<ExploreFactor> out;
-  for (const auto& n : names) {
-    auto it = std::find_if(opt.factor_levels.begin(), opt.factor_levels.end(),
-                           [&](const std::string& s) { return s.substr(0, s.find('=')) == n; });
-    auto f = it != opt.factor_levels.end() ? named_levels(cfg, *it) : default_factor(cfg, n);
-    if (!f) return Unexpected{f.error()};
-    if (n == "curve" && !curve_fixed_reason(cfg, ov).empty()) {
-      std::printf("note: explore: curve is not a factor of this experiment: %s\n",
-                  curve_fixed_reason(cfg, ov).c_str());
-      continue;
-    }
-    if (f->levels.size() > 1) out.push_back(std::move(*f));
-  }
-  if (out.empty())
-    return make_error(ErrorCode::InvalidArgument, "explore: no factor has two levels");
-  return out;
-}
-
-// Writes a treatment's levels into a copy of the job's configuration.
-Expected<void> apply_treatment(config::JobConfig& cfg, const std::vector<ExploreFactor>& factors,
-                               const Treatment& t) {
-  for (std::size_t i = 0; i < factors.size(); ++i) {
-    const auto& name = factors[i].name;
-    const auto& v = factors[i].levels[t[i]];
-    try {
-      if (name == "mini_batch_size") {
-        auto b = config::parse_batch_size(v);
-        if (!b) return Unexpected{b.error()};
-        cfg.mini_batch_size = v;
-        cfg.mini_batch_size_written = true;
-        cfg.mini_batch_files = b->files;
-        cfg.mini_batch_bytes = b->bytes;
-      } else if (name == "workers") {
-        cfg.fanout.workers = static_cast<std::uint32_t>(std::stoul(v));
-      } else if (name == "pools") {
-        cfg.instance_count = static_cast<std::uint32_t>(std::stoul(v));
-      } else if (name == "prefetch") {
-        cfg.fanout.prefetch = static_cast<std::uint32_t>(std::stoul(v));
-      } else if (name == "poll_ms") {
-        cfg.fanout.poll_ms = static_cast<std::uint32_t>(std::stoul(v));
-      } else if (name == "log_level") {
-        cfg.fanout.log_level = v;
-      } else if (name == "cpu_affinity") {
-        cfg.fanout.placement.cpu_affinity = v == "none" ? "" : v;
-      } else if (name == "cores_per_worker") {
-        cfg.fanout.placement.cores_per_worker = static_cast<std::uint32_t>(std::stoul(v));
-      }  // curve is not the job's setting: run_overrides() sets how the interchange listens
-    } catch (const std::exception&) {
-      return make_error(ErrorCode::InvalidArgument,
-                        "explore: factor " + name + ": level '" + v + "' is not a number");
-    }
-  }
-  return {};
-}
 
 // How many of `n` things the sample keeps: "N", "P%", or 10% when empty (at least 1).
 Expected<std::size_t> sample_count(const std::string& spec, std::size_t n) {
@@ -316,6 +128,104 @@ Expected<void> sample_inputs(config::JobConfig& cfg, const std::string& spec,
   return {};
 }
 
+// The sample's size: the input's items (files of the first folder input, or rows of the first
+// file input), the items in one base mini-batch, and the rule's choice.
+struct SampleSize {
+  report::SampleChoice choice{};
+  std::uint64_t input_items = 0;
+  double bytes_per_item = 0;  // rows' mean size, for a mini_batch_size given in bytes
+  std::uint64_t items_per_batch = 1;
+};
+
+// Items in one mini-batch of `cfg`: files, or rows of the mean size.
+std::uint64_t batch_items(const config::JobConfig& cfg, double bytes_per_item) {
+  if (cfg.mini_batch_files > 0) return cfg.mini_batch_files;
+  if (cfg.mini_batch_bytes > 0 && bytes_per_item > 0) {
+    return std::max<std::uint64_t>(
+        1, static_cast<std::uint64_t>(static_cast<double>(cfg.mini_batch_bytes) / bytes_per_item));
+  }
+  return 1;
+}
+
+Expected<SampleSize> size_sample(const config::JobConfig& cfg, const std::string& spec,
+                                 const report::ExploreRules& rules) {
+  SampleSize s;
+  for (const auto& in : cfg.inputs) {
+    if (in.path.empty() || (in.type != "uri_folder" && in.type != "uri_file")) continue;
+    std::error_code ec;
+    if (in.type == "uri_folder") {
+      for (auto it = fs::recursive_directory_iterator(in.path, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_regular_file()) ++s.input_items;
+      }
+    } else {
+      std::ifstream f(in.path);
+      std::uint64_t bytes = 0;
+      for (std::string l; std::getline(f, l);) {
+        ++s.input_items;
+        bytes += l.size() + 1;
+      }
+      const auto ext = fs::path(in.path).extension().string();
+      if ((ext == ".csv" || ext == ".tsv") && s.input_items > 0) --s.input_items;
+      if (s.input_items > 0) s.bytes_per_item = static_cast<double>(bytes) / s.input_items;
+    }
+    break;
+  }
+  if (s.input_items == 0) {
+    s.choice.items = 0;
+    return s;  // sample_inputs names the empty input
+  }
+  auto requested = sample_count(spec, s.input_items);
+  if (!requested) return Unexpected{requested.error()};
+  s.items_per_batch = batch_items(cfg, s.bytes_per_item);
+  s.choice = report::choose_sample(
+      s.input_items, *requested, s.items_per_batch,
+      workers_per_pool(cfg) * std::max<std::uint32_t>(1, cfg.instance_count), rules);
+  return s;
+}
+
+// What a treatment's run makes of the sample: its mini-batches and its workers in all.
+report::Capacity capacity_of(const config::JobConfig& base, std::uint64_t items,
+                             std::uint64_t base_batch) {
+  auto with = [base](const std::vector<ExploreFactor>& factors, const Treatment& t) {
+    config::JobConfig c = base;
+    (void)apply_treatment(c, factors, t);
+    return c;
+  };
+  report::Capacity cap;
+  cap.mini_batches = [with, items, base_batch, base](const std::vector<ExploreFactor>& f,
+                                                     const Treatment& t) {
+    const auto c = with(f, t);
+    // A size in bytes: scaled from the base's items per mini-batch.
+    std::uint64_t per = c.mini_batch_files;
+    if (per == 0 && base.mini_batch_bytes > 0) {
+      per = std::max<std::uint64_t>(1, base_batch * c.mini_batch_bytes / base.mini_batch_bytes);
+    }
+    per = std::max<std::uint64_t>(per, 1);
+    return (items + per - 1) / per;
+  };
+  cap.workers = [with](const std::vector<ExploreFactor>& f, const Treatment& t) {
+    const auto c = with(f, t);
+    return static_cast<std::uint64_t>(workers_per_pool(c)) *
+           std::max<std::uint32_t>(1, c.instance_count);
+  };
+  return cap;
+}
+
+// The rules of this invocation: --repeats runs of each level before a verdict (at least 2),
+// at least 3 of each side in the confirmation, and a seed from --seed or the experiment's id.
+report::ExploreRules explore_rules(const ExploreOptions& opt, const std::string& id) {
+  report::ExploreRules r;
+  r.min_reps = std::max<std::size_t>(2, opt.repeats);
+  r.max_reps = std::max<std::size_t>(6, 2 * r.min_reps);
+  r.confirm_reps = std::max<std::size_t>(3, opt.repeats);
+  r.max_workers = 4 * std::max(1U, std::thread::hardware_concurrency());
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a of the id: the same on every --resume
+  for (char c : id) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  r.seed = opt.seed != 0 ? opt.seed : h;
+  return r;
+}
+
 // Every output of one run goes to its own folder under the scratch folder.
 void scratch_outputs(config::JobConfig& cfg, const fs::path& dir) {
   for (auto& o : cfg.outputs) {
@@ -327,154 +237,6 @@ void scratch_outputs(config::JobConfig& cfg, const fs::path& dir) {
     cfg.append_row_to = (dir / fs::path(cfg.append_row_to).filename()).string();
   }
 }
-
-std::string factors_text(const std::vector<ExploreFactor>& factors) {
-  std::string s;
-  for (const auto& f : factors) {
-    s += f.name + "\t" + std::to_string(f.base);
-    for (const auto& l : f.levels) s += "\t" + l;
-    s += "\n";
-  }
-  return s;
-}
-
-std::vector<ExploreFactor> parse_factors(const std::string& text) {
-  std::vector<ExploreFactor> out;
-  std::stringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    std::stringstream ls(line);
-    ExploreFactor f;
-    std::string base;
-    std::getline(ls, f.name, '\t');
-    std::getline(ls, base, '\t');
-    f.base = std::stoul(base);
-    for (std::string l; std::getline(ls, l, '\t');) f.levels.push_back(l);
-    out.push_back(std::move(f));
-  }
-  return out;
-}
-
-std::string treatment_key(const Treatment& t) {
-  std::string s;
-  for (auto l : t) s += (s.empty() ? "" : " ") + std::to_string(l);
-  return s;
-}
-
-// The experiment's rows in the store (the runs in order).
-class ExperimentStore {
- public:
-  ExperimentStore(const std::string& path, const Logger& log)
-      : db_(path, store::Db::Mode::ReadWriteCreate) {
-    store::apply_migrations(db_, log);
-  }
-
-  void create(const Experiment& e) {
-    store::Statement s(db_,
-                       "INSERT INTO experiments (id, created, job_file, budget_s, sample, factors, "
-                       "state) VALUES (?, ?, ?, ?, ?, ?, 'running')");
-    s.bind(1, e.id).bind(2, unix_now()).bind(3, e.job_file).bind(4, e.budget_s);
-    const std::string factors = factors_text(e.factors);  // bound, not copied: must outlive run()
-    s.bind(5, e.sample).bind(6, factors);
-    s.run();
-  }
-
-  // The experiment `id` and its runs; false when there is none.
-  bool load(const std::string& id, Experiment& e) {
-    store::Statement s(db_,
-                       "SELECT job_file, budget_s, sample, factors FROM experiments WHERE id = ?");
-    s.bind(1, id);
-    if (!s.step()) return false;
-    e = {.id = id,
-         .job_file = std::string(s.column_text(0)),
-         .sample = std::string(s.column_text(2)),
-         .budget_s = s.column_double(1),
-         .factors = parse_factors(std::string(s.column_text(3))),
-         .runs = {}};
-    store::Statement r(db_,
-                       "SELECT treatment, coalesce(seconds_per_item, 0), wall_s, "
-                       "coalesce(job_id, 0), ok FROM experiment_runs WHERE experiment = ? "
-                       "ORDER BY seq");
-    r.bind(1, id);
-    while (r.step()) {
-      ExploreRun run{.treatment = {},
-                     .seconds_per_item = r.column_double(1),
-                     .wall_s = r.column_double(2),
-                     .job_id = r.column_uint64(3),
-                     .ok = r.column_int64(4) != 0};
-      std::stringstream in{std::string(r.column_text(0))};
-      for (std::size_t l; in >> l;) run.treatment.push_back(l);
-      e.runs.push_back(std::move(run));
-    }
-    for (auto& run : e.runs) add_measures(run);
-    return true;
-  }
-
-  // The measures of a run beyond time per item, from its job's attempts (computed when needed
-  // rather than stored: the job's rows are the record, and no schema change is needed).
-  void add_measures(ExploreRun& run) {
-    if (run.job_id == 0) return;
-    store::Statement a(db_,
-                       "SELECT status, elapsed_s, run_s FROM attempts WHERE job_id = ? "
-                       "ORDER BY id");
-    a.bind(1, run.job_id);
-    std::vector<double> overheads;
-    double run_s = 0;
-    run.attempts = run.attempts_failed = 0;
-    while (a.step()) {
-      ++run.attempts;
-      if (a.column_text(0) != "RUN_DONE") {
-        ++run.attempts_failed;
-        continue;
-      }
-      run_s += a.column_double(2);
-      overheads.push_back(std::max(0.0, a.column_double(1) - a.column_double(2)));
-    }
-    if (!overheads.empty()) {
-      auto mid = overheads.begin() + static_cast<std::ptrdiff_t>(overheads.size() / 2);
-      std::nth_element(overheads.begin(), mid, overheads.end());
-      run.overhead_s = *mid;
-    }
-    const std::uint64_t workers = job_workers(run.job_id);
-    if (workers > 0 && run.wall_s > 0) {
-      run.utilisation = run_s / (static_cast<double>(workers) * run.wall_s);
-    }
-  }
-
-  void add_run(const std::string& id, std::size_t seq, const ExploreRun& r) {
-    store::Statement s(db_,
-                       "INSERT INTO experiment_runs (experiment, seq, job_id, treatment, "
-                       "seconds_per_item, wall_s, ok) VALUES (?, ?, ?, ?, ?, ?, ?)");
-    s.bind(1, id).bind(2, static_cast<std::int64_t>(seq)).bind(3, r.job_id);
-    const std::string treatment = treatment_key(r.treatment);  // bound, not copied
-    s.bind(4, treatment).bind(5, r.seconds_per_item).bind(6, r.wall_s);
-    s.bind(7, static_cast<std::int64_t>(r.ok ? 1 : 0));
-    s.run();
-  }
-
-  void set_state(const std::string& id, const std::string& state) {
-    store::Statement s(db_, "UPDATE experiments SET state = ? WHERE id = ?");
-    s.bind(1, state).bind(2, id);
-    s.run();
-  }
-
- private:
-  // The workers of the pools that ran the job's attempts; without their count, the worker
-  // processes seen in its attempts.
-  std::uint64_t job_workers(std::uint64_t job_id) {
-    store::Statement p(db_,
-                       "SELECT coalesce(sum(workers), 0) FROM pools WHERE id IN "
-                       "(SELECT DISTINCT pool_id FROM attempts WHERE job_id = ?)");
-    p.bind(1, job_id);
-    if (p.step() && p.column_uint64(0) > 0) return p.column_uint64(0);
-    store::Statement w(db_,
-                       "SELECT count(DISTINCT coalesce(pool_id, 0) || '/' || coalesce(process, "
-                       "worker_pid)) FROM attempts WHERE job_id = ?");
-    w.bind(1, job_id);
-    return w.step() ? w.column_uint64(0) : 0;
-  }
-
-  store::Db db_;
-};
 
 // What the runs need beyond the experiment: the sampled job, the run's overrides, the store.
 struct Runner {
@@ -582,24 +344,30 @@ void print_run(const Experiment& e, const ExploreRun& run, bool verbose, const f
   std::fflush(stdout);
 }
 
-// Runs the treatments from index `from` of the experiment's runs on; stops at the budget: a run
-// is not started when the runs' mean wall time would take the experiment past it. One line per
-// run: its treatment, then (once it ended) its result.
-void run_treatments(Runner& r, Experiment& e, const std::vector<Treatment>& design,
-                    std::size_t from) {
-  for (std::size_t i = 0; i < design.size() && !r.out_of_budget; ++i) {
-    const std::size_t seq = from + i;
-    if (seq < e.runs.size()) continue;  // done before a --resume
+// Runs what the plan says next until it is done or the budget would be passed: a run is not
+// started when the runs' mean wall time would take this invocation past it. One line per run:
+// its treatment, then (once it ended) its result. Levels the walk added are stored.
+report::Plan run_plan(Runner& r, Experiment& e, const report::ExploreRules& rules,
+                      const report::Capacity& cap) {
+  for (;;) {
+    auto plan = report::plan_experiment(e.factors, e.runs, rules, cap);
+    if (factors_text(plan.factors) != factors_text(e.factors)) {
+      e.factors = plan.factors;
+      r.store->set_factors(e.id, e.factors);
+    }
+    if (plan.phase == report::Phase::Done) return plan;
     const double estimate = r.done == 0 ? 0 : r.used_s / static_cast<double>(r.done);
     if (r.used_s + estimate > e.budget_s) {
       r.out_of_budget = true;
-      break;
+      return plan;
     }
-    std::printf("run %zu: %s%s", seq + 1, report::treatment_text(e.factors, design[i]).c_str(),
-                r.verbose ? "\n" : ": ");
+    const std::size_t seq = e.runs.size();
+    std::printf("run %zu (%s): %s%s", seq + 1,
+                plan.phase == report::Phase::Confirm ? "confirm" : "screen",
+                report::treatment_text(e.factors, plan.next).c_str(), r.verbose ? "\n" : ": ");
     std::fflush(stdout);
     const fs::path output = r.scratch / "runs" / std::to_string(seq) / "fanout-run.log";
-    auto run = run_one(r, e, design[i], seq, output);
+    auto run = run_one(r, e, plan.next, seq, output);
     r.used_s += run.wall_s;
     ++r.done;
     r.store->add_run(e.id, seq, run);
@@ -608,53 +376,42 @@ void run_treatments(Runner& r, Experiment& e, const std::vector<Treatment>& desi
   }
 }
 
-// Stage 2: the factors that mattered, at their base and best levels, in a fractional factorial,
-// then the best of those repeated; empty when no factor mattered (nothing left to learn).
-std::vector<Treatment> second_stage(const Experiment& e, std::size_t repeats) {
-  const auto a = report::analyse(e.factors, e.runs);
-  std::vector<std::size_t> chosen, lo, hi;
-  Treatment all_best(e.factors.size());  // every factor at its best level
-  for (std::size_t i = 0; i < e.factors.size(); ++i) all_best[i] = e.factors[i].base;
-  for (const auto& f : a.effects) {
-    if (!f.matters || f.best_level == e.factors[f.factor].base || chosen.size() == 5) continue;
-    chosen.push_back(f.factor);
-    lo.push_back(std::min(f.best_level, e.factors[f.factor].base));
-    hi.push_back(std::max(f.best_level, e.factors[f.factor].base));
-    all_best[f.factor] = f.best_level;
-  }
-  if (chosen.empty()) return {};
-  // One factor: its best level repeated measures the noise of the answer.
-  if (chosen.size() == 1)
-    return std::vector<Treatment>(std::max<std::size_t>(repeats, 2) - 1, all_best);
-  auto design = report::fractional_factorial(e.factors, chosen, lo, hi, 8);
-  for (std::size_t i = 1; i < repeats; ++i) design.push_back(all_best);
-  return design;
-}
-
-// The results: the terminal summary, explore.html in the scratch folder, --write's YAML.
+// The results: the terminal summary, explore.html in the scratch folder, --write's YAML (only
+// what the confirmation backs).
 int report_results(const Experiment& e, const ExploreOptions& opt, const fs::path& scratch,
+                   const report::Plan& plan, const report::ExploreRules& rules,
                    bool out_of_budget) {
-  const auto a = report::analyse(e.factors, e.runs);
   if (std::none_of(e.runs.begin(), e.runs.end(), [](const ExploreRun& r) { return r.ok; })) {
     std::fprintf(stderr, "error: explore %s: no run succeeded (see the jobs: fanout history)\n",
                  e.id.c_str());
     return proto::kExitFailed;
   }
+  std::size_t ok = 0;
+  for (const auto& run : e.runs) ok += run.ok ? 1 : 0;
+  const std::string summary = fmt::format("{} runs ({} succeeded)\n", e.runs.size(), ok) +
+                              report::plan_text(plan, e.runs, rules) +
+                              report::explore_measures_text(e.factors, e.runs);
   std::printf("\nexperiment %s%s\n%s", e.id.c_str(),
-              out_of_budget ? " (stopped at the budget: what it has so far)" : "",
-              report::explore_text(e.factors, e.runs, a).c_str());
+              out_of_budget ? " (stopped at the budget: what it has so far)" : "", summary.c_str());
+  const auto a = report::plan_analysis(plan, e.runs);
   const std::string page = (scratch / "explore.html").string();
-  if (auto w = write_file_atomic(page, report::explore_html(e.id, e.factors, e.runs, a)); !w) {
+  if (auto w = write_file_atomic(page, report::explore_html(e.id, e.factors, e.runs, a, summary));
+      !w) {
     std::fprintf(stderr, "error: %s\n", w.error().message.c_str());
     return proto::kExitFailed;
   }
   std::printf("page written to %s\n", page.c_str());
   if (!opt.write.empty()) {
-    if (auto w = write_file_atomic(opt.write, report::explore_yaml(e.factors, a.best)); !w) {
+    const std::string yaml = report::confirmed_yaml(plan);
+    if (yaml.empty()) {
+      std::printf("nothing written to %s: no setting's gain was confirmed%s\n", opt.write.c_str(),
+                  out_of_budget ? " within the budget (--resume continues)" : "");
+    } else if (auto w = write_file_atomic(opt.write, yaml); !w) {
       std::fprintf(stderr, "error: %s\n", w.error().message.c_str());
       return proto::kExitFailed;
+    } else {
+      std::printf("confirmed settings written to %s\n", opt.write.c_str());
     }
-    std::printf("best settings written to %s\n", opt.write.c_str());
   }
   return proto::kExitOk;
 }
@@ -730,6 +487,19 @@ int run_explore(const ExploreOptions& opt, const RunOverrides& ov, const Logger&
   }
   auto cfg = load_prepared(opt.resume.empty() ? opt.job_file : stored.job_file, ov);
   if (!cfg) return proto::kExitUsage;
+  // The sample is sized before anything is recorded: too small an input ends here.
+  const auto sample =
+      size_sample(*cfg, opt.resume.empty() ? opt.sample : stored.sample, explore_rules(opt, ""));
+  if (!sample) {
+    std::fprintf(stderr, "error: %s\n", sample.error().message.c_str());
+    return proto::kExitUsage;
+  }
+  if (sample->choice.too_small) {
+    std::printf("explore: %s\nnothing was run%s\n", sample->choice.note.c_str(),
+                opt.write.empty() ? "" : "; nothing written");
+    return proto::kExitUsage;
+  }
+  if (!sample->choice.note.empty()) std::printf("note: explore: %s\n", sample->choice.note.c_str());
   auto e = open_experiment(opt, &*cfg, ov, *st);
   if (!e) {
     std::fprintf(stderr, "error: %s\n", e.error().message.c_str());
@@ -737,7 +507,7 @@ int run_explore(const ExploreOptions& opt, const RunOverrides& ov, const Logger&
   }
   Runner r{.base = *cfg, .ov = ov, .db = db, .scratch = {}, .log = log, .store = &*st};
   r.scratch = fs::absolute(db).parent_path() / "explore" / e->id;
-  if (auto s = sample_inputs(r.base, e->sample, r.scratch); !s) {
+  if (auto s = sample_inputs(r.base, std::to_string(sample->choice.items), r.scratch); !s) {
     std::fprintf(stderr, "error: %s\n", s.error().message.c_str());
     return proto::kExitUsage;
   }
@@ -766,18 +536,11 @@ int run_explore(const ExploreOptions& opt, const RunOverrides& ov, const Logger&
   e->budget_s = opt.budget_s;
   std::printf("experiment %s: %zu factors, budget %.0f s, store %s\n", e->id.c_str(),
               e->factors.size(), e->budget_s, db.c_str());
-  const auto first = report::one_factor_design(e->factors, opt.repeats);
-  run_treatments(r, *e, first, 0);
-  if (!r.out_of_budget) {
-    const auto second = second_stage(*e, opt.repeats);
-    if (second.empty()) {
-      std::printf(
-          "no factor's best level differs from the base beyond the noise: no second stage\n");
-    }
-    run_treatments(r, *e, second, first.size());
-  }
+  const auto rules = explore_rules(opt, e->id);
+  const auto cap = capacity_of(r.base, sample->choice.items, sample->items_per_batch);
+  const auto plan = run_plan(r, *e, rules, cap);
   st->set_state(e->id, r.out_of_budget ? "budget" : "done");
-  return report_results(*e, opt, r.scratch, r.out_of_budget);
+  return report_results(*e, opt, r.scratch, plan, rules, r.out_of_budget);
 }
 
 }  // namespace fanout::client

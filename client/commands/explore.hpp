@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,9 @@ struct ExploreOptions {
   std::vector<std::string> factor_levels{};  // NAME=L1,L2,... (repeatable)
   std::string write{};                       // the winning settings' YAML
   std::string resume{};                      // an experiment id to continue
-  std::size_t repeats = 3;                   // runs of the base (and of the best) for the noise
-  bool verbose = false;  // each run's own progress and summary too (else one line per run)
+  std::size_t repeats = 3;  // runs of each level (beside the base) before a verdict, at least 2
+  std::uint64_t seed = 0;   // the rounds' shuffle; 0: from the experiment's id
+  bool verbose = false;     // each run's own progress and summary too (else one line per run)
 };
 
 // Runs or resumes the experiment. Returns the exit code: 0 analysed (budget reached included),

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <set>
 
 #include "fanout/report/compare.hpp"
 #include "fanout/report/html_report.hpp"
@@ -139,6 +140,25 @@ void job_row(std::string& o, const store::JobSummary& j) {
       j.succeeded + j.failed, j.total, j.items_succeeded, j.failed, j.attempts_failed);
 }
 
+// An explore experiment's runs as one row that opens (a <details>) to the list of its runs.
+void experiment_row(std::string& o, const std::string& exp,
+                    const std::vector<store::JobSummary>& jobs) {
+  std::string runs;
+  std::size_t n = 0;
+  std::uint64_t items = 0;
+  for (const auto& j : jobs) {
+    if (j.experiment != exp) continue;
+    ++n;
+    items += j.items_succeeded;
+    runs += fmt::format(" <a href=\"/jobs/{0}\">{0}</a>&nbsp;<span class=\"state-{1}\">{1}</span>",
+                        j.id, html_escape(j.state));
+  }
+  o += fmt::format(
+      "<tr class=\"experiment\"><td></td><td>exp</td><td colspan=\"9\"><details><summary>"
+      "{} (fanout explore): {} runs, {} items</summary>{}</details></td></tr>\n",
+      html_escape(exp), n, items, runs);
+}
+
 }  // namespace
 
 std::string dashboard_jobs_page(const std::vector<store::JobSummary>& jobs, std::string_view state,
@@ -156,7 +176,15 @@ std::string dashboard_jobs_page(const std::vector<store::JobSummary>& jobs, std:
   b += "<form method=\"get\" action=\"/compare\"><table id=\"jobs\"><tr><th></th><th>job</th>"
        "<th>name</th><th>state</th><th>created</th><th>ended</th><th>mini-batches done</th>"
        "<th>items</th><th>failed</th><th>failed attempts</th><th></th></tr>\n";
-  for (const auto& j : jobs) job_row(b, j);
+  // An experiment's runs are one row, where its newest run is.
+  std::set<std::string> shown;
+  for (const auto& j : jobs) {
+    if (j.experiment.empty()) {
+      job_row(b, j);
+    } else if (shown.insert(j.experiment).second) {
+      experiment_row(b, j.experiment, jobs);
+    }
+  }
   b += "</table>\n";
   if (jobs.empty()) b += "<p class=\"note\">No job matches.</p>\n";
   b += "<button>compare the checked jobs</button></form>\n";
@@ -173,9 +201,16 @@ std::string dashboard_jobs_json(const std::vector<store::JobSummary>& jobs) {
     json_quote(j, s.state);
     j += fmt::format(
         ",\"created\":{:.3f},\"ended\":{:.3f},\"total\":{},\"succeeded\":{},\"failed\":{},"
-        "\"items_succeeded\":{},\"items_failed\":{},\"attempts\":{},\"attempts_failed\":{}}}",
+        "\"items_succeeded\":{},\"items_failed\":{},\"attempts\":{},\"attempts_failed\":{},"
+        "\"experiment\":",
         s.created, s.ended, s.total, s.succeeded, s.failed, s.items_succeeded, s.items_failed,
         s.attempts, s.attempts_failed);
+    if (s.experiment.empty()) {
+      j += "null}";
+    } else {
+      json_quote(j, s.experiment);
+      j += "}";
+    }
   }
   return j + "]";
 }

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -266,51 +265,6 @@ std::vector<LevelMeasures> level_measures(const std::vector<ExploreFactor>& fact
   return out;
 }
 
-std::vector<Treatment> one_factor_design(const std::vector<ExploreFactor>& factors,
-                                         std::size_t repeats) {
-  Treatment base(factors.size());
-  for (std::size_t i = 0; i < factors.size(); ++i) base[i] = factors[i].base;
-  std::vector<Treatment> out(std::max<std::size_t>(repeats, 1), base);
-  for (std::size_t f = 0; f < factors.size(); ++f) {
-    for (std::size_t l = 0; l < factors[f].levels.size(); ++l) {
-      if (l == factors[f].base) continue;
-      Treatment t = base;
-      t[f] = l;
-      out.push_back(t);
-    }
-  }
-  return out;
-}
-
-std::vector<Treatment> fractional_factorial(const std::vector<ExploreFactor>& factors,
-                                            const std::vector<std::size_t>& chosen,
-                                            const std::vector<std::size_t>& lo,
-                                            const std::vector<std::size_t>& hi,
-                                            std::size_t max_runs) {
-  const std::size_t k = chosen.size();
-  if (k == 0) return {};
-  // m basic factors: every combination of them; the others are products of 2+ of them.
-  std::size_t m = 1;
-  while (m < k && (std::size_t{1} << (m + 1)) <= std::max<std::size_t>(max_runs, 4)) ++m;
-  while (m < k && (std::size_t{1} << m) - 1 - m < k - m) ++m;  // enough distinct products
-  std::vector<unsigned> masks;
-  for (std::size_t i = 0; i < m; ++i) masks.push_back(1U << i);
-  for (unsigned mask = 3; masks.size() < k; ++mask) {
-    if (std::popcount(mask) >= 2 && mask < (1U << m)) masks.push_back(mask);
-  }
-  Treatment base(factors.size());
-  for (std::size_t i = 0; i < factors.size(); ++i) base[i] = factors[i].base;
-  std::vector<Treatment> out;
-  for (unsigned run = 0; run < (1U << m); ++run) {
-    Treatment t = base;
-    for (std::size_t i = 0; i < k; ++i) {
-      t[chosen[i]] = std::popcount(run & masks[i]) % 2 == 1 ? hi[i] : lo[i];
-    }
-    out.push_back(t);
-  }
-  return out;
-}
-
 std::vector<double> least_squares(const std::vector<std::vector<double>>& x,
                                   const std::vector<double>& y) {
   const std::size_t p = x.empty() ? 0 : x.front().size();
@@ -408,35 +362,6 @@ std::string treatment_text(const std::vector<ExploreFactor>& factors, const Trea
   return s;
 }
 
-std::string explore_yaml(const std::vector<ExploreFactor>& factors, const Treatment& t) {
-  std::string top, block;
-  for (std::size_t i = 0; i < factors.size(); ++i) {
-    if (t[i] == factors[i].base) continue;
-    const auto& v = factors[i].levels[t[i]];
-    // mini_batch_size is a top-level key of the job file; the rest belong to `fanout:`.
-    if (factors[i].name == "curve") {
-      // Not a job-file setting: how explore's own interchange listened.
-      top += fmt::format(
-          "# curve {} was faster here (explore's loopback TCP interchange); fanout run's "
-          "embedded default uses a private ipc folder, and a tcp:// interchange keeps Curve on\n",
-          v);
-    } else if (factors[i].name == "mini_batch_size") {
-      top += fmt::format("mini_batch_size: \"{}\"\n", v);
-    } else if (factors[i].name == "pools") {
-      top += fmt::format("resources:\n  instance_count: {}\n", v);
-    } else {
-      block += fmt::format("  {}: {}\n", factors[i].name, v);
-    }
-  }
-  std::string out =
-      "# fanout explore: the best configuration found (the settings that differ "
-      "from the job file's)\n" +
-      top;
-  if (!block.empty()) out += "fanout:\n" + block;
-  if (top.empty() && block.empty()) out += "# the job file's own settings were the best\n";
-  return out;
-}
-
 namespace {
 
 // The measures per treatment and per factor level, as text tables.
@@ -507,40 +432,9 @@ void measures_tables(std::string& b, const std::vector<ExploreFactor>& factors,
 
 }  // namespace
 
-// Lines of a text table: every factor ranked, the interactions, best vs base.
-std::string explore_text(const std::vector<ExploreFactor>& factors,
-                         const std::vector<ExploreRun>& runs, const ExploreAnalysis& a) {
-  std::size_t ok = 0;
-  for (const auto& r : runs) ok += r.ok ? 1 : 0;
-  std::string s = fmt::format("{} runs ({} succeeded); noise of the base's repeats: {:.1f}%\n\n",
-                              runs.size(), ok, 100 * a.noise);
-  s += "factors, largest effect first (time per item: slowest vs fastest level; best level vs "
-       "the job's own):\n";
-  for (const auto& e : a.effects) {
-    const auto& f = factors[e.factor];
-    s += fmt::format(
-        "  {:<18} spread {:5.1f}%; {:+.1f}% at {} (base {}); per step up {:+.1f}% ± {:.1f}% "
-        "over {} pairs{}\n",
-        f.name, 100 * e.spread, 100 * e.best_vs_base, f.levels[e.best_level], f.levels[f.base],
-        100 * e.delta.mean, 100 * e.delta.half, e.delta.n, e.matters ? "" : "  (within noise)");
-  }
-  std::size_t named = 0;
-  for (const auto& i : a.interactions) {
-    if (std::abs(i.coefficient) < std::max(0.02, a.noise) || named == 3) break;
-    if (named++ == 0) s += "\ninteractions:\n";
-    s += "  " + i.words + "\n";
-  }
-  s += fmt::format(
-      "\nbest: {}\n  {:.4g} s/item vs {:.4g} s/item with the job's settings: "
-      "{:.2f}x ± {:.2f}\n",
-      treatment_text(factors, a.best), a.best_seconds_per_item, a.base_seconds_per_item,
-      a.speedup.mean, a.speedup.half);
-  if (a.speedup.mean - a.speedup.half <= 1) {
-    s += "  (within the noise of the job's own settings: more repeats or a larger sample would "
-         "tell)\n";
-  }
-  s += measures_text(factors, runs);
-  return s;
+std::string explore_measures_text(const std::vector<ExploreFactor>& factors,
+                                  const std::vector<ExploreRun>& runs) {
+  return measures_text(factors, runs);
 }
 
 // The page's figures: window.fanoutReport with kind "explore".
@@ -572,7 +466,8 @@ std::string explore_data_json(const std::vector<ExploreFactor>& factors, const E
 // The interaction tiles: one cell per pair, coloured by the size of its coefficient.
 void interaction_tiles(std::string& b, const std::vector<ExploreFactor>& factors,
                        const ExploreAnalysis& a) {
-  b += "<h2>Interactions</h2>\n<div class=\"tiles\">\n";
+  b += "<h2>Interactions (balanced blocks with replicates only)</h2>\n<div class=\"tiles\">\n";
+  if (a.interactions.empty()) b += "<p>none measured</p>\n";
   for (const auto& i : a.interactions) {
     const double strength = std::min(1.0, std::abs(i.coefficient) / 0.3);
     const char* hue = i.coefficient > 0 ? "207,34,46" : "45,164,78";
@@ -586,9 +481,10 @@ void interaction_tiles(std::string& b, const std::vector<ExploreFactor>& factors
 }
 
 std::string explore_html(const std::string& experiment, const std::vector<ExploreFactor>& factors,
-                         const std::vector<ExploreRun>& runs, const ExploreAnalysis& a) {
+                         const std::vector<ExploreRun>& runs, const ExploreAnalysis& a,
+                         const std::string& summary) {
   std::string b = fmt::format("<h1>fanout explore {}</h1>\n<pre>{}</pre>\n",
-                              html_escape(experiment), html_escape(explore_text(factors, runs, a)));
+                              html_escape(experiment), html_escape(summary));
   b += "<style>.tiles{display:flex;flex-wrap:wrap;gap:4px}.tile{border:1px solid #ccc;"
        "padding:4px;font-size:.8em;min-width:9em}table.measures{border-collapse:collapse}"
        "table.measures td,table.measures th{border:1px solid #ccc;padding:2px 6px}"

@@ -1,9 +1,7 @@
-// `fanout explore`: the design of an experiment over a job's settings and its analysis, pure (no
-// I/O): which treatments to run (one factor at a time from the base, then a two-level fractional
-// factorial over the factors that mattered, with repeats), the per-factor deltas over every pair
-// of runs that differ in that factor only, a linear model with pairwise interactions fitted by
-// least squares, and explore.html. client/commands/explore.cpp runs the treatments. See
-// docs/explore.md.
+// `fanout explore`'s analysis, pure (no I/O): the measures per treatment and per factor level,
+// the per-factor deltas over every pair of runs that differ in that factor only (explore.html's
+// before/after figures), a linear model fitted by least squares, and explore.html. Which
+// treatment runs next, and what is decided, is explore_plan.hpp's. See docs/explore.md.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +17,8 @@ struct ExploreFactor {
   std::string name{};
   std::vector<std::string> levels{};
   std::size_t base = 0;
+  std::size_t initial =
+      0;  // the levels the experiment started with; 0: all (the rest the walk added)
 };
 
 // One configuration: a level index per factor (in the order of the factors).
@@ -69,21 +69,6 @@ struct LevelMeasures {
 // Every level of every factor that has runs with the others at base, factor by factor.
 [[nodiscard]] std::vector<LevelMeasures> level_measures(const std::vector<ExploreFactor>& factors,
                                                         const std::vector<ExploreRun>& runs);
-
-// Stage 1: the base `repeats` times, then every other level of each factor alone, once.
-[[nodiscard]] std::vector<Treatment> one_factor_design(const std::vector<ExploreFactor>& factors,
-                                                       std::size_t repeats);
-
-// Stage 2: a two-level fractional factorial over `chosen` (indexes of factors), each at its
-// levels lo[i] and hi[i]; the others stay at their base. At most max_runs runs (a power of two
-// at least 4, when there are 2 or more factors): the first m factors take every combination and
-// each further factor the product of a distinct set of two or more of them (resolution III or
-// better: no main effect is aliased with another). Deterministic.
-[[nodiscard]] std::vector<Treatment> fractional_factorial(const std::vector<ExploreFactor>& factors,
-                                                          const std::vector<std::size_t>& chosen,
-                                                          const std::vector<std::size_t>& lo,
-                                                          const std::vector<std::size_t>& hi,
-                                                          std::size_t max_runs);
 
 // Least squares: the coefficients b minimising |X b - y|, X given by rows, through the normal
 // equations solved by Cholesky with a tiny ridge so an aliased column gets 0 rather than NaN.
@@ -143,27 +128,21 @@ struct ExploreAnalysis {
                                       const std::vector<ExploreRun>& runs,
                                       double noise_factor = 2.0);
 
-// The `fanout:` block of a treatment's settings that differ from the base: the lines of
-// `--write FILE`.
-[[nodiscard]] std::string explore_yaml(const std::vector<ExploreFactor>& factors,
-                                       const Treatment& t);
-
 // A treatment in words: "mini_batch_size=8 prefetch=2" (every factor).
 [[nodiscard]] std::string treatment_text(const std::vector<ExploreFactor>& factors,
                                          const Treatment& t);
 
-// The terminal summary: factors ranked, interactions in words, best vs base, and the measures
-// per treatment and per factor level.
-[[nodiscard]] std::string explore_text(const std::vector<ExploreFactor>& factors,
-                                       const std::vector<ExploreRun>& runs,
-                                       const ExploreAnalysis& a);
-
 // explore.html: the effects with their intervals, a before/after scatter per factor coloured
 // by the other factors, the interaction tiles, best vs base, and the measures' tables per
 // treatment and per factor. Uses html_page().
+// `summary` is the terminal's summary, shown at the top.
 [[nodiscard]] std::string explore_html(const std::string& experiment,
                                        const std::vector<ExploreFactor>& factors,
                                        const std::vector<ExploreRun>& runs,
-                                       const ExploreAnalysis& a);
+                                       const ExploreAnalysis& a, const std::string& summary);
+
+// The measures per treatment and per factor level, as text tables (the end of the summary).
+[[nodiscard]] std::string explore_measures_text(const std::vector<ExploreFactor>& factors,
+                                                const std::vector<ExploreRun>& runs);
 
 }  // namespace fanout::report

@@ -42,6 +42,7 @@ struct StoreReader::Impl {
                    "SELECT total, succeeded, failed, items_succeeded, items_failed, attempts, "
                    "attempts_failed "
                    "FROM job_counts WHERE job_id = ?1");
+    experiment_of.emplace(db, "SELECT experiment FROM experiment_runs WHERE job_id = ?1 LIMIT 1");
   }
 
   // The summary of the row `st` is on, with its counts.
@@ -66,6 +67,9 @@ struct StoreReader::Impl {
       j.attempts_failed = counts->column_uint64(6);
     }
     counts->reset();
+    experiment_of->bind(1, j.id);
+    if (experiment_of->step()) j.experiment = experiment_of->column_text(0);
+    experiment_of->reset();
     return j;
   }
 
@@ -89,6 +93,7 @@ struct StoreReader::Impl {
   std::optional<Statement> newest;
   std::optional<Statement> newest_in_state;
   std::optional<Statement> counts;
+  std::optional<Statement> experiment_of;
 };
 
 StoreReader::StoreReader(const std::string& path) : impl_(std::make_unique<Impl>(path)) {}
@@ -112,6 +117,23 @@ std::vector<std::string> StoreReader::devices(std::uint64_t id) {
   std::vector<std::string> out;
   while (st.step()) out.emplace_back(st.column_text(0));
   return out;
+}
+
+std::optional<ExperimentRow> StoreReader::experiment(const std::string& id) {
+  Statement st(impl_->db,
+               "SELECT e.id, e.state, e.created, coalesce(max(j.ended), 0), count(r.seq), "
+               "coalesce(sum(c.items_succeeded), 0) FROM experiments e "
+               "LEFT JOIN experiment_runs r ON r.experiment = e.id "
+               "LEFT JOIN jobs j ON j.id = r.job_id "
+               "LEFT JOIN job_counts c ON c.job_id = r.job_id WHERE e.id = ?1 GROUP BY e.id");
+  st.bind(1, id);
+  if (!st.step()) return std::nullopt;
+  return ExperimentRow{.id = std::string(st.column_text(0)),
+                       .state = std::string(st.column_text(1)),
+                       .created = st.column_double(2),
+                       .last_ended = st.column_double(3),
+                       .runs = st.column_uint64(4),
+                       .items_succeeded = st.column_uint64(5)};
 }
 
 std::optional<JobSummary> StoreReader::job(std::uint64_t id) {

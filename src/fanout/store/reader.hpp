@@ -27,6 +27,15 @@ struct JobSummary {
   std::uint64_t attempts_failed = 0;  // attempts not RUN_DONE (failed, lost, cancelled)
   std::string output_path{};
   std::string log_dir{};
+  std::string experiment{};  // the `fanout explore` experiment it was a run of; empty if none
+};
+
+// An experiment of `fanout explore` (table `experiments`) with its runs' totals.
+struct ExperimentRow {
+  std::string id{}, state{};
+  double created = 0;
+  double last_ended = 0;  // the latest end of its runs' jobs; 0 when none ended
+  std::uint64_t runs = 0, items_succeeded = 0;
 };
 
 // Read-only queries on a store file. Throws Failure{NotFound} when the file does not exist,
@@ -45,6 +54,7 @@ class StoreReader final {
   // The accelerators the job's workers were given (attempts.device), distinct and sorted; a
   // scan of the job's attempts, so asked for apart from the summary.
   [[nodiscard]] std::vector<std::string> devices(std::uint64_t id);
+  [[nodiscard]] std::optional<ExperimentRow> experiment(const std::string& id);
 
  private:
   struct Impl;

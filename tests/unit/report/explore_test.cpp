@@ -1,10 +1,14 @@
-// The design generator and the model fit of `fanout explore`, on constructed data.
+// The analysis of `fanout explore` (the model fit, the measures) on constructed data, and the
+// dashboard's job list showing an experiment as one row.
 #include "fanout/report/explore.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <set>
+
+#include "fanout/report/dashboard_pages.hpp"
+#include "fanout/store/reader.hpp"
 
 using namespace fanout::report;
 
@@ -25,45 +29,6 @@ double synthetic(const std::vector<ExploreFactor>& f, const Treatment& t) {
 }
 
 }  // namespace
-
-TEST_CASE("report.explore.one_factor_design_varies_one_factor_from_the_base") {
-  const auto f = four_factors();
-  const auto d = one_factor_design(f, 3);
-  // 3 repeats of the base, then every other level of each factor: 2 + 1 + 2 + 1.
-  REQUIRE(d.size() == 3 + 6);
-  const Treatment base{1, 0, 1, 1};
-  for (std::size_t i = 0; i < 3; ++i) CHECK(d[i] == base);
-  std::set<Treatment> seen;
-  for (std::size_t i = 3; i < d.size(); ++i) {
-    std::size_t differ = 0;
-    for (std::size_t k = 0; k < 4; ++k) differ += d[i][k] != base[k] ? 1 : 0;
-    CHECK(differ == 1);
-    seen.insert(d[i]);
-  }
-  CHECK(seen.size() == 6);
-}
-
-TEST_CASE("report.explore.fractional_factorial_is_balanced_and_unaliased") {
-  std::vector<ExploreFactor> f;
-  for (int i = 0; i < 5; ++i) f.push_back({"f" + std::to_string(i), {"a", "b", "c"}, 1});
-  const std::vector<std::size_t> chosen{0, 1, 2, 3, 4}, lo{0, 0, 0, 0, 0}, hi{2, 2, 2, 2, 2};
-  const auto d = fractional_factorial(f, chosen, lo, hi, 8);
-  REQUIRE(d.size() == 8);  // 2^(5-2)
-  // Every factor at each level in half the runs, and no two factors' columns equal or opposite.
-  for (std::size_t i = 0; i < 5; ++i) {
-    std::size_t high = 0;
-    for (const auto& t : d) high += t[i] == 2 ? 1 : 0;
-    CHECK(high == 4);
-    for (std::size_t j = i + 1; j < 5; ++j) {
-      std::size_t same = 0;
-      for (const auto& t : d) same += t[i] == t[j] ? 1 : 0;
-      CHECK(same == 4);  // orthogonal: agree in exactly half
-    }
-  }
-  // Fewer factors than the runs allow: a full factorial.
-  CHECK(fractional_factorial(f, {0, 1}, {0, 0}, {2, 2}, 16).size() == 4);
-  CHECK(fractional_factorial(f, {}, {}, {}, 8).empty());
-}
 
 TEST_CASE("report.explore.least_squares_recovers_known_coefficients") {
   // y = 2 - x1 + 0.5 x2 + 3 x1 x2 over a full grid: exact.
@@ -123,11 +88,7 @@ TEST_CASE("report.explore.analysis_ranks_factors_and_names_the_interaction") {
   CHECK(an.best[1] == 1);
   CHECK(an.best[2] == 0);
   CHECK(an.speedup.mean > 1.5);
-  const auto yaml = explore_yaml(f, an.best);
-  CHECK(yaml.find("mini_batch_size: \"1\"") != std::string::npos);
-  CHECK(yaml.find("fanout:\n") != std::string::npos);
-  CHECK(yaml.find("  prefetch: 2\n") != std::string::npos);
-  const auto page = explore_html("exp-1", f, runs, an);
+  const auto page = explore_html("exp-1", f, runs, an, "summary");
   CHECK(page.find("chart-explore-effects") != std::string::npos);
   CHECK(page.find("\"kind\":\"explore\"") != std::string::npos);
 }
@@ -190,11 +151,11 @@ TEST_CASE("report.explore.measures_per_treatment_and_per_level") {
   CHECK(l[1].overhead_s == doctest::Approx(0.001));
   CHECK(l[3].failures == doctest::Approx(2.0 / 12));
   const auto a = analyse(f, runs);
-  const auto text = explore_text(f, runs, a);
+  const auto text = explore_measures_text(f, runs);
   CHECK(text.find("overhead") != std::string::npos);
   CHECK(text.find("utilisation") != std::string::npos);
   CHECK(text.find("FAILURES: never the best") != std::string::npos);
-  const auto page = explore_html("exp-2", f, runs, a);
+  const auto page = explore_html("exp-2", f, runs, a, text);
   CHECK(page.find("id=\"treatments\"") != std::string::npos);
   CHECK(page.find("id=\"levels\"") != std::string::npos);
   CHECK(page.find("class=\"failures\"") != std::string::npos);
@@ -222,12 +183,30 @@ TEST_CASE("report.explore.a_treatment_with_failures_is_never_the_best") {
   runs[0].attempts_failed = 1;
   a = analyse(f, runs);
   CHECK(a.best == base);
-  CHECK(explore_yaml(f, a.best).find("prefetch") == std::string::npos);
 }
 
-TEST_CASE("report.explore.curve_off_is_written_as_a_comment_not_a_setting") {
-  const std::vector<ExploreFactor> f{{"curve", {"on", "off"}, 0}};
-  const auto yaml = explore_yaml(f, {1});
-  CHECK(yaml.find("# curve off") != std::string::npos);
-  CHECK(yaml.find("fanout:") == std::string::npos);
+TEST_CASE("report.explore.the_dashboard_lists_an_experiment_as_one_row_that_opens_to_its_runs") {
+  std::vector<fanout::store::JobSummary> jobs(4);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].id = 4 - i;
+    jobs[i].name = "job" + std::to_string(4 - i);
+    jobs[i].state = "succeeded";
+    jobs[i].items_succeeded = 10;
+  }
+  jobs[0].experiment = jobs[1].experiment = jobs[3].experiment = "exp-20261128-170000";
+  const auto page = dashboard_jobs_page(jobs, "", "");
+  std::size_t rows = 0;
+  for (auto at = page.find("<tr class=\"experiment\""); at != std::string::npos;
+       at = page.find("<tr class=\"experiment\"", at + 1)) {
+    ++rows;
+  }
+  CHECK(rows == 1);
+  CHECK(page.find("exp-20261128-170000 (fanout explore): 3 runs, 30 items") != std::string::npos);
+  CHECK(page.find("<a href=\"/jobs/1\">1</a>") != std::string::npos);  // opens to its runs
+  CHECK(page.find("<td><a href=\"/jobs/2\">job2</a></td>") != std::string::npos);  // its own row
+  CHECK(page.find("<td><a href=\"/jobs/3\">job3</a></td>") == std::string::npos);  // the runs': no
+  CHECK(page.find("<td><a href=\"/jobs/4\">job4</a></td>") == std::string::npos);
+  const auto json = dashboard_jobs_json(jobs);
+  CHECK(json.find("\"experiment\":\"exp-20261128-170000\"") != std::string::npos);
+  CHECK(json.find("\"experiment\":null") != std::string::npos);
 }
