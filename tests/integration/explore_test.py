@@ -67,7 +67,13 @@ def main():
         # The user's output is never written: the runs write under the scratch folder.
         if os.path.exists(os.path.join(root, "out.txt")):
             fail("explore wrote the job's own output file")
-        page = os.path.join(root, "explore", exp, "explore.html")
+        # Each invocation gets its own private scratch folder: explore/<EXP>-XXXXXX, mode 0700.
+        m = re.search(r"^page written to (.*)$", p.stdout, re.M)
+        page = m.group(1) if m else ""
+        folder = os.path.dirname(page)
+        if not re.fullmatch(re.escape(os.path.join(root, "explore", exp)) + r"-\w{6}", folder) \
+                or os.stat(folder).st_mode & 0o777 != 0o700:
+            fail("explore.html is not in a private folder explore/%s-XXXXXX: %s" % (exp, page))
         chromium = report_html_test.find_chromium()
         if chromium:
             report_html_test.check_page(chromium, page, 4, "explore.html")
