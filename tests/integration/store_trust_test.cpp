@@ -87,7 +87,7 @@ RunResult run_job(const std::string& folder, const std::string& db) {
 
 }  // namespace
 
-// Issue 45, item 7: `--metrics-listen A,B` listened on both addresses and logged a wrong URL.
+// `--metrics-listen A,B` listened on both addresses and logged a wrong URL.
 TEST_CASE("integration.store_trust.a_list_of_metrics_addresses_is_refused") {
   TempDir dir("trust-metrics");
   (void)test_keys_dir();  // its tcp:// endpoints are Curve-encrypted
@@ -101,7 +101,7 @@ TEST_CASE("integration.store_trust.a_list_of_metrics_addresses_is_refused") {
   CHECK(!has(said, "/metrics"));
 }
 
-// Issue 45, item 1: in a shared sticky folder (as /tmp), another user wrote `v.db-wal` beside
+// in a shared sticky folder (as /tmp), another user wrote `v.db-wal` beside
 // the victim's own 0600 `v.db`: a WAL holding their crashed job. The victim's next run resumed
 // that job and ran its entry script as the victim. The WAL is now refused, naming it, its owner
 // and mode, by the run and by `fanout history`; nothing of the attacker's job runs.
@@ -138,7 +138,7 @@ TEST_CASE("integration.store_trust.a_wal_planted_beside_the_store_is_refused") {
   CHECK(!has(history.out, "attacker"));
 }
 
-// Issue 45, item 1: a store another user made, writable by everyone (0666) and holding their
+// a store another user made, writable by everyone (0666) and holding their
 // crashed job, was opened by the victim's run, and a root interchange, and the job resumed.
 TEST_CASE("integration.store_trust.a_store_of_another_user_is_refused") {
   OtherUser other(kUser);
@@ -174,7 +174,7 @@ TEST_CASE("integration.store_trust.a_store_of_another_user_is_refused") {
   CHECK(!fs::exists(attacker.runs));
 }
 
-// Issue 45, item 2: a link another user planted at the store's path made a root interchange
+// a link another user planted at the store's path made a root interchange
 // create the link's target (mode 0644): `stat` followed the link, and O_EXCL's EEXIST was taken
 // for "another process made the store". The link is now refused and nothing is created.
 TEST_CASE("integration.store_trust.a_link_at_the_store_path_is_refused") {
@@ -196,7 +196,7 @@ TEST_CASE("integration.store_trust.a_link_at_the_store_path_is_refused") {
   CHECK(fs::is_symlink(db));
 }
 
-// Issue 45, item 7: `fanout explore` put its runs (job files, outputs, logs) in
+// `fanout explore` put its runs (job files, outputs, logs) in
 // <store folder>/explore/<experiment id>, a predictable name, and used a folder another user had
 // made there. Its scratch folder is now made by mkdtemp inside an explore/ folder of the victim's
 // own; one of another user is refused before anything runs.
