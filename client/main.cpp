@@ -35,6 +35,7 @@
 #include "fanout/config/pipeline.hpp"
 #include "fanout/net/security.hpp"
 #include "fanout/protocol/exit_codes.hpp"
+#include "fanout/store/file_trust.hpp"
 #include "fanout/util/cli_help.hpp"
 #include "fanout/util/error.hpp"
 #include "fanout/util/log.hpp"
@@ -1018,6 +1019,14 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   auto log = fanout::make_logger("client", *level);
+  // Commands that only read a store and print what it says may read one shared by its owner
+  // with the group; every other command (run, resume, wait, explore, report's writes into the
+  // job's own folder) takes files of this user or root only (docs/security.md, "The store's
+  // files").
+  for (const char* reader : {"history", "status", "compare", "tune", "dashboard"}) {
+    if (app.got_subcommand(reader))
+      fanout::store::set_store_trust(fanout::store::StoreTrust::Reader);
+  }
   for (const Subcommand& c : commands) {
     if (c.app->parsed()) return c.run(log);
   }

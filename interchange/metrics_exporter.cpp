@@ -211,6 +211,14 @@ struct MetricsExporter::Impl {
 };
 
 MetricsExporter::MetricsExporter(const std::string& address) : impl_(std::make_unique<Impl>()) {
+  // The HTTP server takes a comma-separated list and would listen on every address in it, when
+  // one was asked for and only the first is logged: refused.
+  if (address.find_first_of(", \t") != std::string::npos) {
+    throw Failure(Error{ErrorCode::InvalidArgument,
+                        fmt::format("--metrics-listen: expected one HOST:PORT (got '{}'): a "
+                                    "list of addresses is not taken",
+                                    address)});
+  }
   const auto colon = address.rfind(':');
   const std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
   if (colon == std::string::npos || colon == 0 || port.empty() || port.size() > 5 ||

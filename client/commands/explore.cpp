@@ -4,11 +4,14 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +32,7 @@
 #include "fanout/store/schema.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/clock.hpp"
+#include "fanout/util/user_text.hpp"
 
 namespace fanout::client {
 
@@ -465,6 +469,38 @@ std::optional<config::JobConfig> load_prepared(const std::string& job_file,
   return std::move(*cfg);
 }
 
+// A fresh scratch folder for this invocation of experiment `id`: <store folder>/explore/
+// <id>-XXXXXX, made by mkdtemp (mode 0700, a name no one could guess and make first), inside
+// explore/, which is made 0700 when missing and must otherwise be a folder of this user closed
+// to others: the runs' job files, entry-script copies and outputs go there, and whoever could
+// replace them would choose what the runs execute. Error{Io} naming the folder, its owner and
+// mode.
+Expected<fs::path> make_scratch(const fs::path& store_dir, const std::string& id) {
+  const std::string parent = (store_dir / "explore").string();
+  if (::mkdir(parent.c_str(), 0700) != 0 && errno != EEXIST) {
+    return make_error(ErrorCode::Io, "explore: mkdir " + parent + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::lstat(parent.c_str(), &st) != 0) {
+    return make_error(ErrorCode::Io, "explore: " + parent + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    return make_error(
+        ErrorCode::Io,
+        fmt::format("explore: {} is not a folder of {} closed to others ({}owner {}, mode "
+                    "{:04o}): another user could replace the experiment's files there; remove "
+                    "it, or give --db a folder of your own",
+                    parent, describe_uid(::geteuid()),
+                    S_ISLNK(st.st_mode) ? "a symbolic link, " : "", describe_uid(st.st_uid),
+                    st.st_mode & 07777));
+  }
+  std::string tmpl = parent + "/" + id + "-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    return make_error(ErrorCode::Io, "explore: mkdtemp " + tmpl + ": " + std::strerror(errno));
+  }
+  return fs::path(tmpl);
+}
+
 }  // namespace
 
 // Opens the store and the experiment, samples the input, runs both stages within the budget and
@@ -506,7 +542,12 @@ int run_explore(const ExploreOptions& opt, const RunOverrides& ov, const Logger&
     return proto::kExitUsage;
   }
   Runner r{.base = *cfg, .ov = ov, .db = db, .scratch = {}, .log = log, .store = &*st};
-  r.scratch = fs::absolute(db).parent_path() / "explore" / e->id;
+  auto scratch = make_scratch(fs::absolute(db).parent_path(), e->id);
+  if (!scratch) {
+    std::fprintf(stderr, "error: %s\n", scratch.error().message.c_str());
+    return proto::kExitInfra;
+  }
+  r.scratch = std::move(*scratch);
   if (auto s = sample_inputs(r.base, std::to_string(sample->choice.items), r.scratch); !s) {
     std::fprintf(stderr, "error: %s\n", s.error().message.c_str());
     return proto::kExitUsage;

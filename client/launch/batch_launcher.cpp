@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "client/launch/embedded.hpp"
+#include "client/launch/hpc_script.hpp"
 #include "fanout/util/atomic_file.hpp"
 #include "fanout/util/clock.hpp"
 #include "fanout/util/error.hpp"
@@ -66,6 +67,10 @@ BatchLauncher::BatchLauncher(Options opts, Logger log, const std::string& folder
       script_(dir_ + "/" + script),
       ids_file_(dir_ + "/job_ids"),
       submitted_state_(std::move(submitted_state)) {
+  // Before anything is written: every batch script puts these on lines of their own.
+  if (auto r = hpc::check_script_values(o_.job_name, o_.run_dir, o_.launch); !r) {
+    throw Failure(r.error());
+  }
   if (auto r = make_dirs(dir_); !r) throw Failure(r.error());
   // Elastic pool jobs (docs/cluster.md, section 6): on when init_nodes, parallelism or
   // max_idletime is given; min_nodes then defaults to 0 and max_nodes to the jobs at the start.

@@ -215,6 +215,16 @@ std::string condor_state(std::string_view code) {
   return std::string(kNames[n - 1]);
 }
 
+// `s` with each control character written \xNN, so that an error message stays one line.
+std::string printable(std::string_view s) {
+  std::string out;
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    out += c >= 0x20 && c != 0x7f ? std::string(1, ch) : fmt::format("\\x{:02x}", c);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<Scheduler> scheduler_of(std::string_view kind) {
@@ -463,6 +473,35 @@ bool is_active(Scheduler s, std::string_view state) {
       return state != "REMOVED" && state != "COMPLETED";
   }
   return false;
+}
+
+Expected<void> check_script_values(std::string_view job_name, std::string_view run_dir,
+                                   const config::LauncherSettings& launch) {
+  const std::array<std::pair<std::string_view, std::string_view>, 10> values = {{
+      {"the job's name", job_name},
+      {"the run folder", run_dir},
+      {"fanout.partition", launch.partition},
+      {"fanout.account", launch.account},
+      {"fanout.qos", launch.qos},
+      {"fanout.walltime", launch.walltime},
+      {"fanout.queue", launch.queue},
+      {"fanout.gpus_per_node", launch.gpus_per_node},
+      {"fanout.mem_per_node", launch.mem_per_node},
+      {"fanout.pbs_flavor", launch.pbs_flavor},
+  }};
+  for (const auto& [what, value] : values) {
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      const auto c = static_cast<unsigned char>(value[i]);
+      if (c >= 0x20 && c != 0x7f) continue;
+      return make_error(
+          ErrorCode::InvalidArgument,
+          fmt::format("{} '{}' holds a control character (0x{:02x}) at position {}; a batch "
+                      "script writes it on one line, where a newline would start a line of its "
+                      "own: use printable characters only",
+                      what, printable(value), c, i + 1));
+    }
+  }
+  return {};
 }
 
 }  // namespace fanout::client::hpc

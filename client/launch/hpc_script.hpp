@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fanout/config/job_spec.hpp"
+#include "fanout/util/expected.hpp"
 
 namespace fanout::client::hpc {
 
@@ -30,6 +31,16 @@ struct ScriptInput {
   std::vector<std::string> pool_argv{};  // fanout-pool and its flags (PoolCommand::argv)
   std::string node_script{};             // where node_script() is written (absolute)
 };
+
+// Whether the one-line values every batch script (Slurm, Grid Engine, PBS, LSF, HTCondor) writes
+// into its directive and comment lines hold no control character: a newline in a job name, a run
+// folder or a setting such as `partition` would start a line of its own, a shell command or a
+// directive of the writer's choosing. (scheduler_options and worker_init are lines by design;
+// pool arguments are shell-quoted.) Error{InvalidArgument} naming the value, the character and
+// its position.
+[[nodiscard]] Expected<void> check_script_values(std::string_view job_name,
+                                                 std::string_view run_dir,
+                                                 const config::LauncherSettings& launch);
 
 // Seconds in a time limit as Slurm writes it ("30", "01:30:00", "2-00:00:00"; what
 // fanout.walltime takes); 0 for "infinite"/"unlimited" or text that is not one.

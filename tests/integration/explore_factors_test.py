@@ -98,7 +98,9 @@ def curve_case(root):
                "ORDER BY seq" % exp)
     if len(runs) < 2 or any(ok != 1 for _, ok, _ in runs):
         fail("curve: runs %s" % runs)
-    scratch_dir = os.path.join(root, "explore", exp)
+    # The invocation's private scratch folder, explore/<EXP>-XXXXXX: where the page went.
+    written = re.search(r"^page written to (.*)/explore\.html$", out, re.M)
+    scratch_dir = written.group(1) if written else os.path.join(root, "explore", exp)
     for seq, _, _ in runs:
         rows = read_rows(os.path.join(scratch_dir, "runs", str(seq), "out.txt"))
         check_rows_once(rows, 6, "curve run %d" % seq)

@@ -121,7 +121,13 @@ def fixed_cost_case(root):
     h = fanout("history", "--db", db, "--experiment", exp).stdout
     if len([line for line in h.splitlines() if re.match(r"^\d+ ", line)]) != runs:
         fail("history --experiment: expected %d runs:\n%s" % (runs, h))
-    page = os.path.join(root, "explore", exp, "explore.html")
+    # Each invocation has its own private scratch folder: explore/<EXP>-XXXXXX, mode 0700.
+    m_page = re.search(r"^page written to (.*)$", out, re.M)
+    page = m_page.group(1) if m_page else ""
+    folder = os.path.dirname(page)
+    if not re.fullmatch(re.escape(os.path.join(root, "explore", exp)) + r"-\w{6}", folder) \
+            or os.stat(folder).st_mode & 0o777 != 0o700:
+        fail("explore.html is not in a private folder explore/%s-XXXXXX: %s" % (exp, page))
     chromium = report_html_test.find_chromium()
     if chromium:
         report_html_test.check_page(chromium, page, 3, "explore.html")

@@ -18,6 +18,7 @@
 
 #include "fanout/net/keys.hpp"
 #include "fanout/util/fs.hpp"
+#include "fanout/util/user_text.hpp"
 
 namespace fanout::net {
 
@@ -320,6 +321,25 @@ std::unique_ptr<ZapHandler> make_zap_handler(Context& ctx,
 
 // ---------------------------------------------------------------- private files
 
+namespace {
+
+// What create_private_file() accepts at a path that exists: a regular file, whose owner and mode
+// Db checks when it opens it (store/file_trust.hpp); never a link or anything else.
+Expected<void> existing_file(const std::string& path, const struct stat& st) {
+  if (S_ISLNK(st.st_mode)) {
+    return Unexpected{
+        Error{ErrorCode::Io, path + ": is a symbolic link (owner " + describe_uid(st.st_uid) +
+                                 "); fanout does not follow links to a store: remove it, or name "
+                                 "the file it leads to"}};
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Unexpected{Error{ErrorCode::Io, path + ": exists and is not a regular file"}};
+  }
+  return {};
+}
+
+}  // namespace
+
 Expected<void> restrict_folder(const std::string& dir, bool share_with_group) {
   if (::chmod(dir.c_str(), share_with_group ? 0750 : 0700) != 0) {
     return Unexpected{Error{ErrorCode::Io, "chmod " + dir + ": " + std::strerror(errno)}};
@@ -328,17 +348,23 @@ Expected<void> restrict_folder(const std::string& dir, bool share_with_group) {
 }
 
 Expected<void> create_private_file(const std::string& path, bool share_with_group) {
+  // lstat, never stat: a link at the store's path is refused, not followed. A root interchange
+  // once created the link's target (mode 0644), taking O_EXCL's EEXIST, which a link (dangling
+  // too) also gives, for "another process made it".
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) return {};
+  if (::lstat(path.c_str(), &st) == 0) return existing_file(path, st);
   const auto slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) {
     if (auto r = make_dirs(path.substr(0, slash)); !r) return r;
   }
   const mode_t mode = share_with_group ? 0640 : 0600;
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) {
-    if (errno == EEXIST) return {};  // another process made it first
-    return Unexpected{Error{ErrorCode::Io, "create " + path + ": " + std::strerror(errno)}};
+    const int err = errno;
+    // Something appeared at the path since the lstat: another process of ours made the store,
+    // or another user planted a link. Look again.
+    if (err == EEXIST && ::lstat(path.c_str(), &st) == 0) return existing_file(path, st);
+    return Unexpected{Error{ErrorCode::Io, "create " + path + ": " + std::strerror(err)}};
   }
   (void)::fchmod(fd, mode);  // whatever the umask
   ::close(fd);

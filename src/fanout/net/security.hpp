@@ -90,8 +90,10 @@ class ZapHandler final {
 // Narrows folder `dir` to mode 0700 (0750 with `share_with_group`). Error{Io} naming it.
 [[nodiscard]] Expected<void> restrict_folder(const std::string& dir, bool share_with_group);
 // Creates `path` empty with mode 0600 (0640 with `share_with_group`), and its parent folders,
-// unless it exists (then it is left as it is). An empty file is a valid SQLite store, whose -wal
-// and -shm files SQLite creates with the store's mode. Error{Io} naming it.
+// unless a regular file exists there (then it is left as it is; Db checks its owner and mode).
+// An empty file is a valid SQLite store, whose -wal and -shm files SQLite creates with the
+// store's mode. Never follows a link: Error{Io} naming the path when a symbolic link (dangling
+// or not) or anything but a regular file is there, or when it cannot be created.
 [[nodiscard]] Expected<void> create_private_file(const std::string& path, bool share_with_group);
 
 // The ZAP handler a server binding `endpoints` needs: started when one of them is Curve-encrypted

@@ -2,11 +2,13 @@
 #include "fanout/store/db.hpp"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <mutex>
 #include <string>
 #include <utility>
 
+#include "fanout/store/file_trust.hpp"
 #include "fanout/util/error.hpp"
 
 namespace fanout::store {
@@ -22,7 +24,27 @@ std::string message(const std::string& path, std::string_view what, const char* 
   m += what;
   m += ": ";
   m += sqlite_msg != nullptr ? sqlite_msg : "unknown SQLite error";
+  // SQLite words a file its open() check refused as "unable to open database file": say which
+  // file and why.
+  if (std::string refused = take_refused_open(); !refused.empty()) m += " (" + refused + ")";
   return m;
+}
+
+// SQLite resolves a link at the store's path before it opens the file (so that its -wal sits
+// beside the real one), which the open() check cannot see: the file it opened must be the one
+// check_store_files() found at `path`, compared by device and inode. Throws Failure{Io}.
+void check_opened_file(sqlite3* db, const std::string& path) {
+  const char* opened = sqlite3_db_filename(db, "main");
+  if (opened == nullptr || *opened == '\0') return;  // :memory: or a temporary store
+  struct stat at_path {
+  }, used{};
+  if (::lstat(path.c_str(), &at_path) != 0 || ::stat(opened, &used) != 0) return;
+  if (S_ISLNK(at_path.st_mode) || at_path.st_dev != used.st_dev || at_path.st_ino != used.st_ino) {
+    throw Failure(ErrorCode::Io, path + ": SQLite opened " + opened +
+                                     ", not the file at this path (a symbolic link was planted "
+                                     "there meanwhile?); fanout does not follow links to a "
+                                     "store: remove it");
+  }
 }
 
 }  // namespace
@@ -31,8 +53,17 @@ Db::Db(std::string path, Mode mode) : path_(std::move(path)) {
   // SQLite keeps memory statistics by default, behind a global mutex taken on every allocation:
   // a cost on the writer's hot path that nothing here reads. Set once, before SQLite
   // initialises (later it is refused, harmlessly).
+  // The file checks go in before any connection opens a file (file_trust.hpp).
   static std::once_flag configured;
-  std::call_once(configured, [] { (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
+  static Expected<void> checks;
+  std::call_once(configured, [] {
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    checks = install_file_checks();
+  });
+  if (!checks) throw Failure(checks.error());
+  (void)take_refused_open();  // only what this open refuses is reported with its errors
+  // The store's files decide what runs: refused, with the reason, before SQLite reads them.
+  if (auto ok = check_store_files(path_); !ok) throw Failure(ok.error());
   // NOMUTEX: the owner serialises use of the connection (see the class comment), so SQLite's
   // own per-call mutex would only cost time on the hot path.
   const int flags =
@@ -47,6 +78,7 @@ Db::Db(std::string path, Mode mode) : path_(std::move(path)) {
         message(path_, "cannot open", raw != nullptr ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
   }
   sqlite3_extended_result_codes(raw, 1);
+  check_opened_file(raw, path_);
 }
 
 Db::~Db() = default;

@@ -31,7 +31,10 @@ class Db final {
     ReadWriteCreate,  // opens or creates the file
     ReadOnly,         // the file must exist
   };
-  // Opens `path`. Throws Failure{Database} naming the path when SQLite refuses.
+  // Opens `path`. Throws Failure{Database} naming the path when SQLite refuses, and Failure{Io}
+  // naming the file, the reason, its owner and mode when the store, its -wal, -shm or -journal,
+  // or its folder is not to be trusted (file_trust.hpp: a link, another user's file, a file or
+  // folder others may write).
   Db(std::string path, Mode mode);
   ~Db();
   Db(const Db&) = delete;

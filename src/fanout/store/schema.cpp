@@ -537,6 +537,12 @@ UPDATE job_tallies SET
   attempts_failed = (SELECT count(*) FROM attempts a
                      WHERE a.job_id = job_tallies.job_id AND a.status != 'RUN_DONE');
 )sql",
+    // 9 -> 10: jobs.owner_uid, the user the interchange that accepted the job ran as: an
+    // interchange resumes only its own user's jobs. NULL for jobs recorded before (taken as
+    // the store's owner's: the store's files pass the owner checks before anything is read).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN owner_uid INTEGER;
+)sql",
 };
 
 static_assert(std::size(kMigrations) == static_cast<std::size_t>(kSchemaVersion),

@@ -9,7 +9,7 @@ namespace fanout::store {
 class Db;
 
 // The current schema version; migrations bring any older store up to it.
-inline constexpr int kSchemaVersion = 9;
+inline constexpr int kSchemaVersion = 10;
 
 // Brings the store open on `db` (read-write) up to kSchemaVersion, one transaction per version,
 // logging each at info. A store another process migrates meanwhile is not migrated twice.

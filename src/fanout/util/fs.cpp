@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 #include <system_error>
+
+#include "fanout/util/user_text.hpp"
 
 namespace fanout {
 
@@ -40,21 +41,6 @@ Expected<void> make_parent_dirs(const std::string& path) {
   if (parent.empty()) return {};
   return make_dirs(parent.string());
 }
-
-namespace {
-
-// "uid 1001 (alice)", or "uid 1001" when the account has no name.
-std::string describe_uid(uid_t uid) {
-  struct passwd pw {};
-  struct passwd* found = nullptr;
-  char buf[1024];
-  if (::getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) {
-    return fmt::format("uid {} ({})", uid, found->pw_name);
-  }
-  return fmt::format("uid {}", uid);
-}
-
-}  // namespace
 
 Expected<UniqueFd> open_trusted(const std::string& path, int flags, mode_t create_mode) {
   UniqueFd fd(::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, create_mode));

@@ -376,3 +376,35 @@ TEST_CASE("client.hpc.slurm_nodes_per_block") {
   CHECK(has(s, "#SBATCH --nodes=3\n#SBATCH --ntasks-per-node=1\n"));
   CHECK(has(s, "exec srun --ntasks-per-node=1"));
 }
+
+// A job name holding a newline became a shell line (or a directive) of its own in the Slurm,
+// Grid Engine, PBS, LSF and HTCondor scripts; every batch launcher now refuses it first.
+TEST_CASE("client.hpc.control_characters_in_script_values_are_refused") {
+  const auto in = input();
+  CHECK(hpc::check_script_values(in.job_name, in.run_dir, in.launch).has_value());
+  CHECK(hpc::check_script_values("name with spaces, 'quotes' & $x", in.run_dir, in.launch)
+            .has_value());
+  auto refused = [&](const std::string& name, const std::string& dir,
+                     const fanout::config::LauncherSettings& l, const std::string& what) {
+    auto r = hpc::check_script_values(name, dir, l);
+    REQUIRE(!r.has_value());
+    CHECK(r.error().code == fanout::ErrorCode::InvalidArgument);
+    CHECK(has(r.error().message, what));
+    CHECK(r.error().message.find('\n') == std::string::npos);
+  };
+  SUBCASE("a newline in the job's name") {
+    refused("x\ntouch /tmp/pwned", in.run_dir, in.launch, "the job's name 'x\\x0atouch");
+  }
+  SUBCASE("a carriage return or an escape") {
+    refused("x\ry", in.run_dir, in.launch, "0x0d");
+    refused("x\x1b[2Jy", in.run_dir, in.launch, "0x1b");
+  }
+  SUBCASE("a newline in the run folder") {
+    refused(in.job_name, "/home/u/runs/a\nb", in.launch, "the run folder");
+  }
+  SUBCASE("a newline in a one-line setting") {
+    auto l = in.launch;
+    l.partition = "gpu\n#SBATCH --uid=0";
+    refused(in.job_name, in.run_dir, l, "fanout.partition");
+  }
+}

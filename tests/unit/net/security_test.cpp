@@ -216,3 +216,22 @@ TEST_CASE("net.keys.key_paths_of_another_owner_are_refused") {
     CHECK_FALSE(root_secret);
   }
 }
+
+// A link at the store's path (dangling or not) was followed: `stat` found its target missing,
+// O_EXCL's EEXIST was taken for "another process made it", and SQLite then created the target.
+TEST_CASE("net.security.create_private_file_refuses_a_link") {
+  test::ScratchDir dir;
+  const std::string target = dir.file("target.db");
+  const std::string link = dir.file("store.db");
+  std::filesystem::create_symlink(target, link);
+  auto r = net::create_private_file(link, false);
+  REQUIRE(!r.has_value());
+  CHECK(r.error().message.find(link + ": is a symbolic link") != std::string::npos);
+  CHECK(!std::filesystem::exists(target));
+  // A regular file there is left as it is; a missing one is made 0600.
+  CHECK(net::create_private_file(dir.file("new/fresh.db"), false).has_value());
+  struct stat st {};
+  REQUIRE(::lstat(dir.file("new/fresh.db").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(net::create_private_file(dir.file("new/fresh.db"), false).has_value());
+}

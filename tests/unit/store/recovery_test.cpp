@@ -4,6 +4,7 @@
 #include "fanout/store/detail/recovery.hpp"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -172,4 +173,32 @@ TEST_CASE("store.recovery.never_cuts_rows_another_job_committed_to_the_file") {
   TaskStore store(path, quiet_logger());
   REQUIRE(store.recover().size() == 1);
   CHECK(slurp(out) == "job2 row\n");
+}
+
+// An interchange resumes only the jobs its own user submitted: a job recorded as another user's
+// (owner_uid) is left as it is; one recorded before owner_uid existed (NULL) is resumed.
+TEST_CASE("store.recovery.resumes_only_this_users_jobs") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  {
+    TaskStore store(path, quiet_logger());
+    for (std::uint64_t id : {1, 2, 3}) {
+      store.create_job(id, make_spec(""), 10.0);
+      store.add_minibatches(id, {make_batch(0, {"a"})});
+    }
+  }
+  {
+    Db db(path, Db::Mode::ReadWriteCreate);
+    CHECK(sql_int(path, "SELECT count(*) FROM jobs WHERE owner_uid = " +
+                            std::to_string(::geteuid())) == 3);
+    db.exec(("UPDATE jobs SET owner_uid = " + std::to_string(::geteuid() + 1) + " WHERE id = 2")
+                .c_str());
+    db.exec("UPDATE jobs SET owner_uid = NULL WHERE id = 3");
+  }
+  TaskStore store(path, quiet_logger());
+  auto jobs = store.recover();
+  REQUIRE(jobs.size() == 2);
+  CHECK(jobs[0].job_id == 1);
+  CHECK(jobs[1].job_id == 3);
+  CHECK(sql_int(path, "SELECT count(*) FROM jobs WHERE id = 2 AND state = 'running'") == 1);
 }

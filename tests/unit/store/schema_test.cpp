@@ -64,10 +64,17 @@ FROM jobs j LEFT JOIN minibatches m ON m.job_id = j.id
 GROUP BY j.id)sql");
 }
 
+// Takes a current store back to version 9: no jobs.owner_uid.
+void undo_version_10(Db& db) {
+  db.exec("ALTER TABLE jobs DROP COLUMN owner_uid");
+  db.exec("PRAGMA user_version = 9");
+}
+
 // Takes a current store back to version 8: job_tallies kept by triggers on minibatches and
 // attempts (those of the job_tallies migration, abridged to what the test's rows need: states
 // and item counts of inserted and updated rows, and inserted attempts).
 void undo_version_9(Db& db) {
+  undo_version_10(db);
   db.exec(R"sql(
 CREATE TRIGGER job_tallies_minibatch AFTER INSERT ON minibatches BEGIN
   UPDATE job_tallies SET submitted = submitted + 1, pending = pending + (new.state = 'pending'),
@@ -460,4 +467,22 @@ TEST_CASE("store.schema.version_9_drops_the_count_triggers_and_counts_every_job"
   }
   CHECK(sql_text(path, counts) ==
         "1:3,3,2,1,0,0,4,1,3,1;2:0,0,0,0,0,0,0,0,0,0;3:1,1,0,0,1,0,0,0,0,0");
+}
+
+TEST_CASE("store.schema.version_10_records_whose_job_it_is") {
+  ScratchDir dir;
+  const std::string path = dir.file("fanout.db");
+  {
+    TaskStore store(path, quiet_logger());
+    store.create_job(1, make_spec(""), 100.0);
+    store.flush();
+  }
+  {
+    Db db(path, Db::Mode::ReadWriteCreate);
+    undo_version_10(db);
+  }
+  { TaskStore store(path, quiet_logger()); }
+  CHECK(sql_int(path, "PRAGMA user_version") == kSchemaVersion);
+  // A job recorded before the column: NULL, taken as the store owner's by recovery.
+  CHECK(sql_int(path, "SELECT count(*) FROM jobs WHERE owner_uid IS NULL") == 1);
 }

@@ -1,6 +1,8 @@
 // Recovery after a restart. See recovery.hpp and docs/store.md, section 5.
 #include "fanout/store/detail/recovery.hpp"
 
+#include <unistd.h>
+
 #include <string>
 #include <utility>
 
@@ -150,7 +152,7 @@ SELECT max(coalesce((SELECT max(m.output_offset + m.output_bytes)
 std::vector<UnfinishedJob> recover(Db& db, const Logger& log) {
   Transaction tx(db);
   Statement jobs(db,
-                 "SELECT id, spec, submit_done, total, output_path FROM jobs "
+                 "SELECT id, spec, submit_done, total, output_path, owner_uid FROM jobs "
                  "WHERE state IN ('pending', 'running') ORDER BY id");
   Statement counts(db,
                    "SELECT succeeded, failed, items_succeeded, items_failed, attempts_failed "
@@ -181,9 +183,19 @@ SELECT max(coalesce((SELECT max(m.output_offset + m.output_bytes)
   };
   std::vector<Output> outputs;
   std::string detail;
+  const auto me = static_cast<std::int64_t>(::geteuid());
   while (jobs.step()) {
     UnfinishedJob u;
     u.job_id = jobs.column_uint64(0);
+    // Another user's job is not ours to run: left as it is, for its own user's interchange.
+    // (NULL: recorded before owner_uid existed, in this store whose files are ours.)
+    if (!jobs.is_null(5) && jobs.column_int64(5) != me) {
+      log->warn(
+          "job {}: not resumed: it was submitted to an interchange running as uid {}, and "
+          "this one runs as uid {}; only that user's interchange resumes it",
+          u.job_id, jobs.column_int64(5), me);
+      continue;
+    }
     if (!unpack_from(jobs.column_blob(1), u.spec)) {
       broken.emplace_back(u.job_id, "cannot resume: the stored job spec cannot be decoded");
       continue;

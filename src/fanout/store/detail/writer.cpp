@@ -1,6 +1,8 @@
 // The store's writer: applies queued operations in one transaction each. See writer.hpp.
 #include "fanout/store/detail/writer.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <iterator>
 #include <utility>
@@ -24,8 +26,8 @@ Writer::Writer(Db& db, Logger log)
       db_(db),
       insert_job_(db, R"sql(
 INSERT INTO jobs (id, name, state, reason, spec_path, runtime, entry_script, output_path,
-                log_dir, settings, spec, created, started, output_start)
-VALUES (?1, ?2, 'running', '', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11))sql"),
+                log_dir, settings, spec, created, started, output_start, owner_uid)
+VALUES (?1, ?2, 'running', '', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12))sql"),
       // A row that exists (a mini-batch submitted again after a restart) keeps its state,
       // unless this one was dispatched: then it is marked running, as mark_running_ would.
       insert_minibatch_(db, "INSERT INTO minibatches (job_id, id, state, tries, items)", 5,
@@ -272,7 +274,9 @@ void Writer::do_op(std::unique_ptr<CreateJob>& op) {
       .bind_text_or_null(7, s.log_dir)
       .bind_text_or_null(8, s.settings_json)
       .bind_blob(9, {buf_.data(), buf_.size()})
-      .bind(10, op->created);
+      .bind(10, op->created)
+      // Who runs the job: recovery resumes only this user's jobs.
+      .bind(12, static_cast<std::int64_t>(::geteuid()));
   if (s.output_path.empty()) {
     insert_job_.bind_null(11);
   } else {
