@@ -211,7 +211,8 @@ TEST_CASE("integration.store_trust.explore_refuses_a_scratch_folder_of_another_u
   JobSpec job;
   job.name = "explored";
   job.output = dir / "out.txt";
-  make_echo_job(dir.path(), 2, job);
+  // Enough items that explore's sample check passes and it gets as far as its scratch folder.
+  make_echo_job(dir.path(), 32, job);
   auto r = run_capture(
       {fanout_bin(), "explore", dir / "job.yaml", "--db", dir / "shared/e.db", "--budget", "1s",
        "--factor", "mini_batch_size=1,2", "--sample", "100%", "--python", python_bin()},
