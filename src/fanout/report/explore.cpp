@@ -15,9 +15,6 @@
 
 namespace fanout::report {
 
-namespace {
-
-// Student's t for a two-sided 95% interval with `df` degrees of freedom.
 double t95(std::size_t df) {
   static constexpr double kT[] = {12.71, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
                                   2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131};
@@ -25,6 +22,8 @@ double t95(std::size_t df) {
   if (df <= std::size(kT)) return kT[df - 1];
   return df < 30 ? 2.05 : 1.96;
 }
+
+namespace {
 
 // Whether a and b differ in factor f only.
 bool differ_only_in(const Treatment& a, const Treatment& b, std::size_t f) {

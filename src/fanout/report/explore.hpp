@@ -145,4 +145,7 @@ struct ExploreAnalysis {
 [[nodiscard]] std::string explore_measures_text(const std::vector<ExploreFactor>& factors,
                                                 const std::vector<ExploreRun>& runs);
 
+// Student's t for a two-sided 95% interval with `df` degrees of freedom (0 for none).
+[[nodiscard]] double t95(std::size_t df);
+
 }  // namespace fanout::report
